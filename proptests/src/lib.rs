@@ -1,0 +1,1 @@
+//! Property-based exploration of fault schedules (issue 5). Not built yet.

@@ -1,0 +1,350 @@
+//! Real redis-server processes for tests and the simulation harness.
+//!
+//! Every test in this workspace runs against a real `redis-server`; nothing
+//! is mocked. This crate is the one place that knows how to start one:
+//!
+//! - on an **ephemeral loopback port** (so parallel test binaries never
+//!   collide), retrying when another process wins the race for the port;
+//! - with `--save "" --appendonly no --maxmemory-policy noeviction`, the
+//!   configuration the library's guarantees assume;
+//! - in its **own process group**, with `PR_SET_PDEATHSIG` so it dies with
+//!   the thread that started it even if that process is killed outright,
+//!   and killed on [`Drop`] (which also runs while a panic unwinds);
+//! - from `redis-server` on `PATH`, or the binary named by `REDIS_SERVER`;
+//!   a missing binary is an error that says how to install one.
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, so
+//! a server must be started by a thread that outlives its use (a test's own
+//! thread, or a long-lived harness thread). Sharing one server across test
+//! threads through a static would break that rule; start one per test.
+//!
+//! It uses `std::time` and blocking sockets on purpose: starting a process is
+//! set-up that happens outside any simulation.
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why a redis-server could not be started or controlled.
+#[derive(Debug)]
+pub enum ServerError {
+    /// No `redis-server` binary was found.
+    NotInstalled {
+        /// What was looked for.
+        looked_for: String,
+    },
+    /// The process started but never answered `PING`, or exited.
+    NotReady {
+        /// The port it was started on.
+        port: u16,
+        /// What the server printed, if anything.
+        log: String,
+    },
+    /// An operating-system call failed.
+    Io(std::io::Error),
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerError::NotInstalled { looked_for } => write!(
+                f,
+                "redis-server not found ({looked_for}). Install Redis >= 7 \
+                 (Debian/Ubuntu: `sudo apt-get install -y redis-server`; \
+                 macOS: `brew install redis`) or set REDIS_SERVER=/path/to/redis-server"
+            ),
+            ServerError::NotReady { port, log } => {
+                write!(f, "redis-server on 127.0.0.1:{port} did not become ready: {log}")
+            }
+            ServerError::Io(e) => write!(f, "redis-server process control failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {}
+
+impl From<std::io::Error> for ServerError {
+    fn from(e: std::io::Error) -> Self {
+        ServerError::Io(e)
+    }
+}
+
+/// How to start a server. `Default` gives the plain configuration.
+#[derive(Debug, Clone, Default)]
+pub struct ServerConfig {
+    /// A shared library to `LD_PRELOAD` into the server (the harness' clock library).
+    pub preload: Option<PathBuf>,
+    /// Extra environment variables for the server process.
+    pub env: Vec<(String, String)>,
+    /// Extra `--name value` arguments, appended after the defaults.
+    pub args: Vec<String>,
+}
+
+/// A running redis-server, killed (with its process group) on drop.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    config: ServerConfig,
+    binary: PathBuf,
+}
+
+/// The redis-server binary: `$REDIS_SERVER`, else `redis-server` on `PATH`.
+pub fn redis_server_binary() -> Result<PathBuf, ServerError> {
+    if let Some(p) = std::env::var_os("REDIS_SERVER") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(ServerError::NotInstalled {
+                looked_for: format!("REDIS_SERVER={} is not a file", p.display()),
+            })
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("redis-server"))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| ServerError::NotInstalled {
+            looked_for: "redis-server on PATH".to_string(),
+        })
+}
+
+impl RedisServer {
+    /// Starts a server with the default configuration.
+    pub fn start() -> Result<RedisServer, ServerError> {
+        RedisServer::start_with(ServerConfig::default())
+    }
+
+    /// Starts a server with `config`.
+    pub fn start_with(config: ServerConfig) -> Result<RedisServer, ServerError> {
+        let binary = redis_server_binary()?;
+        let mut last = None;
+        // Another process can take the port between our probe and the
+        // server's bind; a few attempts make that race harmless.
+        for _ in 0..8 {
+            let port = free_port()?;
+            match spawn_on(&binary, port, &config) {
+                Ok(child) => {
+                    return Ok(RedisServer { child: Some(child), port, config, binary });
+                }
+                Err(e @ ServerError::NotReady { .. }) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(ServerError::NotReady { port: 0, log: "no attempt made".into() }))
+    }
+
+    /// The TCP port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The socket address, 127.0.0.1:port.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// A `redis://` URL for this server.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The operating-system process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process is running (started and not stopped).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Kills the server (SIGKILL: no shutdown save, like a crash). Idempotent.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Negative pid: the whole process group.
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port, with no data (no persistence).
+    pub fn restart(&mut self) -> Result<(), ServerError> {
+        self.stop();
+        // The port was ours a moment ago; the kernel may need a moment to free it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match spawn_on(&self.binary, self.port, &self.config) {
+                Ok(child) => {
+                    self.child = Some(child);
+                    return Ok(());
+                }
+                Err(e) if Instant::now() >= deadline => return Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
+    /// Sends `SIGSTOP` to the server: it stops answering, timers included.
+    pub fn freeze(&self) -> Result<(), ServerError> {
+        self.signal(libc::SIGSTOP)
+    }
+
+    /// Sends `SIGCONT`: the undo of [`RedisServer::freeze`].
+    pub fn thaw(&self) -> Result<(), ServerError> {
+        self.signal(libc::SIGCONT)
+    }
+
+    fn signal(&self, sig: libc::c_int) -> Result<(), ServerError> {
+        let pid = self.pid().ok_or_else(|| {
+            ServerError::Io(std::io::Error::new(std::io::ErrorKind::NotFound, "server is stopped"))
+        })?;
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(ServerError::Io(std::io::Error::last_os_error()))
+        }
+    }
+
+    /// Sends one inline command and returns the raw reply line(s).
+    /// Meant for set-up and assertions, not for the code under test.
+    pub fn command(&self, args: &[&str]) -> Result<String, ServerError> {
+        raw_command(self.port, args)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> Result<u16, ServerError> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, ServerError> {
+    let mut cmd = Command::new(binary);
+    cmd.args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1"])
+        .args(["--save", ""])
+        .args(["--appendonly", "no"])
+        .args(["--maxmemory-policy", "noeviction"])
+        .args(["--protected-mode", "no"])
+        .args(["--daemonize", "no"])
+        .args(["--loglevel", "warning"])
+        .args(["--logfile", ""])
+        .args(&config.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(lib) = &config.preload {
+        cmd.env("LD_PRELOAD", lib);
+    }
+    for (k, v) in &config.env {
+        cmd.env(k, v);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Own process group, so a group kill reaches anything it forks.
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Die with the thread that started us, even on SIGKILL of the test.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ServerError::NotInstalled {
+            looked_for: binary.display().to_string(),
+        },
+        _ => ServerError::Io(e),
+    })?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(reply) = raw_command(port, &["PING"]) {
+            if reply.starts_with("+PONG") {
+                return Ok(child);
+            }
+        }
+        if let Some(_status) = child.try_wait()? {
+            let mut log = String::new();
+            if let Some(mut out) = child.stdout.take() {
+                let _ = out.read_to_string(&mut log);
+            }
+            if let Some(mut err) = child.stderr.take() {
+                let _ = err.read_to_string(&mut log);
+            }
+            return Err(ServerError::NotReady { port, log: log.trim().to_string() });
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+            }
+            let _ = child.wait();
+            return Err(ServerError::NotReady { port, log: "no PONG within 10 s".into() });
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Sends one command as a RESP array over a fresh connection and returns the
+/// reply's first line (enough for `+OK`, `:1`, `-ERR ...`, `$-1`).
+fn raw_command(port: u16, args: &[&str]) -> Result<String, ServerError> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(200))?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let mut request = format!("*{}\r\n", args.len());
+    for a in args {
+        request.push_str(&format!("${}\r\n{}\r\n", a.len(), a));
+    }
+    stream.write_all(request.as_bytes())?;
+    let mut buf = vec![0u8; 4096];
+    let n = stream.read(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_answers_restarts_and_stops() {
+        let mut server = RedisServer::start().expect("start redis-server");
+        assert!(server.command(&["PING"]).unwrap().starts_with("+PONG"));
+        server.command(&["SET", "k", "v"]).unwrap();
+        server.restart().unwrap();
+        // No persistence: the key is gone after a restart.
+        assert_eq!(server.command(&["EXISTS", "k"]).unwrap(), ":0\r\n");
+        let pid = server.pid().unwrap();
+        server.stop();
+        // SAFETY: signal 0 only checks for existence.
+        let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+        assert!(!alive, "redis-server {pid} survived stop()");
+    }
+
+    #[test]
+    fn missing_binary_says_how_to_install() {
+        let err = spawn_on(Path::new("/nonexistent/redis-server"), 1, &ServerConfig::default())
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("apt-get install -y redis-server"), "{msg}");
+    }
+}

@@ -1,0 +1,108 @@
+//! The one error type of the library.
+//!
+//! Variants are named for what the caller can do about them. "Not yet" and
+//! "refused" are never errors: a lock that is taken is `Ok(None)`, a denied
+//! request is `Decision::Denied`, a stale write is `WriteOutcome::Rejected`.
+//! `Err` means bad input (fix the call) or a fault (the outcome may be
+//! unknown; see [`Error::outcome_is_unknown`]).
+
+use redis::RedisError;
+
+/// Convenience alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong, by what the caller can do about it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A value given to a constructor or a call is out of range or malformed.
+    /// Nothing was sent to Redis. Fix the call.
+    #[error("invalid {what}: {why}")]
+    InvalidInput {
+        /// Which argument or setting.
+        what: &'static str,
+        /// Why it was refused.
+        why: String,
+    },
+
+    /// The request timed out. It **may still run** on the server later (a
+    /// response timeout cancels nothing), so its outcome is unknown: an
+    /// acquire that timed out may have taken the lock, a write may land late.
+    /// Treat it as "maybe", never as "did not happen".
+    #[error("outcome unknown: the request timed out and may still be executed by Redis ({source})")]
+    OutcomeUnknown {
+        /// The underlying client error.
+        #[source]
+        source: RedisError,
+    },
+
+    /// The connection was dropped or refused. If it dropped while a request
+    /// was in flight, that request's outcome is unknown too. Reconnect (or
+    /// let a reconnecting connection do it) and retry if the operation allows.
+    #[error("connection lost: {source}")]
+    ConnectionLost {
+        /// The underlying client error.
+        #[source]
+        source: RedisError,
+    },
+
+    /// A key used by this primitive holds a value of another type
+    /// (`WRONGTYPE`): something else writes to our key space. Nothing was changed.
+    #[error("key `{key}` holds a value of the wrong type for this primitive (WRONGTYPE); is another program using this key prefix?")]
+    WrongType {
+        /// The key (or the first key of the script) involved.
+        key: String,
+        /// The underlying server error.
+        #[source]
+        source: RedisError,
+    },
+
+    /// Redis answered with an error not covered above (out of memory under
+    /// `noeviction`, `READONLY` on a replica, a script error, ...).
+    #[error("redis error: {source}")]
+    Redis {
+        /// The underlying error.
+        #[source]
+        source: RedisError,
+    },
+
+    /// Redis answered with something this library never produces, which
+    /// means the key space was modified behind its back.
+    #[error("unexpected reply for `{key}`: {detail}")]
+    UnexpectedReply {
+        /// The key involved.
+        key: String,
+        /// What was wrong with the reply.
+        detail: String,
+    },
+}
+
+impl Error {
+    /// True when a request may or may not have been executed: a timeout, or a
+    /// connection lost with the request in flight.
+    pub fn outcome_is_unknown(&self) -> bool {
+        matches!(self, Error::OutcomeUnknown { .. } | Error::ConnectionLost { .. })
+    }
+
+    /// Classifies a client error for an operation on `key`.
+    pub(crate) fn from_redis(source: RedisError, key: &str) -> Error {
+        if source.is_timeout() {
+            Error::OutcomeUnknown { source }
+        } else if source.is_connection_dropped()
+            || source.is_connection_refusal()
+            || source.is_io_error()
+        {
+            Error::ConnectionLost { source }
+        } else if source.code() == Some("WRONGTYPE")
+            || source.detail().is_some_and(|d| d.contains("WRONGTYPE"))
+        {
+            Error::WrongType { key: key.to_string(), source }
+        } else {
+            Error::Redis { source }
+        }
+    }
+
+    pub(crate) fn invalid(what: &'static str, why: impl Into<String>) -> Error {
+        Error::InvalidInput { what, why: why.into() }
+    }
+}

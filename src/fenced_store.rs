@@ -1,0 +1,122 @@
+//! `FencedStore`: the resource side of fencing.
+//!
+//! A fencing token protects nothing unless the resource checks it. This store
+//! keeps, per key, the value and the highest token it has accepted, and
+//! refuses any write with a lower token. Equal tokens are accepted, so the
+//! current holder can write repeatedly. The check and the write are one Lua
+//! script, so no interleaving can slip a stale write between them.
+//!
+//! What fencing does **not** do: detect staleness. A holder whose lease has
+//! expired can still write *before* the new holder's first write, and is
+//! accepted (reference case 13). Fencing orders writes; it does not know time.
+//!
+//! ```no_run
+//! # async fn demo(conn: redis::aio::MultiplexedConnection, lease: redis_primitives::Lease) -> redis_primitives::Result<()> {
+//! use redis_primitives::{FencedStore, WriteOutcome};
+//! let store = FencedStore::new(conn);
+//! match store.write("report", b"v2", lease.token()).await? {
+//!     WriteOutcome::Accepted => {}
+//!     WriteOutcome::Rejected { highest_seen, .. } => {
+//!         eprintln!("a newer holder (token {highest_seen}) already wrote; stopping");
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::keys::Prefix;
+use crate::token::FencingToken;
+
+static WRITE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/fenced_write.lua")));
+
+/// A key-value resource that refuses writes carrying a stale fencing token.
+#[derive(Debug, Clone)]
+pub struct FencedStore<C> {
+    conn: C,
+    prefix: Prefix,
+}
+
+/// The result of a fenced write. A rejection is a value, not an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The write was applied.
+    Accepted,
+    /// A write with a higher token was accepted earlier; nothing changed.
+    Rejected {
+        /// The token this write carried.
+        rejected_token: FencingToken,
+        /// The highest token the resource has accepted.
+        highest_seen: FencingToken,
+    },
+}
+
+/// A stored value and the token that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The value bytes.
+    pub value: Vec<u8>,
+    /// The token of the accepted write that stored them.
+    pub token: FencingToken,
+}
+
+impl<C: Connection> FencedStore<C> {
+    /// A store with the default prefix `"fenced"` (keys `fenced:{key}`).
+    pub fn new(conn: C) -> FencedStore<C> {
+        FencedStore { conn, prefix: Prefix::new("fenced").expect("the default prefix is valid") }
+    }
+
+    /// A store with a custom key prefix.
+    pub fn with_prefix(conn: C, prefix: impl Into<String>) -> Result<FencedStore<C>> {
+        Ok(FencedStore { conn, prefix: Prefix::new(prefix)? })
+    }
+
+    /// The Redis key backing `key`.
+    pub fn redis_key(&self, key: &str) -> Result<String> {
+        self.prefix.key(key)
+    }
+
+    /// Writes `value` under `key` unless a higher token has written before.
+    pub async fn write(&self, key: &str, value: impl AsRef<[u8]>, token: FencingToken) -> Result<WriteOutcome> {
+        let rkey = self.redis_key(key)?;
+        let mut conn = self.conn.clone();
+        let (accepted, highest): (i64, String) = WRITE
+            .key(&rkey)
+            .arg(value.as_ref())
+            .arg(token.get().to_string())
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &rkey))?;
+        if accepted == 1 {
+            return Ok(WriteOutcome::Accepted);
+        }
+        let highest_seen = highest.parse::<u64>().map_err(|_| Error::UnexpectedReply {
+            key: rkey.clone(),
+            detail: format!("stored token {highest:?} is not an unsigned integer"),
+        })?;
+        Ok(WriteOutcome::Rejected { rejected_token: token, highest_seen: FencingToken::new(highest_seen) })
+    }
+
+    /// The current value and the token that wrote it; `None` if never written.
+    pub async fn read(&self, key: &str) -> Result<Option<Stored>> {
+        let rkey = self.redis_key(key)?;
+        let mut conn = self.conn.clone();
+        let (token, value): (Option<u64>, Option<Vec<u8>>) = redis::cmd("HMGET")
+            .arg(&rkey)
+            .arg("token")
+            .arg("value")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &rkey))?;
+        match (token, value) {
+            (Some(t), Some(v)) => Ok(Some(Stored { value: v, token: FencingToken::new(t) })),
+            (None, None) => Ok(None),
+            _ => Err(Error::UnexpectedReply { key: rkey, detail: "half-written fenced entry".into() }),
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Key naming: one hash tag per primitive instance.
+//!
+//! Every key that one script touches carries the same `{name}` hash tag
+//! (`lock:{orders}` and `lock:{orders}:fence`), so each script addresses a
+//! single slot and runs unchanged on Redis Cluster. The prefix is
+//! configurable; names are validated so a caller cannot break the tag.
+
+use crate::error::{Error, Result};
+
+/// A validated key prefix (no braces, not empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prefix(String);
+
+impl Prefix {
+    /// Validates a prefix such as `"lock"` or `"myapp:lock"`.
+    pub fn new(prefix: impl Into<String>) -> Result<Prefix> {
+        let prefix = prefix.into();
+        if prefix.is_empty() {
+            return Err(Error::invalid("prefix", "must not be empty"));
+        }
+        if prefix.contains(['{', '}']) {
+            return Err(Error::invalid(
+                "prefix",
+                format!("{prefix:?} contains '{{' or '}}', which would break the hash tag"),
+            ));
+        }
+        Ok(Prefix(prefix))
+    }
+
+    /// The prefix text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `prefix:{name}` after validating `name`.
+    pub fn key(&self, name: &str) -> Result<String> {
+        validate_name(name)?;
+        Ok(format!("{}:{{{}}}", self.0, name))
+    }
+}
+
+/// Checks that `name` is usable inside a hash tag.
+pub fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid("name", "must not be empty"));
+    }
+    if name.contains(['{', '}']) {
+        return Err(Error::invalid(
+            "name",
+            format!("{name:?} contains '{{' or '}}', which would break the hash tag"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! `Lock`: a single-instance lease with a fencing token.
+//!
+//! One Redis key per name holds a random owner value with a TTL; a second key
+//! (same hash tag) is a counter that `INCR` bumps on every successful acquire
+//! and that never expires. Acquire, release and extend are each one atomic
+//! Lua script. `acquire` makes exactly one attempt; waiting is the caller's
+//! choice, through [`crate::Retry`].
+//!
+//! ```no_run
+//! # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
+//! use core::time::Duration;
+//! use redis_primitives::{Lock, Ttl};
+//!
+//! let lock = Lock::new(conn);
+//! let ttl = Ttl::new(Duration::from_secs(10))?;
+//! if let Some(lease) = lock.acquire("invoices", ttl).await? {
+//!     // Pass lease.token() to everything you write while holding it.
+//!     println!("holding invoices with token {}", lease.token());
+//!     lock.release(&lease).await?;
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::future::Future;
+use std::sync::LazyLock;
+
+use core::time::Duration;
+use redis::Script;
+use tokio::time::Instant;
+
+use crate::connection::Connection;
+use crate::drift::Drift;
+use crate::error::{Error, Result};
+use crate::keys::Prefix;
+use crate::lease::Lease;
+use crate::owner::OwnerSource;
+use crate::token::FencingToken;
+use crate::ttl::Ttl;
+
+static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/lock_acquire.lua")));
+static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/lock_release.lua")));
+static EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/lock_extend.lua")));
+
+/// A factory for fenced leases over one connection.
+#[derive(Debug, Clone)]
+pub struct Lock<C> {
+    conn: C,
+    prefix: Prefix,
+    drift: Drift,
+    owners: OwnerSource,
+}
+
+/// Configures a [`Lock`]. `build()` can be called again.
+#[derive(Debug, Clone)]
+pub struct LockBuilder<C> {
+    conn: C,
+    prefix: String,
+    drift: Drift,
+    owners: OwnerSource,
+}
+
+/// What [`Lock::with_lock`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockOutcome<T> {
+    /// The lock was taken by someone else; the body did not run.
+    NotAcquired,
+    /// The body ran while holding a lease.
+    Ran {
+        /// What the body returned.
+        output: T,
+        /// The lease's fencing token.
+        token: FencingToken,
+        /// Whether the release deleted our lease. `false` means the lease had
+        /// already expired (and perhaps passed to someone else, whose lease
+        /// was left untouched): the body outlived its protection.
+        released: bool,
+    },
+}
+
+impl<C: Connection> LockBuilder<C> {
+    /// Key prefix (default `"lock"`): keys are `prefix:{name}` and `prefix:{name}:fence`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Clock-drift allowance subtracted from every lease's local deadline.
+    pub fn drift(mut self, drift: Drift) -> Self {
+        self.drift = drift;
+        self
+    }
+
+    /// Where ownership values come from (default: the OS-seeded CSPRNG).
+    pub fn owners(mut self, owners: OwnerSource) -> Self {
+        self.owners = owners;
+        self
+    }
+
+    /// Validates the settings.
+    pub fn build(&self) -> Result<Lock<C>> {
+        Ok(Lock {
+            conn: self.conn.clone(),
+            prefix: Prefix::new(self.prefix.clone())?,
+            drift: self.drift,
+            owners: self.owners.clone(),
+        })
+    }
+}
+
+impl<C: Connection> Lock<C> {
+    /// A lock with the default prefix `"lock"` and drift allowance.
+    pub fn new(conn: C) -> Lock<C> {
+        Lock {
+            conn,
+            prefix: Prefix::new("lock").expect("the default prefix is valid"),
+            drift: Drift::DEFAULT,
+            owners: OwnerSource::Random,
+        }
+    }
+
+    /// Starts configuring a lock.
+    pub fn builder(conn: C) -> LockBuilder<C> {
+        LockBuilder {
+            conn,
+            prefix: "lock".into(),
+            drift: Drift::DEFAULT,
+            owners: OwnerSource::Random,
+        }
+    }
+
+    /// The key holding the lease for `name`.
+    pub fn key(&self, name: &str) -> Result<String> {
+        self.prefix.key(name)
+    }
+
+    /// The key of the fence counter for `name`.
+    pub fn fence_key(&self, name: &str) -> Result<String> {
+        Ok(format!("{}:fence", self.prefix.key(name)?))
+    }
+
+    /// The drift allowance in force.
+    pub fn drift(&self) -> Drift {
+        self.drift
+    }
+
+    /// One attempt to take `name` for `ttl`. `Ok(None)` when someone holds it.
+    ///
+    /// On `Err(e)` with `e.outcome_is_unknown()`, the lock may have been
+    /// taken: it will expire after `ttl` at the latest.
+    pub async fn acquire(&self, name: &str, ttl: Ttl) -> Result<Option<Lease>> {
+        let key = self.key(name)?;
+        let fence = format!("{key}:fence");
+        let owner = self.owners.next_owner(16);
+        let mut conn = self.conn.clone();
+        let sent_at = Instant::now();
+        let reply: Option<i64> = ACQUIRE
+            .key(&key)
+            .key(&fence)
+            .arg(owner.as_str())
+            .arg(ttl.as_millis())
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &key))?;
+        let Some(raw) = reply else { return Ok(None) };
+        let token = u64::try_from(raw).map_err(|_| Error::UnexpectedReply {
+            key: fence.clone(),
+            detail: format!("fence counter returned {raw}, expected a positive integer"),
+        })?;
+        Ok(Some(Lease {
+            name: name.to_string(),
+            key,
+            owner,
+            token: FencingToken::new(token),
+            ttl,
+            sent_at,
+            deadline: self.deadline(sent_at, ttl),
+        }))
+    }
+
+    /// Compare-and-delete. `Ok(false)` when the lease had already expired or
+    /// belongs to someone else now (their lease is left untouched).
+    pub async fn release(&self, lease: &Lease) -> Result<bool> {
+        let mut conn = self.conn.clone();
+        let n: i64 = RELEASE
+            .key(&lease.key)
+            .arg(lease.owner.as_str())
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &lease.key))?;
+        Ok(n == 1)
+    }
+
+    /// Compare-and-pexpire to `ttl` from now. `Ok(false)` when the lease is
+    /// gone (it is not recreated) or someone else holds the name. On success
+    /// the lease's TTL and local deadline move forward, measured from the
+    /// moment this request was sent.
+    pub async fn extend(&self, lease: &mut Lease, ttl: Ttl) -> Result<bool> {
+        let mut conn = self.conn.clone();
+        let sent_at = Instant::now();
+        let n: i64 = EXTEND
+            .key(&lease.key)
+            .arg(lease.owner.as_str())
+            .arg(ttl.as_millis())
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &lease.key))?;
+        if n == 1 {
+            lease.ttl = ttl;
+            lease.sent_at = sent_at;
+            lease.deadline = self.deadline(sent_at, ttl);
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// Acquires `name`, runs `body` with the lease, then releases.
+    /// The body does not run when the lock is taken. Nothing stops the body
+    /// when the lease expires under it: `released: false` in the outcome
+    /// reports that afterwards. For a body that must stop in time, use
+    /// [`Lock::with_lock_guarded`].
+    pub async fn with_lock<T, F, Fut>(&self, name: &str, ttl: Ttl, body: F) -> Result<LockOutcome<T>>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let Some(lease) = self.acquire(name, ttl).await? else {
+            return Ok(LockOutcome::NotAcquired);
+        };
+        let token = lease.token;
+        let output = body(lease.clone()).await;
+        let released = self.release(&lease).await?;
+        Ok(LockOutcome::Ran { output, token, released })
+    }
+
+    /// The last fencing token issued for `name` (the holder's, if held).
+    pub async fn current_token(&self, name: &str) -> Result<Option<FencingToken>> {
+        let fence = self.fence_key(name)?;
+        let mut conn = self.conn.clone();
+        let raw: Option<u64> = redis::cmd("GET")
+            .arg(&fence)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &fence))?;
+        Ok(raw.map(FencingToken::new))
+    }
+
+    /// The server-side time left on `name`'s lease; `None` when not held.
+    pub async fn remaining_ttl(&self, name: &str) -> Result<Option<Duration>> {
+        let key = self.key(name)?;
+        let mut conn = self.conn.clone();
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &key))?;
+        match pttl {
+            -2 => Ok(None),
+            ms if ms >= 0 => Ok(Some(Duration::from_millis(ms as u64))),
+            other => Err(Error::UnexpectedReply {
+                key,
+                detail: format!("PTTL {other}: the lock key has no expiry; something else wrote it"),
+            }),
+        }
+    }
+
+    pub(crate) fn deadline(&self, sent_at: Instant, ttl: Ttl) -> Instant {
+        let ttl = ttl.as_duration();
+        sent_at + ttl.saturating_sub(self.drift.allowance(ttl))
+    }
+
+    pub(crate) fn connection(&self) -> &C {
+        &self.conn
+    }
+}

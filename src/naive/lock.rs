@@ -1,0 +1,54 @@
+//! **Broken on purpose:** a set-if-absent lock released with a bare `DEL`.
+//!
+//! What breaks: the holder's lease expires mid-section, another client
+//! acquires, and the first holder's `release` deletes the *second* holder's
+//! lock, letting a third in while the second still works. No fencing token
+//! either. Shown by `tests/lock.rs::case03_release_is_compare_and_delete`
+//! and the `lock-naive` simulation scenario.
+
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::keys::Prefix;
+use crate::ttl::Ttl;
+
+/// `SET NX PX` to acquire, `DEL` to release. Do not use.
+#[derive(Debug, Clone)]
+pub struct NaiveLock<C> {
+    conn: C,
+    prefix: Prefix,
+}
+
+impl<C: Connection> NaiveLock<C> {
+    /// A naive lock using the same key names as [`crate::Lock`] by default.
+    pub fn new(conn: C) -> NaiveLock<C> {
+        NaiveLock { conn, prefix: Prefix::new("lock").expect("the default prefix is valid") }
+    }
+
+    /// `SET key 1 NX PX ttl`. Returns whether it was set.
+    pub async fn acquire(&self, name: &str, ttl: Ttl) -> Result<bool> {
+        let key = self.prefix.key(name)?;
+        let mut conn = self.conn.clone();
+        let r: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg("1")
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl.as_millis())
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &key))?;
+        Ok(r.is_some())
+    }
+
+    /// `DEL key`: deletes whoever's lock is there. That is the bug.
+    pub async fn release(&self, name: &str) -> Result<bool> {
+        let key = self.prefix.key(name)?;
+        let mut conn = self.conn.clone();
+        let n: i64 = redis::cmd("DEL")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &key))?;
+        Ok(n == 1)
+    }
+}

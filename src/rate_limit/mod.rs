@@ -1,0 +1,1 @@
+//! Rate limiters (issue 2; being written).

@@ -1,0 +1,1 @@
+//! Redlock across N independent masters (issue 3; being written).

@@ -1,0 +1,17 @@
+-- Fenced write: accept the value only if its token is >= the highest token
+-- this resource has accepted. O(1).
+-- KEYS[1] resource hash (fields: token, value)
+-- ARGV[1] value, ARGV[2] token as canonical decimal (no sign, no leading zeros)
+-- Returns {1, token} when accepted, {0, highest} when rejected.
+--
+-- Tokens are compared as decimal strings (length first, then bytes) rather
+-- than as Lua numbers, which are doubles and lose precision above 2^53.
+local highest = redis.call('HGET', KEYS[1], 'token')
+if highest then
+  local t = ARGV[2]
+  if #highest > #t or (#highest == #t and highest > t) then
+    return {0, highest}
+  end
+end
+redis.call('HSET', KEYS[1], 'token', ARGV[2], 'value', ARGV[1])
+return {1, ARGV[2]}

@@ -1,0 +1,41 @@
+//! Shared set-up for the library tests: a real redis-server per test.
+//!
+//! Each test starts its own server on an ephemeral port (see
+//! `redis-primitives-testkit`), so tests run in parallel without sharing
+//! state, and the server dies with the test.
+#![allow(dead_code)]
+
+use core::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::AsyncConnectionConfig;
+pub use redis_primitives_testkit::RedisServer;
+
+/// Starts a fresh redis-server, or fails the test with install instructions.
+pub fn server() -> RedisServer {
+    match RedisServer::start() {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// A multiplexed connection to `server` (no response timeout).
+pub async fn connect(server: &RedisServer) -> MultiplexedConnection {
+    let client = redis::Client::open(server.url()).expect("valid url");
+    client.get_multiplexed_async_connection().await.expect("connect to test redis-server")
+}
+
+/// A multiplexed connection whose requests time out after `timeout`.
+pub async fn connect_with_timeout(server: &RedisServer, timeout: Duration) -> MultiplexedConnection {
+    let client = redis::Client::open(server.url()).expect("valid url");
+    let config = AsyncConnectionConfig::new().set_response_timeout(Some(timeout));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .expect("connect to test redis-server")
+}
+
+/// Shorthand for a millisecond TTL known to be valid.
+pub fn ms(n: u64) -> redis_primitives::Ttl {
+    redis_primitives::Ttl::from_millis(n).expect("valid ttl")
+}
