@@ -1,0 +1,133 @@
+//! Bad input and Redis faults: every one is a typed error, never a panic.
+//!
+//! Bad input is refused before any round trip: these tests point the
+//! primitives at a server that has been stopped, so a request that reached
+//! the network would come back as `ConnectionLost`, not `InvalidInput`.
+
+mod support;
+
+use core::num::NonZeroU32;
+use core::time::Duration;
+
+use redis_primitives::{
+    Drift, Error, FencedStore, FencingToken, KeepAlive, Lock, Retry, Ttl, WriteOutcome,
+};
+use support::{connect, connect_with_timeout, ms, server};
+
+fn is_invalid<T: std::fmt::Debug>(r: Result<T, Error>, what: &str) {
+    match r {
+        Err(Error::InvalidInput { what: w, .. }) => assert_eq!(w, what),
+        other => panic!("expected InvalidInput({what}), got {other:?}"),
+    }
+}
+
+#[test]
+fn ttl_refuses_zero_sub_millisecond_and_overflowing_values() {
+    is_invalid(Ttl::new(Duration::ZERO), "ttl");
+    is_invalid(Ttl::new(Duration::from_micros(400)), "ttl");
+    is_invalid(Ttl::new(Duration::from_micros(1500)), "ttl");
+    is_invalid(Ttl::from_millis(Ttl::MAX_MILLIS + 1), "ttl");
+    is_invalid(Ttl::new(Duration::MAX), "ttl");
+    assert_eq!(Ttl::from_millis(Ttl::MAX_MILLIS).unwrap().as_millis(), Ttl::MAX_MILLIS);
+    let msg = Ttl::new(Duration::from_micros(1500)).unwrap_err().to_string();
+    assert!(msg.contains("whole number of milliseconds"), "{msg}");
+}
+
+#[test]
+fn other_settings_are_validated_at_construction() {
+    is_invalid(Drift::new(1000, Duration::ZERO), "drift factor");
+    let one = NonZeroU32::new(3).unwrap();
+    is_invalid(Retry::new(one, Duration::ZERO, Duration::from_millis(1)), "retry base_delay");
+    is_invalid(
+        Retry::new(one, Duration::from_millis(10), Duration::from_millis(1)),
+        "retry max_delay",
+    );
+}
+
+#[tokio::test]
+async fn bad_names_and_prefixes_are_refused_without_a_round_trip() {
+    let mut s = server();
+    let conn = connect(&s).await;
+    s.stop(); // any request that reached the network would fail differently
+    let lock = Lock::new(conn.clone());
+    is_invalid(lock.acquire("", ms(100)).await, "name");
+    is_invalid(lock.acquire("a{b}", ms(100)).await, "name");
+    is_invalid(lock.current_token("").await, "name");
+    is_invalid(lock.remaining_ttl("}").await, "name");
+    is_invalid(Lock::builder(conn.clone()).prefix("").build(), "prefix");
+    is_invalid(Lock::builder(conn.clone()).prefix("x{").build(), "prefix");
+    let store = FencedStore::new(conn.clone());
+    is_invalid(store.write("", b"v", FencingToken::new(1)).await, "name");
+    is_invalid(store.read("").await, "name");
+    // Extending more often than never, but not slower than the lease allows.
+    is_invalid(KeepAlive::new(&lock, ms(300), Duration::ZERO), "extend interval");
+    is_invalid(KeepAlive::new(&lock, ms(300), Duration::from_millis(300)), "extend interval");
+    assert!(KeepAlive::new(&lock, ms(300), Duration::from_millis(100)).is_ok());
+    // And a real request does reach the (stopped) network: the contrast.
+    assert!(matches!(lock.acquire("ok", ms(100)).await, Err(Error::ConnectionLost { .. })));
+}
+
+#[tokio::test]
+async fn wrongtype_is_a_typed_error_and_changes_nothing() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let fence = lock.fence_key("w").unwrap();
+    s.command(&["LPUSH", &fence, "not-a-counter"]).unwrap();
+    match lock.acquire("w", ms(1000)).await {
+        Err(Error::WrongType { key, .. }) => assert_eq!(key, lock.key("w").unwrap()),
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(s.command(&["EXISTS", &lock.key("w").unwrap()]).unwrap(), ":0\r\n", "no half-taken lock");
+
+    let store = FencedStore::new(connect(&s).await);
+    s.command(&["SET", &store.redis_key("doc").unwrap(), "plain string"]).unwrap();
+    assert!(matches!(
+        store.write("doc", b"v", FencingToken::new(1)).await,
+        Err(Error::WrongType { .. })
+    ));
+    assert!(matches!(store.read("doc").await, Err(Error::WrongType { .. })));
+}
+
+#[tokio::test]
+async fn noscript_after_script_flush_recovers_by_itself() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let store = FencedStore::new(connect(&s).await);
+    let lease = lock.acquire("n", ms(1000)).await.unwrap().unwrap();
+    store.write("doc", b"1", lease.token()).await.unwrap();
+    assert_eq!(s.command(&["SCRIPT", "FLUSH"]).unwrap(), "+OK\r\n");
+    assert!(lock.release(&lease).await.unwrap(), "release reloads its script");
+    let again = lock.acquire("n", ms(1000)).await.unwrap().unwrap();
+    assert_eq!(store.write("doc", b"2", again.token()).await.unwrap(), WriteOutcome::Accepted);
+}
+
+#[tokio::test]
+async fn dropped_connection_is_connection_lost_with_unknown_outcome() {
+    let mut s = server();
+    let lock = Lock::new(connect(&s).await);
+    s.stop();
+    let err = lock.acquire("d", ms(1000)).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionLost { .. }), "{err:?}");
+    assert!(err.outcome_is_unknown());
+}
+
+#[tokio::test]
+async fn timed_out_request_is_outcome_unknown_and_may_still_run() {
+    let s = server();
+    let lock = Lock::new(connect_with_timeout(&s, Duration::from_millis(100)).await);
+    // Load the script first: on a cold server the late EVALSHA would meet
+    // NOSCRIPT and the acquire would (this time) not happen.
+    lock.acquire("warm-up", ms(1000)).await.unwrap().unwrap();
+    s.freeze().unwrap(); // SIGSTOP: the request sits in the socket buffer
+    let err = lock.acquire("late", ms(60_000)).await.unwrap_err();
+    s.thaw().unwrap();
+    assert!(matches!(err, Error::OutcomeUnknown { .. }), "{err:?}");
+    assert!(err.outcome_is_unknown());
+    assert!(err.to_string().contains("may still be executed"), "{err}");
+    // The "failed" acquire ran after all: the lock is taken, with token 1.
+    let observer = Lock::new(connect(&s).await);
+    // The server processes the buffered request as soon as it runs again;
+    // the observer's request is queued behind it on the server.
+    assert!(observer.remaining_ttl("late").await.unwrap().is_some(), "the timed-out acquire took the lock");
+    assert_eq!(observer.current_token("late").await.unwrap(), Some(FencingToken::new(1)));
+}

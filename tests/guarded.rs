@@ -1,0 +1,159 @@
+//! The lease-loss signal: `with_lock_guarded` drops its body as soon as the
+//! lease can no longer be trusted, before another holder can acquire.
+
+mod support;
+
+use core::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use redis_primitives::{Error, GuardedOutcome, KeepAlive, LeaseLoss, Lock};
+use support::{connect, ms, server};
+use tokio::time::{sleep, Instant};
+
+/// A body that ticks every 10 ms, recording when it last ran, for `total`.
+fn ticking_body(
+    ticks: Arc<AtomicU32>,
+    last: Arc<Mutex<Option<Instant>>>,
+    total: Duration,
+) -> impl std::future::Future<Output = u32> {
+    async move {
+        let end = Instant::now() + total;
+        while Instant::now() < end {
+            ticks.fetch_add(1, Ordering::SeqCst);
+            *last.lock().unwrap() = Some(Instant::now());
+            sleep(Duration::from_millis(10)).await;
+        }
+        ticks.load(Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn body_longer_than_the_ttl_completes_while_extensions_succeed() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let policy = KeepAlive::thirds(&lock, ms(150)).unwrap();
+    let ticks = Arc::new(AtomicU32::new(0));
+    let last = Arc::new(Mutex::new(None));
+    let outcome = lock
+        .with_lock_guarded("long", policy, |_| ticking_body(ticks.clone(), last.clone(), Duration::from_millis(600)))
+        .await
+        .unwrap();
+    match outcome {
+        GuardedOutcome::Completed { released, .. } => assert!(released),
+        other => panic!("expected Completed, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn refused_extension_cancels_the_body() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let policy = KeepAlive::new(&lock, ms(300), Duration::from_millis(50)).unwrap();
+    let key = lock.key("stolen").unwrap();
+    let ticks = Arc::new(AtomicU32::new(0));
+    let last = Arc::new(Mutex::new(None));
+    let thief = async {
+        sleep(Duration::from_millis(120)).await;
+        s.command(&["DEL", &key]).unwrap(); // the lease vanishes under the holder
+        Instant::now()
+    };
+    let guarded = lock.with_lock_guarded("stolen", policy, |_| {
+        ticking_body(ticks.clone(), last.clone(), Duration::from_secs(5))
+    });
+    let (deleted_at, outcome) = tokio::join!(thief, guarded);
+    match outcome.unwrap() {
+        GuardedOutcome::Cancelled { reason: LeaseLoss::Refused, at, .. } => {
+            // The next extension after the DEL notices; it runs every 50 ms.
+            let noticed = at.duration_since(deleted_at);
+            println!("refused extension noticed {noticed:?} after the lease was deleted");
+            assert!(noticed <= Duration::from_millis(50) + Duration::from_millis(200));
+        }
+        other => panic!("expected Cancelled(Refused), got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn unconfirmed_extension_cancels_at_the_local_deadline_before_anyone_can_acquire() {
+    let s = server();
+    let holder = Lock::new(connect(&s).await);
+    let rival = Lock::new(connect(&s).await);
+    let ttl = ms(300);
+    let policy = KeepAlive::new(&holder, ttl, Duration::from_millis(100)).unwrap();
+    let ticks = Arc::new(AtomicU32::new(0));
+    let last = Arc::new(Mutex::new(None));
+    let acquired_at = Arc::new(Mutex::new(None));
+    let freeze = async {
+        // Freeze Redis just before the first extension: it is sent, never answered.
+        sleep(Duration::from_millis(80)).await;
+        s.freeze().unwrap();
+        sleep(Duration::from_millis(700)).await;
+        s.thaw().unwrap();
+        // The rival tries as soon as Redis runs again, and keeps trying.
+        loop {
+            if let Some(lease) = rival.acquire("frozen", ms(5000)).await.unwrap() {
+                *acquired_at.lock().unwrap() = Some(Instant::now());
+                return lease;
+            }
+            sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let guarded = holder.with_lock_guarded("frozen", policy, |lease| {
+        let sent = lease.sent_at();
+        let deadline = lease.local_deadline();
+        let body = ticking_body(ticks.clone(), last.clone(), Duration::from_secs(10));
+        async move {
+            let n = body.await;
+            (n, sent, deadline)
+        }
+    });
+    let (rival_lease, outcome) = tokio::join!(freeze, guarded);
+    let GuardedOutcome::Cancelled { reason, at, token } = outcome.unwrap() else {
+        panic!("expected the body to be cancelled");
+    };
+    assert!(matches!(reason, LeaseLoss::DeadlineReached), "{reason:?}");
+    assert!(rival_lease.token() > token);
+    let rival_at = acquired_at.lock().unwrap().unwrap();
+    let last_tick = last.lock().unwrap().unwrap();
+    assert!(last_tick <= at, "the body never ran after it was cancelled");
+    assert!(at < rival_at, "cancelled before the rival acquired");
+    println!(
+        "body cancelled {:?} before the rival acquired (lease ttl {ttl}, Redis frozen 700 ms)",
+        rival_at.duration_since(at)
+    );
+}
+
+#[tokio::test]
+async fn failed_extension_cancels_the_body_with_the_fault() {
+    let mut s = server();
+    let lock = Lock::new(connect(&s).await);
+    let policy = KeepAlive::new(&lock, ms(1000), Duration::from_millis(50)).unwrap();
+    let ticks = Arc::new(AtomicU32::new(0));
+    let last = Arc::new(Mutex::new(None));
+    let killer = async {
+        sleep(Duration::from_millis(70)).await;
+        s.stop();
+    };
+    let guarded = lock.with_lock_guarded("dies", policy, |_| {
+        ticking_body(ticks.clone(), last.clone(), Duration::from_secs(5))
+    });
+    let ((), outcome) = tokio::join!(killer, guarded);
+    match outcome.unwrap() {
+        GuardedOutcome::Cancelled { reason: LeaseLoss::Failed(e), .. } => {
+            assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
+        }
+        other => panic!("expected Cancelled(Failed), got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn not_acquired_runs_nothing() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let _held = lock.acquire("busy", ms(5000)).await.unwrap().unwrap();
+    let policy = KeepAlive::thirds(&lock, ms(300)).unwrap();
+    let mut ran = false;
+    let outcome = lock.with_lock_guarded("busy", policy, |_| async { ran = true }).await.unwrap();
+    assert!(matches!(outcome, GuardedOutcome::NotAcquired));
+    assert!(!ran);
+}
