@@ -130,3 +130,22 @@ async fn case15_deleting_the_fence_counter_reissues_tokens_documented_non_guaran
         WriteOutcome::Rejected { .. }
     ));
 }
+
+#[tokio::test]
+async fn single_instance_restart_loses_the_lease_and_the_counter_documented_non_guarantee() {
+    // Stands in for a failover to a replica that had not received the latest
+    // writes: the lock and the counter vanish together.
+    let mut s = server();
+    let lock = Lock::new(connect(&s).await);
+    for _ in 0..5 {
+        let l = lock.acquire("res", ms(60_000)).await.unwrap().unwrap();
+        lock.release(&l).await.unwrap();
+    }
+    let holder = lock.acquire("res", ms(60_000)).await.unwrap().unwrap();
+    assert_eq!(holder.token(), FencingToken::new(6));
+    s.restart().unwrap(); // no persistence: every key is gone
+    let lock2 = Lock::new(connect(&s).await);
+    let second = lock2.acquire("res", ms(60_000)).await.unwrap().expect("the held lease was lost");
+    assert_eq!(second.token(), FencingToken::new(1), "the counter went backwards");
+    assert!(second.token() < holder.token());
+}
