@@ -5,6 +5,8 @@
 //! state, and the server dies with the test.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use core::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -19,7 +21,7 @@ pub fn server() -> RedisServer {
     }
 }
 
-/// A multiplexed connection to `server` (no response timeout).
+/// A multiplexed connection to `server` (redis-rs defaults: 500 ms response timeout).
 pub async fn connect(server: &RedisServer) -> MultiplexedConnection {
     let client = redis::Client::open(server.url()).expect("valid url");
     client.get_multiplexed_async_connection().await.expect("connect to test redis-server")

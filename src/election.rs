@@ -1,1 +1,0 @@
-//! Leader election whose epoch is a fencing token (issue 2; being written).

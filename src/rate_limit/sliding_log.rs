@@ -1,0 +1,128 @@
+//! `SlidingWindowLog`: the exact limiter, one sorted-set member per admission.
+//!
+//! This module exists to keep the one exact limiter, its script and its
+//! argument for exactness together; the type's docs carry the details.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+use super::{decide, now_arg, Decision, Limit};
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::keys::Prefix;
+
+static CHECK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../scripts/sliding_log.lua")));
+
+/// The exact sliding-window limiter: never more than `max` admissions in
+/// any window.
+///
+/// Each admitted request is one member of a sorted set, scored by the time
+/// it was admitted. One Lua script (`scripts/sliding_log.lua`) trims the
+/// entries that have left the window, counts the rest, decides, and records
+/// the admission, so no interleaving of concurrent callers can slip a
+/// request between the count and the record: **never more than `max`
+/// admissions in any window** `(t - window, t]`, however many callers share
+/// the connection (`tests/rate_limit.rs`:
+/// `case18_sliding_log_boundary_burst_admits_exactly_the_limit`,
+/// `case22_sliding_log_exact_under_200_concurrent_callers`).
+///
+/// The price is memory: **one sorted-set member per admitted request** in
+/// the window, about 120 bytes each past 128 members (see
+/// `docs/readme/limiter-memory.md`). When that is too much,
+/// [`super::SlidingWindowCounter`] is O(1) per key but approximate.
+///
+/// The script is O(log N + 64) for N members: it removes at most 64 expired
+/// entries per call, so a large burst ageing out in one millisecond cannot
+/// block the single-threaded server; leftovers are never counted, and later
+/// calls or the key's idle expiry (one window after the last admission)
+/// remove them. Members are `<now>-<k>`, `k` the number of members already
+/// scored `now`: unique (two admissions in one millisecond both count) and
+/// deterministic, with no randomness for the simulation to seed.
+///
+/// Time is Redis' own `TIME`, read inside the script, so clients with skewed
+/// clocks still agree. [`SlidingWindowLog::check_at`] pins `now` instead; it
+/// exists for tests and the simulation harness, which need exact,
+/// reproducible instants. Do not mix pinned and server time on one key.
+///
+/// ```no_run
+/// # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
+/// use core::time::Duration;
+/// use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowLog};
+///
+/// let limiter = SlidingWindowLog::new(conn, Limit::new(5, Duration::from_secs(1))?);
+/// match limiter.check("user:42").await? {
+///     Decision::Allowed { remaining, .. } => println!("go ahead, {remaining} left"),
+///     Decision::Denied { retry_after, .. } => println!("slow down, retry in {retry_after:?}"),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SlidingWindowLog<C> {
+    conn: C,
+    limit: Limit,
+    prefix: Prefix,
+}
+
+impl<C: Connection> SlidingWindowLog<C> {
+    /// The default key prefix: keys are `rate-log:{name}`.
+    pub const DEFAULT_PREFIX: &'static str = "rate-log";
+
+    /// A limiter for `limit` with the default prefix.
+    pub fn new(conn: C, limit: Limit) -> SlidingWindowLog<C> {
+        SlidingWindowLog {
+            conn,
+            limit,
+            prefix: Prefix::new(Self::DEFAULT_PREFIX).expect("the default prefix is valid"),
+        }
+    }
+
+    /// A limiter whose keys are `prefix:{name}`.
+    pub fn with_prefix(conn: C, limit: Limit, prefix: impl Into<String>) -> Result<SlidingWindowLog<C>> {
+        Ok(SlidingWindowLog { conn, limit, prefix: Prefix::new(prefix)? })
+    }
+
+    /// The limit in force.
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    /// The sorted set holding `name`'s log.
+    pub fn key(&self, name: &str) -> Result<String> {
+        self.prefix.key(name)
+    }
+
+    /// Decides one request for `name` at the server's current time, and
+    /// records it if admitted.
+    pub async fn check(&self, name: &str) -> Result<Decision> {
+        self.run(name, None).await
+    }
+
+    /// Like [`check`](Self::check), at a pinned instant `now_ms` (unix ms,
+    /// at most 2^53 − 1) instead of the server's `TIME`.
+    ///
+    /// For tests and the simulation harness only. Two rules keep pinned
+    /// decisions exact: pinned instants must not go backwards for a key
+    /// (an entry trimmed at a later instant no longer counts at an earlier
+    /// one), and must not fall behind the server's real clock, on which the
+    /// key's idle expiry runs (the harness pins the server's clock too, so
+    /// both agree).
+    pub async fn check_at(&self, name: &str, now_ms: u64) -> Result<Decision> {
+        self.run(name, Some(now_ms)).await
+    }
+
+    async fn run(&self, name: &str, now_ms: Option<u64>) -> Result<Decision> {
+        let key = self.key(name)?;
+        let now = now_arg(now_ms)?;
+        let mut conn = self.conn.clone();
+        let reply: Vec<i64> = CHECK
+            .key(&key)
+            .arg(self.limit.max().get())
+            .arg(self.limit.window().as_millis())
+            .arg(now)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| Error::from_redis(e, &key))?;
+        decide(&reply, self.limit, &key)
+    }
+}

@@ -1,1 +1,0 @@
-//! Redlock across N independent masters (issue 3; being written).

@@ -1,0 +1,61 @@
+-- Sliding-window log: trim, count, decide and record in one atomic step.
+-- KEYS[1] sorted set: one member per admitted request, scored by its time (unix ms)
+-- ARGV[1] limit (max admissions per window), ARGV[2] window in ms,
+-- ARGV[3] pinned now in unix ms, or '' to use the server's own TIME
+-- Returns {1, count, now}                 when admitted (count includes this request)
+--         {0, count, now, retry_after_ms} when denied (nothing is recorded)
+--
+-- The window at `now` is (now - window, now]: an entry recorded at t counts
+-- up to t + window - 1 and has left at t + window.
+--
+-- Complexity, with N members: ZCOUNT, ZADD and a one-element ZRANGE are
+-- O(log N), ZCARD O(1), and the trim removes at most TRIM_BATCH entries, so
+-- one call is O(log N + TRIM_BATCH) however many entries left the window at
+-- once (a whole burst of `limit` entries ages out in the same millisecond).
+-- Stale entries beyond the batch stay until later calls or the key's idle
+-- expiry remove them; they are never counted.
+local TRIM_BATCH = 64
+
+local key = KEYS[1]
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[3])
+end
+
+-- Entries with score <= now - window have left the window; they hold the
+-- lowest ranks.
+local stale = redis.call('ZCOUNT', key, '-inf', now - window)
+if stale > 0 then
+  local n = math.min(stale, TRIM_BATCH)
+  redis.call('ZREMRANGEBYRANK', key, 0, n - 1)
+  stale = stale - n
+end
+local count = redis.call('ZCARD', key) - stale
+
+if count < limit then
+  -- Member names are "<now>-<k>", k = how many members already have score
+  -- `now`: the members of one score are <now>-0 .. <now>-(k-1), so the name
+  -- is new, even for many admissions in one millisecond. No randomness: the
+  -- same history gives the same members. NX and the loop only matter if the
+  -- clock went back by a whole window onto a partly trimmed score.
+  local k = redis.call('ZCOUNT', key, now, now)
+  while redis.call('ZADD', key, 'NX', now, string.format('%d-%d', now, k)) == 0 do
+    k = k + 1
+  end
+  -- Every entry has left the window `window` ms after the newest admission,
+  -- so an idle key can go.
+  redis.call('PEXPIRE', key, window)
+  return {1, count + 1, now}
+end
+
+-- Denied: the next admission happens when the window has dropped to
+-- limit - 1 entries, i.e. when its (count - limit)-th oldest entry leaves
+-- (its oldest, unless the limit was lowered for a key in use).
+local rank = stale + count - limit
+local nth = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+return {0, count, now, tonumber(nth[2]) + window - now}
