@@ -7,8 +7,6 @@ use redis_primitives_testkit::RedisServer;
 /// Keeps the throwaway server alive while the example runs.
 pub struct Redis {
     _server: Option<RedisServer>,
-    /// The URL connected to.
-    pub url: String,
 }
 
 /// Connects to `REDIS_URL`, or starts a local redis-server.
@@ -22,5 +20,5 @@ pub async fn connect() -> Result<(Redis, MultiplexedConnection), Box<dyn std::er
         }
     };
     let conn = redis::Client::open(url.as_str())?.get_multiplexed_async_connection().await?;
-    Ok((Redis { _server: server, url }, conn))
+    Ok((Redis { _server: server }, conn))
 }
