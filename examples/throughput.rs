@@ -10,6 +10,7 @@
 //! - lock acquire+release pairs per second (distinct names),
 //! - sliding-log rate-limit decisions per second,
 //! - fenced writes per second,
+//!
 //! and runs `redis-benchmark -P 16` on the acquire script via `EVALSHA` as the
 //! ceiling: what one redis-server on this machine can execute of that script
 //! when the client costs nothing. A pair is two scripts (acquire, release),

@@ -12,20 +12,14 @@ use support::{connect, ms, server};
 use tokio::time::{sleep, Instant};
 
 /// A body that ticks every 10 ms, recording when it last ran, for `total`.
-fn ticking_body(
-    ticks: Arc<AtomicU32>,
-    last: Arc<Mutex<Option<Instant>>>,
-    total: Duration,
-) -> impl std::future::Future<Output = u32> {
-    async move {
-        let end = Instant::now() + total;
-        while Instant::now() < end {
-            ticks.fetch_add(1, Ordering::SeqCst);
-            *last.lock().unwrap() = Some(Instant::now());
-            sleep(Duration::from_millis(10)).await;
-        }
-        ticks.load(Ordering::SeqCst)
+async fn ticking_body(ticks: Arc<AtomicU32>, last: Arc<Mutex<Option<Instant>>>, total: Duration) -> u32 {
+    let end = Instant::now() + total;
+    while Instant::now() < end {
+        ticks.fetch_add(1, Ordering::SeqCst);
+        *last.lock().unwrap() = Some(Instant::now());
+        sleep(Duration::from_millis(10)).await;
     }
+    ticks.load(Ordering::SeqCst)
 }
 
 #[tokio::test]
