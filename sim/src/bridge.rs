@@ -1,0 +1,286 @@
+//! The bridge: one turmoil host per Redis node, forwarding every simulated
+//! request to a real redis-server.
+//!
+//! A simulated client connects to `redis-N:6379` on the simulated network.
+//! The bridge accepts the connection and opens **one real TCP connection**
+//! to its redis-server for it (so per-connection state such as `MULTI` and
+//! `WATCH` behaves as it would against Redis itself). Then, for each request
+//! frame it receives:
+//!
+//! 1. it waits while the node is paused (simulated time keeps running);
+//! 2. it **pins the server's wall clock** to simulated time (plus the node's
+//!    clock step, if any) through the clock library;
+//! 3. it writes the request's raw bytes to the real socket and reads
+//!    exactly one reply frame back, **synchronously**: the bridge host does
+//!    not yield while the real server works, so the simulation cannot
+//!    advance and the order of events is decided by the seed alone. This
+//!    blocking exchange is the one real-world step in the simulation; it
+//!    influences no ordering, only the reply's content;
+//! 4. it sends the real reply bytes back over the simulated connection.
+//!
+//! Framing uses redis-rs's own parser (`redis::parse_redis_value`, public
+//! in 1.8): a request is complete when the buffered bytes parse as an array
+//! of bulk strings, and its length is that array's canonical encoding (which
+//! is checked against the bytes, so nothing is forwarded that was not
+//! received). A reply is complete when the bytes read so far parse; with
+//! one request in flight per real connection, the server has nothing else
+//! to send, so those bytes are exactly one frame. Blocking commands
+//! (`BLPOP`, `WAIT`) would stall the whole simulation and are not supported.
+//!
+//! Server-side faults live here too:
+//! - **pause** ([`BridgeNode::pause_until`]): requests are held, in order,
+//!   while simulated time (and with it the server's pinned clock) advances,
+//!   as under `SIGSTOP`: on resume, keys have expired, and requests whose
+//!   clients gave up long ago are executed late;
+//! - **clock step** ([`BridgeNode::step_clock`]): the pin becomes simulated
+//!   time plus an offset;
+//! - **restart** is the world's job (crash this host, flush or restart the
+//!   server, bounce the host), which drops every simulated connection.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use core::time::Duration;
+use redis::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::clock::ServerClock;
+use crate::net::REDIS_PORT;
+use crate::pause::sim_now;
+
+/// How long the bridge waits for a real reply before giving up on the
+/// connection (a hung server must not hang the simulation forever).
+const REAL_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Default, Clone, Copy)]
+struct NodeState {
+    paused_until: Option<Duration>,
+    clock_offset_ms: i64,
+}
+
+/// Counters of one bridge.
+#[derive(Debug, Default)]
+pub struct BridgeStats {
+    /// Simulated connections accepted.
+    pub connections: AtomicU64,
+    /// Commands forwarded to the real server.
+    pub commands: AtomicU64,
+    /// Connections closed because of an error (real socket, framing).
+    pub errors: AtomicU64,
+}
+
+/// One Redis node of the simulation: the bridge's configuration and its
+/// fault switches, shared between the bridge host and the world.
+#[derive(Debug)]
+pub struct BridgeNode {
+    name: String,
+    real: SocketAddr,
+    clock: Arc<ServerClock>,
+    state: Mutex<NodeState>,
+    stats: BridgeStats,
+}
+
+impl BridgeNode {
+    /// A bridge named `name` (its turmoil host name) for the real server at
+    /// `real`, whose clock is controlled through `clock`.
+    pub fn new(name: impl Into<String>, real: SocketAddr, clock: Arc<ServerClock>) -> Arc<BridgeNode> {
+        Arc::new(BridgeNode {
+            name: name.into(),
+            real,
+            clock,
+            state: Mutex::new(NodeState::default()),
+            stats: BridgeStats::default(),
+        })
+    }
+
+    /// The turmoil host name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The real server's address.
+    pub fn real_addr(&self) -> SocketAddr {
+        self.real
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &BridgeStats {
+        &self.stats
+    }
+
+    fn lock(&self) -> MutexGuard<'_, NodeState> {
+        match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Holds every request until simulated time `at` (since the start).
+    pub fn pause_until(&self, at: Duration) {
+        self.lock().paused_until = Some(at);
+    }
+
+    /// Ends a pause (held requests run at their next wake-up, at the latest
+    /// at the time given to `pause_until`).
+    pub fn resume(&self) {
+        self.lock().paused_until = None;
+    }
+
+    /// Runs this node's clock `offset_ms` ahead of simulated time (negative:
+    /// behind), from the next command on.
+    pub fn step_clock(&self, offset_ms: i64) {
+        self.lock().clock_offset_ms = offset_ms;
+    }
+
+    /// Back to simulated time.
+    pub fn unstep_clock(&self) {
+        self.step_clock(0);
+    }
+
+    /// The current clock step.
+    pub fn clock_offset_ms(&self) -> i64 {
+        self.lock().clock_offset_ms
+    }
+
+    /// The bridge host's software: accept simulated connections forever.
+    pub async fn serve(self: Arc<Self>) -> turmoil::Result {
+        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", REDIS_PORT)).await?;
+        loop {
+            let (stream, _peer) = listener.accept().await?;
+            self.stats.connections.fetch_add(1, Ordering::Relaxed);
+            let node = Arc::clone(&self);
+            tokio::task::spawn_local(async move {
+                if node.serve_connection(stream).await.is_err() {
+                    node.stats.errors.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    }
+
+    async fn wait_while_paused(&self) {
+        loop {
+            let until = self.lock().paused_until;
+            match until {
+                Some(t) => {
+                    let now = sim_now();
+                    if now >= t {
+                        return;
+                    }
+                    tokio::time::sleep(t - now).await;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Pins the real server's clock to simulated time plus the node's step.
+    fn pin_clock(&self) {
+        let offset = self.lock().clock_offset_ms;
+        let now = turmoil::since_epoch().unwrap_or_default();
+        let step = Duration::from_millis(offset.unsigned_abs());
+        let at = if offset >= 0 { now + step } else { now.saturating_sub(step) };
+        self.clock.pin_at(at);
+    }
+
+    async fn serve_connection(&self, stream: turmoil::net::TcpStream) -> io::Result<()> {
+        let mut real = std::net::TcpStream::connect(self.real)?;
+        real.set_nodelay(true)?;
+        real.set_read_timeout(Some(REAL_REPLY_TIMEOUT))?;
+        let (mut rd, mut wr) = stream.into_split();
+        let mut inbox: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; 16 * 1024];
+        let mut reply = Vec::new();
+        loop {
+            while let Some(len) = next_request(&inbox)? {
+                self.wait_while_paused().await;
+                self.pin_clock();
+                exchange(&mut real, &inbox[..len], &mut reply, &mut chunk)?;
+                self.stats.commands.fetch_add(1, Ordering::Relaxed);
+                inbox.drain(..len);
+                wr.write_all(&reply).await?;
+            }
+            let n = rd.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            inbox.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+/// The length of the first complete request in `buf`, if there is one.
+pub fn next_request(buf: &[u8]) -> io::Result<Option<usize>> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    match redis::parse_redis_value(buf) {
+        Ok(Value::Array(items)) => {
+            let encoded = encode_request(&items).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidData, "request array holds something other than bulk strings")
+            })?;
+            if buf.starts_with(&encoded) {
+                Ok(Some(encoded.len()))
+            } else {
+                Err(io::Error::new(io::ErrorKind::InvalidData, "request is not canonically encoded RESP"))
+            }
+        }
+        Ok(other) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("request is not a RESP array: {other:?}"),
+        )),
+        // Parsing a byte slice can only fail with I/O when the slice ends
+        // mid-frame: wait for more bytes.
+        Err(e) if e.is_io_error() => Ok(None),
+        Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+    }
+}
+
+/// The canonical RESP encoding of a command: an array of bulk strings.
+pub fn encode_request(items: &[Value]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(16 + items.len() * 16);
+    out.extend_from_slice(format!("*{}\r\n", items.len()).as_bytes());
+    for item in items {
+        let Value::BulkString(bytes) = item else { return None };
+        out.extend_from_slice(format!("${}\r\n", bytes.len()).as_bytes());
+        out.extend_from_slice(bytes);
+        out.extend_from_slice(b"\r\n");
+    }
+    Some(out)
+}
+
+/// Sends `request` and reads exactly one reply frame into `reply`.
+fn exchange(real: &mut std::net::TcpStream, request: &[u8], reply: &mut Vec<u8>, chunk: &mut [u8]) -> io::Result<()> {
+    real.write_all(request)?;
+    reply.clear();
+    loop {
+        let n = real.read(chunk)?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "redis-server closed the connection"));
+        }
+        reply.extend_from_slice(&chunk[..n]);
+        match redis::parse_redis_value(reply) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.is_io_error() => continue,
+            Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_requests_exactly() {
+        let one = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        assert_eq!(next_request(one).unwrap(), Some(one.len()));
+        let mut two = one.to_vec();
+        two.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        assert_eq!(next_request(&two).unwrap(), Some(one.len()));
+        assert_eq!(next_request(&one[..one.len() - 3]).unwrap(), None);
+        assert_eq!(next_request(b"*2\r\n$3\r\nGE").unwrap(), None);
+        assert!(next_request(b"+OK\r\n").is_err());
+    }
+}

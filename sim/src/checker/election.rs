@@ -1,0 +1,199 @@
+//! `election`: leadership is a sequence of epochs, one leader each, and the
+//! resource never goes back to an older epoch.
+//!
+//! Three rules, over the `Role` observations of one election and the `Write`s
+//! its leaders make to a resource key:
+//!
+//! 1. at most one leader per epoch: two different nodes never report
+//!    `Leader` with the same epoch;
+//! 2. epochs strictly increase: a node that becomes leader never reports an
+//!    epoch lower than one already reported by another node;
+//! 3. no write with a lower epoch is accepted after a higher one: if a write
+//!    carrying epoch e was accepted (completed `Ok`) before a write carrying
+//!    e' < e was invoked, the latter must not be accepted.
+//!
+//! Rule 3 is the one that matters downstream and the one an election without
+//! epochs (`election-no-epoch`) breaks. Its writes carry no epoch, so the
+//! checker attributes each write to the writer's *reign* (a maximal interval
+//! in which it reported `Leader`), numbered in order of start: the "epoch"
+//! the writer believed it had, had anyone counted. Two leaders at once is
+//! not itself a violation here — that is the split-brain window the election
+//! accepts under pauses and that the histograms measure — but a stale
+//! leader's write landing after the new leader's is.
+
+use std::collections::BTreeMap;
+
+use super::{completed, Violation, ELECTION};
+use crate::history::{Event, EventKind, Millis, Op, Role, WriteResult};
+use crate::stats::reigns;
+
+const MAX_REPORTED: usize = 5;
+
+/// Checks election `election`; writes are those to key `resource`.
+pub fn check(events: &[Event], election: &str, resource: &str) -> Vec<Violation> {
+    let mut out = Vec::new();
+    // Rules 1 and 2, in history order.
+    let mut by_epoch: BTreeMap<u64, (&str, Millis)> = BTreeMap::new();
+    let mut highest: Option<(u64, &str, Millis)> = None;
+    for e in events {
+        let Op::Role { election: el, role: Role::Leader, epoch: Some(epoch), .. } = &e.op else { continue };
+        if el != election || e.kind != EventKind::Ok {
+            continue;
+        }
+        match by_epoch.get(epoch) {
+            Some((p, t)) if *p != e.process => out.push(Violation::new(
+                ELECTION,
+                Some(e.time),
+                format!("{election}: {} and {} both led epoch {epoch} (at {t}ms and {}ms)", p, e.process, e.time),
+            )),
+            Some(_) => {}
+            None => {
+                by_epoch.insert(*epoch, (&e.process, e.time));
+            }
+        }
+        if let Some((h, p, t)) = highest {
+            if *epoch < h && p != e.process {
+                out.push(Violation::new(
+                    ELECTION,
+                    Some(e.time),
+                    format!(
+                        "{election}: {} became leader with epoch {epoch} at {}ms after {p} had led epoch {h} at {t}ms",
+                        e.process, e.time
+                    ),
+                ));
+            }
+        }
+        if highest.is_none_or(|(h, _, _)| *epoch > h) {
+            highest = Some((*epoch, &e.process, e.time));
+        }
+    }
+    // Rule 3.
+    let rs = reigns(events, election);
+    let term_of = |process: &str, at: Millis| {
+        rs.iter().position(|r| r.process == process && r.from <= at && at < r.to).map(|i| i as u64 + 1)
+    };
+    struct W<'a> {
+        process: &'a str,
+        invoked: Millis,
+        done: Millis,
+        term: u64,
+        /// The term is the writer's reign number, not an epoch it carried.
+        derived: bool,
+    }
+    let mut writes = Vec::new();
+    for c in completed(events) {
+        let Op::Write { key, token, result: Some(WriteResult::Accepted), .. } = &c.done.op else { continue };
+        if key != resource || c.done.kind != EventKind::Ok {
+            continue;
+        }
+        let (term, derived) = match token {
+            Some(t) => (Some(*t), false),
+            None => (term_of(&c.done.process, c.invoke_time), true),
+        };
+        if let Some(term) = term {
+            writes.push(W { process: &c.done.process, invoked: c.invoke_time, done: c.done.time, term, derived });
+        }
+    }
+    let mut by_done: Vec<&W<'_>> = writes.iter().collect();
+    by_done.sort_by_key(|w| w.done);
+    let mut by_invoke: Vec<&W<'_>> = writes.iter().collect();
+    by_invoke.sort_by_key(|w| w.invoked);
+    let mut i = 0;
+    let mut best: Option<&W<'_>> = None;
+    for b in by_invoke {
+        while i < by_done.len() && by_done[i].done < b.invoked {
+            if best.is_none_or(|x| by_done[i].term > x.term) {
+                best = Some(by_done[i]);
+            }
+            i += 1;
+        }
+        if let Some(a) = best {
+            if b.term < a.term {
+                let what = |w: &W<'_>| {
+                    if w.derived {
+                        format!("reign #{} (no epoch)", w.term)
+                    } else {
+                        format!("epoch {}", w.term)
+                    }
+                };
+                out.push(Violation::new(
+                    ELECTION,
+                    Some(b.done),
+                    format!(
+                        "{election}: {resource} accepted a write of {} from {} at {}ms after accepting {} from {} at {}ms",
+                        what(b),
+                        b.process,
+                        b.done,
+                        what(a),
+                        a.process,
+                        a.done
+                    ),
+                ));
+            }
+        }
+    }
+    if out.len() > MAX_REPORTED {
+        let more = out.len() - MAX_REPORTED;
+        out.truncate(MAX_REPORTED);
+        out.push(Violation::new(ELECTION, None, format!("... and {more} more")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::History;
+
+    fn role(h: &History, t: u64, p: &str, r: Role, epoch: Option<u64>) {
+        h.observe_at(t, p, Op::Role { election: "e".into(), role: r, epoch, deadline: None });
+    }
+
+    fn write(h: &History, p: &str, t0: u64, t1: u64, token: Option<u64>, result: WriteResult) {
+        let op = |r| Op::Write { key: "res".into(), value: format!("{p}@{t0}"), token, fenced: token.is_some(), result: r };
+        let id = h.invoke_at(t0, p, op(None));
+        h.ok(id, p, op(Some(result)));
+        let _ = t1;
+    }
+
+    #[test]
+    fn split_brain_with_fenced_writes_passes() {
+        // Reference case 27: a stalls, b takes over with epoch 2, a wakes
+        // still believing, its write is refused, then it demotes.
+        let h = History::new();
+        role(&h, 0, "a", Role::Leader, Some(1));
+        write(&h, "a", 10, 11, Some(1), WriteResult::Accepted);
+        role(&h, 420, "b", Role::Leader, Some(2));
+        write(&h, "b", 430, 431, Some(2), WriteResult::Accepted);
+        write(&h, "a", 1510, 1511, Some(1), WriteResult::Rejected { highest_seen: 2 });
+        role(&h, 1512, "a", Role::Follower, Some(1));
+        assert_eq!(check(&h.events(), "e", "res"), vec![]);
+    }
+
+    #[test]
+    fn two_leaders_of_one_epoch_and_a_lower_epoch_fail() {
+        let h = History::new();
+        role(&h, 0, "a", Role::Leader, Some(3));
+        role(&h, 10, "b", Role::Leader, Some(3));
+        role(&h, 20, "c", Role::Leader, Some(2));
+        let v = check(&h.events(), "e", "res");
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v[0].detail.contains("a and b both led epoch 3"), "{v:?}");
+        assert!(v[1].detail.contains("c became leader with epoch 2"), "{v:?}");
+    }
+
+    #[test]
+    fn without_epochs_a_stale_leaders_late_write_fails() {
+        let h = History::new();
+        role(&h, 0, "a", Role::Leader, None);
+        write(&h, "a", 10, 11, None, WriteResult::Accepted);
+        role(&h, 420, "b", Role::Leader, None);
+        write(&h, "b", 430, 431, None, WriteResult::Accepted);
+        // a resumes after its pause and writes before noticing.
+        write(&h, "a", 1510, 1511, None, WriteResult::Accepted);
+        role(&h, 1520, "a", Role::Follower, None);
+        let v = check(&h.events(), "e", "res");
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("reign #1 (no epoch) from a"), "{v:?}");
+    }
+}

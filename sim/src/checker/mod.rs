@@ -1,0 +1,116 @@
+//! Checkers: named invariants evaluated over a finished [`History`](crate::history::History).
+//!
+//! Checkers are separate from workloads (Jepsen, stateright): a scenario
+//! records what happened, then hands the events to the checkers that apply.
+//! Every checker is a pure function of the events and a small config, with
+//! one file per invariant, and returns [`Violation`]s carrying the invariant's
+//! name and a short explanation a person can act on.
+//!
+//! The rules about uncertainty are the same everywhere: an `Info` completion
+//! may have happened at any time after its invoke, so no checker convicts on
+//! it, and "A happened before B" means A's completion precedes B's invoke in
+//! simulated time (real-time order), never merely "A's event is earlier".
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::Millis;
+
+pub mod election;
+pub mod fencing_tokens;
+pub mod mutual_exclusion;
+pub mod rate_limit;
+pub mod redlock;
+pub mod stale_overwrite;
+
+/// Name of the fencing-token invariant.
+pub const FENCING_TOKENS_INCREASE: &str = "fencing-tokens-increase";
+/// Name of the no-stale-overwrite invariant.
+pub const NO_STALE_OVERWRITE: &str = "no-stale-overwrite";
+/// Name of the mutual-exclusion invariant.
+pub const MUTUAL_EXCLUSION: &str = "mutual-exclusion";
+/// Name of the rate-limit invariant.
+pub const RATE_LIMIT: &str = "rate-limit";
+/// Name of the election invariant.
+pub const ELECTION: &str = "election";
+/// Name of the Redlock mutual-exclusion invariant.
+pub const REDLOCK_MUTUAL_EXCLUSION: &str = "redlock-mutual-exclusion";
+
+/// Every invariant name with its one-line meaning (for `--help`, the report
+/// and the README).
+pub const INVARIANTS: &[(&str, &str)] = &[
+    (
+        FENCING_TOKENS_INCREASE,
+        "per lock name, tokens are unique and an acquire that starts after another completed gets a larger token",
+    ),
+    (
+        NO_STALE_OVERWRITE,
+        "once the store accepted token t it never accepts t' < t, and the final value belongs to the highest accepted token",
+    ),
+    (
+        MUTUAL_EXCLUSION,
+        "two holders never both hold a lease they may still trust (overlap of believed holds is measured, not hidden)",
+    ),
+    (
+        RATE_LIMIT,
+        "admissions in any window (now - W, now] of server time never exceed the limit (plus the documented bound for approximate limiters)",
+    ),
+    (
+        ELECTION,
+        "at most one leader per epoch; epochs strictly increase; no write with a lower epoch is accepted after one with a higher epoch",
+    ),
+    (
+        REDLOCK_MUTUAL_EXCLUSION,
+        "two clients never both hold a Redlock inside its validity interval",
+    ),
+];
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// The invariant's name (one of the constants above).
+    pub invariant: String,
+    /// What happened, briefly, with times, processes and tokens.
+    pub detail: String,
+    /// Simulated time at which it became visible, if meaningful.
+    pub at: Option<Millis>,
+}
+
+impl Violation {
+    /// A violation of `invariant`.
+    pub fn new(invariant: &str, at: Option<Millis>, detail: impl Into<String>) -> Violation {
+        Violation { invariant: invariant.to_string(), detail: detail.into(), at }
+    }
+}
+
+impl core::fmt::Display for Violation {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.at {
+            Some(t) => write!(f, "[{}] at {}ms: {}", self.invariant, t, self.detail),
+            None => write!(f, "[{}] {}", self.invariant, self.detail),
+        }
+    }
+}
+
+/// A completed operation: its invoke and its completion side by side.
+#[derive(Debug, Clone)]
+pub(crate) struct Completed<'a> {
+    pub invoke_time: Millis,
+    pub done: &'a crate::history::Event,
+}
+
+/// Pairs invokes with completions (by op id). Observations (completions with
+/// no invoke) get `invoke_time == done.time`. Order: completion order.
+pub(crate) fn completed(events: &[crate::history::Event]) -> Vec<Completed<'_>> {
+    use crate::history::EventKind;
+    let mut invoked = std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        if e.kind == EventKind::Invoke {
+            invoked.insert(e.op_id, e.time);
+        } else {
+            let invoke_time = invoked.remove(&e.op_id).unwrap_or(e.time);
+            out.push(Completed { invoke_time, done: e });
+        }
+    }
+    out
+}

@@ -1,0 +1,187 @@
+//! `no-stale-overwrite`: the resource half of fencing.
+//!
+//! Per key, over `Write` operations that carry a token:
+//!
+//! - once the store has accepted token t (the accepting write completed), it
+//!   never accepts a write with t' < t invoked afterwards. Equal tokens are
+//!   fine: the current holder may write repeatedly (reference case 12);
+//! - the final value (the last successful `Read`) belongs to a write whose
+//!   token is at least the highest token the store definitely accepted.
+//!
+//! A write whose outcome is unknown (`Info`) may land at any later time, so it
+//! is never convicted by the first rule; but if its value turns up in the
+//! final read with a stale token, the second rule catches it. An unfenced
+//! store reports every write as accepted, so a stale holder's late write
+//! breaks both rules: that is `fencing-unfenced`.
+
+use std::collections::BTreeMap;
+
+use super::{completed, Violation, NO_STALE_OVERWRITE};
+use crate::history::{Event, EventKind, Millis, Op, WriteResult};
+
+const MAX_REPORTED: usize = 5;
+
+struct Accepted<'a> {
+    process: &'a str,
+    invoked: Millis,
+    done: Millis,
+    token: u64,
+}
+
+/// Checks every key in `events`.
+pub fn check(events: &[Event]) -> Vec<Violation> {
+    let mut accepted: BTreeMap<&str, Vec<Accepted<'_>>> = BTreeMap::new();
+    // Every write's (token, value), definite or not: used to attribute the
+    // final value when the store does not return a token with it.
+    let mut written: BTreeMap<(&str, &str), Vec<u64>> = BTreeMap::new();
+    let mut last_read: BTreeMap<&str, (&Event, Millis)> = BTreeMap::new();
+    for c in completed(events) {
+        match &c.done.op {
+            Op::Write { key, value, token: Some(token), result, .. } => {
+                if matches!(c.done.kind, EventKind::Ok | EventKind::Info) {
+                    written.entry((key.as_str(), value.as_str())).or_default().push(*token);
+                }
+                if c.done.kind == EventKind::Ok && *result == Some(WriteResult::Accepted) {
+                    accepted.entry(key.as_str()).or_default().push(Accepted {
+                        process: &c.done.process,
+                        invoked: c.invoke_time,
+                        done: c.done.time,
+                        token: *token,
+                    });
+                }
+            }
+            Op::Read { key, .. } if c.done.kind == EventKind::Ok => {
+                last_read.insert(key.as_str(), (c.done, c.invoke_time));
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (key, writes) in &accepted {
+        // Rule 1, in real-time order (same sweep as the token checker).
+        let mut by_done: Vec<&Accepted<'_>> = writes.iter().collect();
+        by_done.sort_by_key(|w| w.done);
+        let mut by_invoke: Vec<&Accepted<'_>> = writes.iter().collect();
+        by_invoke.sort_by_key(|w| w.invoked);
+        let mut i = 0;
+        let mut best: Option<&Accepted<'_>> = None;
+        for b in by_invoke {
+            while i < by_done.len() && by_done[i].done < b.invoked {
+                if best.is_none_or(|x| by_done[i].token > x.token) {
+                    best = Some(by_done[i]);
+                }
+                i += 1;
+            }
+            if let Some(a) = best {
+                if b.token < a.token {
+                    out.push(Violation::new(
+                        NO_STALE_OVERWRITE,
+                        Some(b.done),
+                        format!(
+                            "{key}: store accepted token {} from {} at {}ms after it had accepted token {} from {} at {}ms",
+                            b.token, b.process, b.done, a.token, a.process, a.done
+                        ),
+                    ));
+                }
+            }
+        }
+        // Rule 2: the final value, against writes completed before the read.
+        let Some((read, read_invoked)) = last_read.get(key) else { continue };
+        let Some(highest) = writes.iter().filter(|w| w.done < *read_invoked).map(|w| w.token).max() else {
+            continue;
+        };
+        let Op::Read { value, token, .. } = &read.op else { continue };
+        let final_token = match (value, token) {
+            (None, _) => {
+                out.push(Violation::new(
+                    NO_STALE_OVERWRITE,
+                    Some(read.time),
+                    format!("{key}: final read found nothing, but token {highest} had been accepted"),
+                ));
+                continue;
+            }
+            (Some(_), Some(t)) => Some(*t),
+            // Unfenced: attribute by value (scenarios write unique values).
+            (Some(v), None) => written.get(&(*key, v.as_str())).and_then(|ts| ts.iter().max().copied()),
+        };
+        match final_token {
+            Some(t) if t >= highest => {}
+            Some(t) => out.push(Violation::new(
+                NO_STALE_OVERWRITE,
+                Some(read.time),
+                format!(
+                    "{key}: final value {:?} was written with token {t}, but token {highest} had been accepted: a stale write overwrote a newer one",
+                    value.as_deref().unwrap_or("")
+                ),
+            )),
+            None => out.push(Violation::new(
+                NO_STALE_OVERWRITE,
+                Some(read.time),
+                format!("{key}: final value {:?} matches no recorded write", value.as_deref().unwrap_or("")),
+            )),
+        }
+    }
+    if out.len() > MAX_REPORTED {
+        let more = out.len() - MAX_REPORTED;
+        out.truncate(MAX_REPORTED);
+        out.push(Violation::new(NO_STALE_OVERWRITE, None, format!("... and {more} more")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::History;
+
+    fn write(h: &History, p: &str, t0: u64, t1: u64, token: u64, fenced: bool, kind: EventKind, result: Option<WriteResult>) {
+        let op = |result| Op::Write { key: "k".into(), value: format!("{p}-{token}"), token: Some(token), fenced, result };
+        let id = h.invoke_at(t0, p, op(None));
+        h.complete_at(t1, id, p, kind, op(result));
+    }
+
+    fn read(h: &History, t: u64, value: &str, token: Option<u64>) {
+        let op = |value: Option<String>, token| Op::Read { key: "k".into(), value, token };
+        let id = h.invoke_at(t, "checker", op(None, None));
+        h.ok(id, "checker", op(Some(value.to_string()), token));
+    }
+
+    const ACC: Option<WriteResult> = Some(WriteResult::Accepted);
+
+    #[test]
+    fn fenced_store_passes() {
+        let h = History::new();
+        // Case 13: the stale writer (token 1) writes before the new holder.
+        write(&h, "a", 0, 2, 1, true, EventKind::Ok, ACC);
+        write(&h, "b", 5, 6, 2, true, EventKind::Ok, ACC);
+        write(&h, "b", 7, 8, 2, true, EventKind::Ok, ACC); // same token again: fine
+        write(&h, "a", 10, 12, 1, true, EventKind::Ok, Some(WriteResult::Rejected { highest_seen: 2 }));
+        // A timed-out stale write stays unknown; the store refused it anyway.
+        write(&h, "a", 13, 500, 1, true, EventKind::Info, None);
+        read(&h, 600, "b-2", Some(2));
+        assert_eq!(check(&h.events()), vec![]);
+    }
+
+    #[test]
+    fn unfenced_late_write_fails_both_rules() {
+        let h = History::new();
+        write(&h, "b", 0, 2, 2, false, EventKind::Ok, ACC);
+        write(&h, "a", 10, 12, 1, false, EventKind::Ok, ACC);
+        read(&h, 20, "a-1", None);
+        let v = check(&h.events());
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v[0].detail.contains("accepted token 1 from a at 12ms after it had accepted token 2"), "{v:?}");
+        assert!(v[1].detail.contains("final value \"a-1\" was written with token 1"), "{v:?}");
+    }
+
+    #[test]
+    fn an_unknown_stale_write_that_landed_is_caught_by_the_final_read() {
+        let h = History::new();
+        write(&h, "a", 0, 100, 1, false, EventKind::Info, None);
+        write(&h, "b", 10, 12, 2, false, EventKind::Ok, ACC);
+        read(&h, 200, "a-1", None);
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].invariant, NO_STALE_OVERWRITE);
+    }
+}

@@ -1,0 +1,390 @@
+//! The `rp-sim` command line: `scenarios`, `explore`, `replay`, `report`.
+//!
+//! Exit status is part of the interface, so scripts and CI can rely on it:
+//! 0 = no invariant violated, 1 = at least one violated, 2 = usage or
+//! set-up error (unknown scenario, redis-server or clock library missing),
+//! 130 = interrupted by Ctrl-C (servers killed first).
+//!
+//! Ctrl-C: a `SIGINT`/`SIGTERM` handler, installed with `libc::sigaction`,
+//! kills every redis-server the process started (through the lock-free
+//! registry in [`crate::servers`], which is async-signal-safe) and exits
+//! with `_exit(130)`. The servers are in their own process groups, so the
+//! terminal's SIGINT never reaches them directly, and `PR_SET_PDEATHSIG`
+//! catches any path that skips the handler (SIGKILL of rp-sim itself).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::checker::INVARIANTS;
+use crate::explore::{explore, histogram_table, replay_command, stderr_is_terminal, Progress};
+use crate::scenarios::{self, Expect, Scenario, SCENARIOS};
+use crate::servers::{self, Servers};
+
+const AFTER_HELP: &str = "\
+Every Redis command in a simulation is executed by a real redis-server (from
+PATH or $REDIS_SERVER), started on an ephemeral loopback port with the clock
+library preloaded so that its wall clock follows simulated time. The same seed
+gives the same history, bit for bit: `explore` finds a violating seed, `replay`
+shows it.
+
+Quick start:
+  cargo run --release -p redis-primitives-sim -- scenarios
+  cargo run --release -p redis-primitives-sim -- explore --scenario election --seeds 200
+  cargo run --release -p redis-primitives-sim -- replay --scenario lock-naive --seed 1 --trace
+
+Exit status: 0 no violation, 1 a violation was found, 2 usage or set-up error,
+130 interrupted.";
+
+/// rp-sim: deterministic fault exploration of redis-primitives against real redis-server processes.
+#[derive(Debug, Parser)]
+#[command(name = "rp-sim", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every scenario with one line of description, and the invariants.
+    Scenarios,
+    /// Run a scenario over many seeds and report every invariant violation.
+    ///
+    /// Seeds S..S+N are run one after another (each seed derives its fault
+    /// schedule and all randomness from itself). Every violation is printed
+    /// with its seed, the invariant, a short explanation, the fault schedule
+    /// and the exact `rp-sim replay` command that reproduces it. Histograms of
+    /// all seeds are merged and summarised. Exit status 1 if anything was
+    /// violated (broken variants such as `lock-naive` are expected to).
+    #[command(after_help = "Example:\n  rp-sim explore --scenario election --seeds 200\n  rp-sim explore --scenario lock-naive --seeds 50 --json | jq .violations[0]")]
+    Explore(ExploreArgs),
+    /// Re-run one seed of a scenario, deterministically.
+    ///
+    /// Prints the fault schedule, the violations and the histograms of that
+    /// seed; with --trace also the whole history as a timeline (simulated
+    /// milliseconds, process, invoke/ok/fail/info, operation). The last line
+    /// is always `digest: <hex>`, the stable hash of the history: the same
+    /// seed gives the same digest in every run and every process.
+    #[command(after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace")]
+    Replay(ReplayArgs),
+    /// Run the standard scenario set and write a Markdown + JSON report.
+    ///
+    /// Writes <out>/README.md (tables: violations per scenario, histograms,
+    /// the reference's election figures in simulated time, speed) and
+    /// <out>/report.json (full percentiles). Build with --release for
+    /// meaningful speed figures.
+    Report(ReportArgs),
+}
+
+/// `explore` options.
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// Scenario name (see `rp-sim scenarios`).
+    #[arg(long, short = 's')]
+    pub scenario: String,
+    /// Number of seeds to run.
+    #[arg(long, short = 'n', default_value_t = 100)]
+    pub seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    pub start_seed: u64,
+    /// Print one JSON object on stdout instead of text: scenario, seeds,
+    /// violations [{seed, invariant, detail, replay, schedule}], histograms
+    /// {name: {count, min, p50, p90, p99, max, unit}}, digest.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `replay` options.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Scenario name (see `rp-sim scenarios`).
+    #[arg(long, short = 's')]
+    pub scenario: String,
+    /// The seed to re-run.
+    #[arg(long)]
+    pub seed: u64,
+    /// Print the whole history as a readable timeline.
+    #[arg(long)]
+    pub trace: bool,
+}
+
+/// `report` options.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Output directory.
+    #[arg(long, default_value = "reports")]
+    pub out: PathBuf,
+    /// Seeds per scenario.
+    #[arg(long, default_value_t = 50)]
+    pub seeds: u64,
+}
+
+extern "C" fn on_interrupt(_signal: libc::c_int) {
+    servers::shutdown_all();
+    // SAFETY: waitpid(2), nanosleep(2), write(2) and _exit(2) are
+    // async-signal-safe; the buffers are static or on this stack.
+    unsafe {
+        // Reap the killed servers (bounded: at most ~1 s) so that they are
+        // gone, not merely dying, when the shell gets its prompt back.
+        let pause = libc::timespec { tv_sec: 0, tv_nsec: 10_000_000 };
+        for _ in 0..100 {
+            match libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) {
+                -1 => break,
+                0 => {
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                }
+                _ => {}
+            }
+        }
+        remove_clock_files();
+        let msg = b"\nrp-sim: interrupted; every redis-server it started has been killed\n";
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+        libc::_exit(130);
+    }
+}
+
+/// `<tmp>/rp-clock-<pid>-`, the prefix of this process's clock control files
+/// (see `clock::ServerClock::create`), NUL-padded; written once before the
+/// handler is installed, only read inside it.
+static mut CLOCK_PREFIX: [u8; 240] = [0; 240];
+
+/// Unlinks `<prefix>0` … `<prefix>1023` without allocating (the handler
+/// skips destructors, which would otherwise delete them).
+///
+/// # Safety
+/// Only from the signal handler, after `install_interrupt_handler`.
+unsafe fn remove_clock_files() {
+    // SAFETY: written before the handler was installed, never again.
+    let prefix = unsafe { &*core::ptr::addr_of!(CLOCK_PREFIX) };
+    let len = prefix.iter().position(|b| *b == 0).unwrap_or(0);
+    if len == 0 {
+        return;
+    }
+    for n in 0u32..1024 {
+        let mut path = [0u8; 256];
+        path[..len].copy_from_slice(&prefix[..len]);
+        let mut digits = [0u8; 10];
+        let mut d = 0;
+        let mut v = n;
+        loop {
+            digits[d] = b'0' + (v % 10) as u8;
+            d += 1;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        for i in 0..d {
+            path[len + i] = digits[d - 1 - i];
+        }
+        // SAFETY: `path` is NUL-terminated (zero-filled past the digits).
+        unsafe {
+            libc::unlink(path.as_ptr().cast());
+        }
+    }
+}
+
+/// Installs the Ctrl-C (and SIGTERM) handler described in the module docs.
+pub fn install_interrupt_handler() {
+    let prefix = std::env::temp_dir().join(format!("rp-clock-{}-", std::process::id()));
+    let bytes = prefix.as_os_str().as_encoded_bytes();
+    if bytes.len() < 240 - 12 {
+        // SAFETY: no handler is installed yet, so nothing reads it concurrently.
+        unsafe {
+            let dst = &mut *core::ptr::addr_of_mut!(CLOCK_PREFIX);
+            dst[..bytes.len()].copy_from_slice(bytes);
+        }
+    }
+    // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the
+    // handler only calls async-signal-safe functions.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+fn lookup(name: &str) -> Result<&'static Scenario, i32> {
+    match scenarios::find(name) {
+        Some(s) => Ok(s),
+        None => {
+            eprintln!("rp-sim: unknown scenario {name:?}; known scenarios: {}", scenarios::names());
+            Err(2)
+        }
+    }
+}
+
+fn expectation(s: &Scenario) -> String {
+    match s.expect {
+        Expect::Clean => "must not violate anything".to_string(),
+        Expect::Violates(inv) => format!("broken on purpose: must violate {inv}"),
+    }
+}
+
+/// Runs the CLI; returns the exit status.
+pub fn run(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Scenarios => {
+            let width = SCENARIOS.iter().map(|s| s.name.len()).max().unwrap_or(0);
+            for s in SCENARIOS {
+                let pending = if s.run.is_none() { " (not implemented yet)" } else { "" };
+                println!("{:<width$}  {}{pending}", s.name, s.description);
+            }
+            println!();
+            println!("Broken variants (expected to violate):");
+            for s in SCENARIOS {
+                if let Expect::Violates(inv) = s.expect {
+                    println!("  {:<width$}  {inv}", s.name);
+                }
+            }
+            println!();
+            println!("Invariants:");
+            for (name, meaning) in INVARIANTS {
+                println!("  {name:<26} {meaning}");
+            }
+            0
+        }
+        Command::Explore(args) => explore_cmd(args),
+        Command::Replay(args) => replay_cmd(args),
+        Command::Report(args) => match crate::report::write_report(&args.out, args.seeds) {
+            Ok(path) => {
+                println!("report written to {}", path.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("rp-sim report: {e}");
+                2
+            }
+        },
+    }
+}
+
+fn explore_cmd(args: ExploreArgs) -> i32 {
+    let scenario = match lookup(&args.scenario) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut servers = Servers::new();
+    let progress = if stderr_is_terminal() { Progress::Bar } else { Progress::Lines };
+    let ex = match explore(scenario, &mut servers, args.start_seed, args.seeds, progress, &|| false) {
+        Ok(ex) => ex,
+        Err(e) => {
+            eprintln!("rp-sim: set-up error: {e}");
+            return 2;
+        }
+    };
+    drop(servers);
+    if args.json {
+        match serde_json::to_string_pretty(&ex.to_json()) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rp-sim: cannot serialise the result: {e}");
+                return 2;
+            }
+        }
+    } else {
+        const SHOWN: usize = 10;
+        for s in ex.violating.iter().take(SHOWN) {
+            println!("VIOLATION  seed {}", s.seed);
+            for v in &s.violations {
+                println!("  [{}] {}", v.invariant, v.detail);
+            }
+            println!("  replay: {}", s.replay);
+            if s.schedule.is_empty() {
+                println!("  fault schedule: (none)");
+            } else {
+                println!("  fault schedule:");
+                for f in &s.schedule {
+                    println!("    {f}");
+                }
+            }
+            println!();
+        }
+        if ex.violating.len() > SHOWN {
+            let rest: Vec<String> = ex.violating[SHOWN..].iter().map(|s| s.seed.to_string()).collect();
+            println!("... and {} more violating seeds: {}\n", rest.len(), rest.join(" "));
+        }
+        println!(
+            "{}: {} seeds ({}..{}), {} violating; {}",
+            ex.scenario,
+            ex.seeds,
+            ex.start_seed,
+            ex.start_seed + ex.seeds,
+            ex.violating.len(),
+            expectation(scenario)
+        );
+        for (name, _) in INVARIANTS {
+            let n = ex.count_of(name);
+            if n > 0 {
+                println!("  {name}: {n} violations");
+            }
+        }
+        println!(
+            "wall {:.2}s, {:.1} seeds/s, {:.0}x real time",
+            ex.wall.as_secs_f64(),
+            ex.seeds_per_second(),
+            ex.speedup()
+        );
+        println!();
+        print!("{}", histogram_table(&ex.histograms));
+        println!("digest: {}", ex.digest);
+    }
+    if ex.violating.is_empty() {
+        0
+    } else {
+        1
+    }
+}
+
+fn replay_cmd(args: ReplayArgs) -> i32 {
+    let scenario = match lookup(&args.scenario) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut servers = Servers::new();
+    let outcome = match scenario.run(&mut servers, args.seed) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("rp-sim: set-up error: {e}");
+            return 2;
+        }
+    };
+    drop(servers);
+    println!("scenario {} seed {} ({})", scenario.name, args.seed, expectation(scenario));
+    if outcome.schedule.is_empty() {
+        println!("fault schedule: (none)");
+    } else {
+        println!("fault schedule:");
+        for f in &outcome.schedule {
+            println!("  {f}");
+        }
+    }
+    if args.trace {
+        println!();
+        print!("{}", crate::history::render_timeline(&outcome.history));
+    }
+    println!();
+    if outcome.violations.is_empty() {
+        println!("no violations");
+    } else {
+        for v in &outcome.violations {
+            println!("VIOLATION {v}");
+        }
+        println!("replay: {}", replay_command(scenario.name, args.seed));
+    }
+    println!();
+    print!("{}", histogram_table(&outcome.histograms));
+    println!("events: {}, simulated: {}ms", outcome.history.len(), outcome.simulated_ms());
+    println!("digest: {}", outcome.digest);
+    if outcome.violations.is_empty() {
+        0
+    } else {
+        1
+    }
+}

@@ -1,0 +1,251 @@
+//! Exploration: run a scenario over a range of seeds and gather what they found.
+//!
+//! Shared by `rp-sim explore` and `rp-sim report`. One server pool serves
+//! every seed (resetting a server costs far less than starting one). Wall
+//! time is measured here with `std::time::Instant`, *outside* the simulation:
+//! it is the harness's own speed, not something any simulated code reads.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::checker::Violation;
+use crate::history::{Digest, Fnv1a};
+use crate::scenarios::{Outcome, Scenario};
+use crate::servers::{SetupError, Servers};
+use crate::stats::{Histograms, Summary};
+
+/// The violations of one seed, with what it takes to reproduce them.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeedReport {
+    /// The seed.
+    pub seed: u64,
+    /// What broke.
+    pub violations: Vec<Violation>,
+    /// The fault schedule the seed ran.
+    pub schedule: Vec<String>,
+    /// The exact command that replays it.
+    pub replay: String,
+}
+
+/// What an exploration found.
+#[derive(Debug, Clone)]
+pub struct Exploration {
+    /// Scenario name.
+    pub scenario: &'static str,
+    /// First seed.
+    pub start_seed: u64,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Seeds that violated something.
+    pub violating: Vec<SeedReport>,
+    /// Every seed's histograms merged.
+    pub histograms: Histograms,
+    /// Digest over every seed's history digest, in seed order.
+    pub digest: Digest,
+    /// Wall time of the whole exploration.
+    pub wall: Duration,
+    /// Simulated time summed over every seed (ms).
+    pub simulated_ms: u64,
+    /// Events recorded, over every seed.
+    pub events: u64,
+}
+
+impl Exploration {
+    /// Seeds per wall-clock second.
+    pub fn seeds_per_second(&self) -> f64 {
+        self.seeds as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// Simulated time over wall time.
+    pub fn speedup(&self) -> f64 {
+        (self.simulated_ms as f64 / 1000.0) / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// Number of violations of `invariant` over every seed.
+    pub fn count_of(&self, invariant: &str) -> usize {
+        self.violating.iter().flat_map(|s| &s.violations).filter(|v| v.invariant == invariant).count()
+    }
+}
+
+/// The command that replays `seed` of `scenario`.
+pub fn replay_command(scenario: &str, seed: u64) -> String {
+    format!("rp-sim replay --scenario {scenario} --seed {seed}")
+}
+
+/// How to show progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Nothing.
+    Quiet,
+    /// A bar redrawn in place on stderr (a terminal).
+    Bar,
+    /// One line on stderr at every tenth of the seeds (stderr is a file or
+    /// a pipe, where a redrawn bar would be noise).
+    Lines,
+}
+
+/// Whether stderr is a terminal (the bar is only drawn on one).
+pub fn stderr_is_terminal() -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(2) == 1 }
+}
+
+fn draw(name: &str, done: u64, total: u64, violating: usize, started: Instant) {
+    const WIDTH: u64 = 30;
+    let filled = if total == 0 { WIDTH } else { done * WIDTH / total };
+    let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    let bar: String = (0..WIDTH).map(|i| if i < filled { '#' } else { '.' }).collect();
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r{name} [{bar}] {done}/{total} seeds, {violating} violating, {rate:.1} seeds/s   "
+    );
+    let _ = err.flush();
+}
+
+/// Runs seeds `start..start + seeds` of `scenario`.
+///
+/// `interrupted` is polled between seeds so a caller can stop early; the
+/// exploration then reports the seeds it finished.
+pub fn explore(
+    scenario: &'static Scenario,
+    servers: &mut Servers,
+    start: u64,
+    seeds: u64,
+    progress: Progress,
+    interrupted: &dyn Fn() -> bool,
+) -> Result<Exploration, SetupError> {
+    let started = Instant::now();
+    let mut ex = Exploration {
+        scenario: scenario.name,
+        start_seed: start,
+        seeds: 0,
+        violating: Vec::new(),
+        histograms: Histograms::new(),
+        digest: Digest::default(),
+        wall: Duration::ZERO,
+        simulated_ms: 0,
+        events: 0,
+    };
+    let mut digest = Fnv1a::default();
+    let mut last_draw = Instant::now();
+    for seed in start..start.saturating_add(seeds) {
+        if interrupted() {
+            break;
+        }
+        let outcome: Outcome = scenario.run(servers, seed)?;
+        digest.write(format!("{seed} {}\n", outcome.digest).as_bytes());
+        ex.histograms.merge(&outcome.histograms);
+        ex.simulated_ms += outcome.simulated_ms();
+        ex.events += outcome.history.len() as u64;
+        ex.seeds += 1;
+        if !outcome.violations.is_empty() {
+            ex.violating.push(SeedReport {
+                seed,
+                violations: outcome.violations,
+                schedule: outcome.schedule,
+                replay: replay_command(scenario.name, seed),
+            });
+        }
+        if progress == Progress::Bar && (last_draw.elapsed() >= Duration::from_millis(100) || ex.seeds == seeds) {
+            draw(scenario.name, ex.seeds, seeds, ex.violating.len(), started);
+            last_draw = Instant::now();
+        }
+        if progress == Progress::Lines && seeds >= 10 && ex.seeds % (seeds / 10) == 0 {
+            let rate = ex.seeds as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            eprintln!(
+                "{}: {}/{} seeds, {} violating, {rate:.1} seeds/s",
+                scenario.name,
+                ex.seeds,
+                seeds,
+                ex.violating.len()
+            );
+        }
+    }
+    if progress == Progress::Bar {
+        draw(scenario.name, ex.seeds, seeds, ex.violating.len(), started);
+        eprintln!();
+    }
+    ex.digest = Digest(digest.finish());
+    ex.wall = started.elapsed();
+    Ok(ex)
+}
+
+/// The JSON object `explore --json` prints.
+#[derive(Debug, Serialize)]
+pub struct ExploreJson<'a> {
+    /// Scenario name.
+    pub scenario: &'a str,
+    /// Seeds run.
+    pub seeds: u64,
+    /// First seed.
+    pub start_seed: u64,
+    /// One entry per violation.
+    pub violations: Vec<ViolationJson>,
+    /// Histogram summaries by name.
+    pub histograms: std::collections::BTreeMap<String, Summary>,
+    /// Exploration digest (hex).
+    pub digest: String,
+    /// Wall time in seconds (the harness's own speed; not part of the digest).
+    pub wall_seconds: f64,
+}
+
+/// One violation in `--json` output.
+#[derive(Debug, Serialize)]
+pub struct ViolationJson {
+    /// The seed.
+    pub seed: u64,
+    /// Invariant name.
+    pub invariant: String,
+    /// Short explanation.
+    pub detail: String,
+    /// The replay command.
+    pub replay: String,
+    /// The seed's fault schedule.
+    pub schedule: Vec<String>,
+}
+
+impl Exploration {
+    /// The `--json` form.
+    pub fn to_json(&self) -> ExploreJson<'_> {
+        ExploreJson {
+            scenario: self.scenario,
+            seeds: self.seeds,
+            start_seed: self.start_seed,
+            violations: self
+                .violating
+                .iter()
+                .flat_map(|s| {
+                    s.violations.iter().map(move |v| ViolationJson {
+                        seed: s.seed,
+                        invariant: v.invariant.clone(),
+                        detail: v.detail.clone(),
+                        replay: s.replay.clone(),
+                        schedule: s.schedule.clone(),
+                    })
+                })
+                .collect(),
+            histograms: self.histograms.summaries(),
+            digest: self.digest.to_string(),
+            wall_seconds: self.wall.as_secs_f64(),
+        }
+    }
+}
+
+/// A plain-text table of histogram summaries.
+pub fn histogram_table(h: &Histograms) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{:<24} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  unit\n",
+        "histogram", "count", "min", "p50", "p90", "p99", "max"
+    ));
+    for (name, s) in h.summaries() {
+        out.push_str(&format!(
+            "{:<24} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n",
+            name, s.count, s.min, s.p50, s.p90, s.p99, s.max, s.unit
+        ));
+    }
+    out
+}

@@ -1,0 +1,692 @@
+//! The history: what every actor asked for and what it was told, in simulated time.
+//!
+//! The vocabulary is Jepsen's. An operation is *invoked*, then completes in
+//! exactly one of three ways:
+//!
+//! - [`EventKind::Ok`]: it happened, and the completion carries what it returned;
+//! - [`EventKind::Fail`]: it definitely did **not** happen (a refusal, a lock
+//!   held by someone else, a denied request);
+//! - [`EventKind::Info`]: nobody knows. A response timeout is `Info`, never
+//!   `Fail`: redis-rs does not cancel a timed-out command, and it may still run
+//!   later (design §4). Checkers must treat an `Info` write as "may have
+//!   landed, at any later time".
+//!
+//! Observations that are not request/response pairs (an election node's role
+//! change, a holder noticing its lease is gone, a nemesis fault) are recorded
+//! as a single `Ok` (or `Info` for faults) event with no invoke.
+//!
+//! Invocations and completions are paired by [`OpId`], not by process, because
+//! an actor may have several operations in flight (an election's renewal loop
+//! runs beside the leader's writes).
+//!
+//! The recorder, [`History`], is a cloneable handle over one shared event list.
+//! Turmoil runs every host on one thread, so the lock is never contended; it is
+//! a `std::sync::Mutex` (not `Rc<RefCell>`) only so that the handle is `Send`
+//! and can be moved anywhere a closure wants it.
+//!
+//! [`History::digest`] is a stable 64-bit FNV-1a hash over a canonical JSON
+//! serialisation of every event: the same seed gives the same digest in every
+//! process (no `DefaultHasher`, whose keys are random per process).
+
+use core::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+
+/// Milliseconds of simulated time since the start of the simulation.
+pub type Millis = u64;
+
+/// Pairs an invocation with its completion. Allocated by [`History::invoke`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct OpId(pub u64);
+
+impl fmt::Display for OpId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// How an event stands in its operation's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventKind {
+    /// The operation was sent.
+    Invoke,
+    /// The operation happened; the event's [`Op`] carries its result.
+    Ok,
+    /// The operation definitely did not happen.
+    Fail,
+    /// Outcome unknown (a timeout, a dropped connection): it may have happened,
+    /// and may still happen later.
+    Info,
+}
+
+impl EventKind {
+    /// Whether this event completes an operation (anything but `Invoke`).
+    pub fn is_completion(self) -> bool {
+        !matches!(self, EventKind::Invoke)
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            EventKind::Invoke => "invoke",
+            EventKind::Ok => "ok",
+            EventKind::Fail => "fail",
+            EventKind::Info => "info",
+        }
+    }
+}
+
+/// What a fenced (or unfenced) store said about a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteResult {
+    /// The store applied the write.
+    Accepted,
+    /// The store refused it because it had accepted a higher token.
+    Rejected {
+        /// The highest token the store had accepted.
+        highest_seen: u64,
+    },
+}
+
+/// A rate limiter's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Admission {
+    /// The request was admitted.
+    Admitted,
+    /// The request was refused; the limiter suggested waiting this long.
+    Denied {
+        /// Suggested wait in milliseconds, if the limiter gave one.
+        retry_after_ms: Option<u64>,
+    },
+}
+
+/// An election node's belief about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// It believes it leads (and may act on it).
+    Leader,
+    /// It believes it does not lead.
+    Follower,
+    /// It left the election on purpose (`stop()`), releasing its lease.
+    Resigned,
+}
+
+/// One operation: its arguments, and (on the completion event) its result.
+///
+/// Result fields are `Option`s: `None` on the invoke event, filled on an `Ok`
+/// completion, and left `None` when the outcome is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// `Lock::acquire` (or a naive lock's acquire).
+    Acquire {
+        /// Lock name.
+        name: String,
+        /// Requested lease length.
+        ttl_ms: u64,
+        /// Fencing token granted (on `Ok`; `None` for a lock without tokens).
+        token: Option<u64>,
+        /// The holder's local deadline (simulated ms) after which it stops
+        /// trusting the lease; `None` for a holder that never checks (naive).
+        deadline: Option<Millis>,
+    },
+    /// `Lock::release`: `Ok` = it deleted its own lease, `Fail` = it was
+    /// already gone (or someone else's; compare-and-delete refused).
+    Release {
+        /// Lock name.
+        name: String,
+        /// Token of the lease being released (`None` for a naive lock).
+        token: Option<u64>,
+    },
+    /// `Lock::extend`: `Ok` = extended, `Fail` = the lease was gone.
+    Extend {
+        /// Lock name.
+        name: String,
+        /// Token of the lease being extended.
+        token: Option<u64>,
+        /// New lease length.
+        ttl_ms: u64,
+        /// New local deadline on `Ok`.
+        deadline: Option<Millis>,
+    },
+    /// Observation: the holder decided its lease can no longer be trusted
+    /// (deadline passed, extend failed, guard fired). Ends its hold.
+    LeaseLost {
+        /// Lock name.
+        name: String,
+        /// Token of the lost lease.
+        token: Option<u64>,
+        /// Why, in a few words.
+        reason: String,
+    },
+    /// A write to a resource. `fenced` says whether the store checks tokens;
+    /// `token` is the token (or election epoch) the writer believed it held.
+    Write {
+        /// Resource key.
+        key: String,
+        /// Value written (short, readable).
+        value: String,
+        /// Token or epoch the writer carried (`None` if it had none).
+        token: Option<u64>,
+        /// Whether the store enforces fencing.
+        fenced: bool,
+        /// What the store said (on `Ok`; a rejection is an `Ok` with
+        /// `Rejected`, since the store answered definitively).
+        result: Option<WriteResult>,
+    },
+    /// A read of a resource (the final read is what no-stale-overwrite checks).
+    Read {
+        /// Resource key.
+        key: String,
+        /// Value found.
+        value: Option<String>,
+        /// Token stored with it (fenced store), if any.
+        token: Option<u64>,
+    },
+    /// One rate-limit decision.
+    RateLimit {
+        /// Limiter key.
+        key: String,
+        /// Configured limit per window.
+        limit: u64,
+        /// Configured window length.
+        window_ms: u64,
+        /// The answer (on `Ok`).
+        admission: Option<Admission>,
+        /// Server (Redis) time of the decision in simulated ms, when known.
+        /// Admissions are counted per window of *server* time.
+        server_ms: Option<Millis>,
+    },
+    /// Observation: an election node's role changed.
+    Role {
+        /// Election name.
+        election: String,
+        /// New role.
+        role: Role,
+        /// Epoch it holds (leader) or last held; `None` without epochs.
+        epoch: Option<u64>,
+        /// For a leader: the instant (simulated ms) until which it trusts its
+        /// lease (its local deadline); a new `Leader` event with the same
+        /// epoch moves it (a confirmed renewal). `None` = until it says
+        /// otherwise (renew-tick demotion, naive elections).
+        deadline: Option<Millis>,
+    },
+    /// A Redlock acquire across several masters.
+    RedlockAcquire {
+        /// Lock name.
+        name: String,
+        /// Number of masters.
+        masters: u32,
+        /// Votes needed.
+        quorum: u32,
+        /// Votes obtained (on completion).
+        votes: Option<u32>,
+        /// Validity the client computed (ms), on `Ok`; the lease is trusted
+        /// over `[invoke, invoke + validity]` in simulated time.
+        validity_ms: Option<u64>,
+    },
+    /// A Redlock release on all masters.
+    RedlockRelease {
+        /// Lock name.
+        name: String,
+    },
+    /// A fault injected (or healed) by the nemesis, or the harness itself.
+    Fault {
+        /// Readable description, e.g. `pause client-1 for 1500ms`.
+        description: String,
+    },
+    /// Anything else a scenario wants in the timeline.
+    Note {
+        /// Free text.
+        text: String,
+    },
+}
+
+impl Op {
+    /// A short verb for timelines.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Op::Acquire { .. } => "acquire",
+            Op::Release { .. } => "release",
+            Op::Extend { .. } => "extend",
+            Op::LeaseLost { .. } => "lease-lost",
+            Op::Write { .. } => "write",
+            Op::Read { .. } => "read",
+            Op::RateLimit { .. } => "rate-limit",
+            Op::Role { .. } => "role",
+            Op::RedlockAcquire { .. } => "redlock-acquire",
+            Op::RedlockRelease { .. } => "redlock-release",
+            Op::Fault { .. } => "fault",
+            Op::Note { .. } => "note",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn opt<T: fmt::Display>(v: &Option<T>) -> String {
+            match v {
+                Some(v) => v.to_string(),
+                None => "?".to_string(),
+            }
+        }
+        match self {
+            Op::Acquire { name, ttl_ms, token, deadline } => {
+                write!(f, "acquire {name} ttl={ttl_ms}ms token={}", opt(token))?;
+                if let Some(d) = deadline {
+                    write!(f, " trusted-until={d}ms")?;
+                }
+                Ok(())
+            }
+            Op::Release { name, token } => write!(f, "release {name} token={}", opt(token)),
+            Op::Extend { name, token, ttl_ms, deadline } => {
+                write!(f, "extend {name} token={} ttl={ttl_ms}ms", opt(token))?;
+                if let Some(d) = deadline {
+                    write!(f, " trusted-until={d}ms")?;
+                }
+                Ok(())
+            }
+            Op::LeaseLost { name, token, reason } => {
+                write!(f, "lease-lost {name} token={} ({reason})", opt(token))
+            }
+            Op::Write { key, value, token, fenced, result } => {
+                let store = if *fenced { "fenced" } else { "unfenced" };
+                write!(f, "write {store} {key}={value:?} token={}", opt(token))?;
+                match result {
+                    Some(WriteResult::Accepted) => write!(f, " -> accepted"),
+                    Some(WriteResult::Rejected { highest_seen }) => {
+                        write!(f, " -> rejected (highest seen {highest_seen})")
+                    }
+                    None => Ok(()),
+                }
+            }
+            Op::Read { key, value, token } => {
+                write!(f, "read {key} -> {} token={}", value.as_deref().unwrap_or("nil"), opt(token))
+            }
+            Op::RateLimit { key, limit, window_ms, admission, server_ms } => {
+                write!(f, "rate-limit {key} ({limit}/{window_ms}ms)")?;
+                match admission {
+                    Some(Admission::Admitted) => write!(f, " -> admitted")?,
+                    Some(Admission::Denied { retry_after_ms: Some(r) }) => {
+                        write!(f, " -> denied, retry after {r}ms")?
+                    }
+                    Some(Admission::Denied { retry_after_ms: None }) => write!(f, " -> denied")?,
+                    None => {}
+                }
+                if let Some(s) = server_ms {
+                    write!(f, " server-time={s}ms")?;
+                }
+                Ok(())
+            }
+            Op::Role { election, role, epoch, deadline } => {
+                write!(f, "{election}: {role:?} epoch={}", opt(epoch))?;
+                if let Some(d) = deadline {
+                    write!(f, " trusted-until={d}ms")?;
+                }
+                Ok(())
+            }
+            Op::RedlockAcquire { name, masters, quorum, votes, validity_ms } => write!(
+                f,
+                "redlock-acquire {name} votes={}/{masters} (quorum {quorum}) validity={}ms",
+                opt(votes),
+                opt(validity_ms)
+            ),
+            Op::RedlockRelease { name } => write!(f, "redlock-release {name}"),
+            Op::Fault { description } => write!(f, "fault: {description}"),
+            Op::Note { text } => write!(f, "note: {text}"),
+        }
+    }
+}
+
+/// One line of the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the history (0, 1, 2, …).
+    pub index: u64,
+    /// Simulated milliseconds since the simulation started.
+    pub time: Millis,
+    /// Which actor (turmoil host name, or `nemesis`).
+    pub process: String,
+    /// Invoke / ok / fail / info.
+    pub kind: EventKind,
+    /// Pairs this event with its invocation (observations get their own id).
+    pub op_id: OpId,
+    /// The operation (with results on completions).
+    pub op: Op,
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:>8}ms  {:<12} {:<6} {:>5}  {}",
+            self.time,
+            self.process,
+            self.kind.label(),
+            self.op_id.to_string(),
+            self.op
+        )
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    events: Vec<Event>,
+    next_op: u64,
+    /// The latest time recorded: used when no simulation clock is available,
+    /// so that time never runs backwards in the history.
+    last_time: Millis,
+}
+
+/// A shared, cloneable recorder of [`Event`]s.
+///
+/// Methods without `_at` read simulated time from turmoil
+/// (`turmoil::sim_elapsed`), so actors can call them directly; outside a host
+/// (the driver loop, unit tests) use the `_at` forms with an explicit time.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// Simulated milliseconds since the start, if called from inside a turmoil
+/// host; `None` otherwise.
+pub fn sim_now() -> Option<Millis> {
+    turmoil::sim_elapsed().map(|d| d.as_millis() as Millis)
+}
+
+impl History {
+    /// An empty history.
+    pub fn new() -> History {
+        History::default()
+    }
+
+    /// A history holding exactly these events (for checkers' unit tests and
+    /// for loading a recorded history). Indexes are renumbered.
+    pub fn from_events(events: impl IntoIterator<Item = Event>) -> History {
+        let h = History::new();
+        {
+            let mut inner = h.lock();
+            for mut e in events {
+                e.index = inner.events.len() as u64;
+                inner.next_op = inner.next_op.max(e.op_id.0 + 1);
+                inner.last_time = inner.last_time.max(e.time);
+                inner.events.push(e);
+            }
+        }
+        h
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock leaves a valid Vec behind: recover
+        // the data instead of propagating the poison.
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn now(inner: &Inner) -> Millis {
+        sim_now().unwrap_or(inner.last_time).max(inner.last_time)
+    }
+
+    fn push(inner: &mut Inner, time: Millis, process: &str, kind: EventKind, op_id: OpId, op: Op) {
+        let time = time.max(inner.last_time);
+        inner.last_time = time;
+        let index = inner.events.len() as u64;
+        inner.events.push(Event { index, time, process: process.to_string(), kind, op_id, op });
+    }
+
+    /// Records an invocation now; returns the id to complete it with.
+    pub fn invoke(&self, process: &str, op: Op) -> OpId {
+        let mut inner = self.lock();
+        let t = Self::now(&inner);
+        Self::invoke_locked(&mut inner, t, process, op)
+    }
+
+    /// Records an invocation at an explicit time.
+    pub fn invoke_at(&self, time: Millis, process: &str, op: Op) -> OpId {
+        let mut inner = self.lock();
+        Self::invoke_locked(&mut inner, time, process, op)
+    }
+
+    fn invoke_locked(inner: &mut Inner, time: Millis, process: &str, op: Op) -> OpId {
+        let id = OpId(inner.next_op);
+        inner.next_op += 1;
+        Self::push(inner, time, process, EventKind::Invoke, id, op);
+        id
+    }
+
+    /// Completes `id` now with `kind` (`Ok`/`Fail`/`Info`) and the op as it
+    /// finished (results filled in).
+    pub fn complete(&self, id: OpId, process: &str, kind: EventKind, op: Op) {
+        let mut inner = self.lock();
+        let t = Self::now(&inner);
+        Self::push(&mut inner, t, process, kind, id, op);
+    }
+
+    /// Completes `id` at an explicit time.
+    pub fn complete_at(&self, time: Millis, id: OpId, process: &str, kind: EventKind, op: Op) {
+        let mut inner = self.lock();
+        Self::push(&mut inner, time, process, kind, id, op);
+    }
+
+    /// Shorthand: `complete(id, process, Ok, op)`.
+    pub fn ok(&self, id: OpId, process: &str, op: Op) {
+        self.complete(id, process, EventKind::Ok, op)
+    }
+
+    /// Shorthand: `complete(id, process, Fail, op)`.
+    pub fn fail(&self, id: OpId, process: &str, op: Op) {
+        self.complete(id, process, EventKind::Fail, op)
+    }
+
+    /// Shorthand: `complete(id, process, Info, op)` — outcome unknown.
+    pub fn info(&self, id: OpId, process: &str, op: Op) {
+        self.complete(id, process, EventKind::Info, op)
+    }
+
+    /// Records an observation (no invoke) now, as a single `Ok` event.
+    pub fn observe(&self, process: &str, op: Op) {
+        let mut inner = self.lock();
+        let t = Self::now(&inner);
+        Self::observe_locked(&mut inner, t, process, EventKind::Ok, op);
+    }
+
+    /// Records an observation at an explicit time.
+    pub fn observe_at(&self, time: Millis, process: &str, op: Op) {
+        let mut inner = self.lock();
+        Self::observe_locked(&mut inner, time, process, EventKind::Ok, op);
+    }
+
+    /// Records a nemesis fault (an `Info` event of process `nemesis`) at an
+    /// explicit time — the driver loop knows it from `Sim::elapsed`.
+    pub fn fault_at(&self, time: Millis, description: impl Into<String>) {
+        let mut inner = self.lock();
+        Self::observe_locked(
+            &mut inner,
+            time,
+            "nemesis",
+            EventKind::Info,
+            Op::Fault { description: description.into() },
+        );
+    }
+
+    /// Records a nemesis fault now (from inside a host).
+    pub fn fault(&self, description: impl Into<String>) {
+        let mut inner = self.lock();
+        let t = Self::now(&inner);
+        Self::observe_locked(
+            &mut inner,
+            t,
+            "nemesis",
+            EventKind::Info,
+            Op::Fault { description: description.into() },
+        );
+    }
+
+    fn observe_locked(inner: &mut Inner, time: Millis, process: &str, kind: EventKind, op: Op) {
+        let id = OpId(inner.next_op);
+        inner.next_op += 1;
+        Self::push(inner, time, process, kind, id, op);
+    }
+
+    /// A copy of every event so far, in order.
+    pub fn events(&self) -> Vec<Event> {
+        self.lock().events.clone()
+    }
+
+    /// Number of events so far.
+    pub fn len(&self) -> usize {
+        self.lock().events.len()
+    }
+
+    /// Whether nothing has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The stable digest of the whole history (see [`digest_events`]).
+    pub fn digest(&self) -> Digest {
+        digest_events(&self.lock().events)
+    }
+
+    /// The readable timeline (see [`render_timeline`]).
+    pub fn timeline(&self) -> String {
+        render_timeline(&self.lock().events)
+    }
+}
+
+/// A 64-bit history digest, printed as 16 hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Digest(pub u64);
+
+impl Default for Digest {
+    /// The digest of an empty history.
+    fn default() -> Self {
+        digest_events(&[])
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// FNV-1a, 64-bit: tiny, keyless, the same in every process.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    /// Feeds bytes.
+    pub fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// The hash so far.
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+/// Digest of events: FNV-1a over each event's canonical JSON (fields in
+/// declaration order; no maps, so no ordering freedom) plus a newline.
+pub fn digest_events(events: &[Event]) -> Digest {
+    let mut h = Fnv1a::default();
+    for e in events {
+        // Serialising plain structs and enums of strings and integers cannot
+        // fail; if it ever did, hash the Debug form rather than panic.
+        match serde_json::to_vec(e) {
+            Ok(bytes) => h.write(&bytes),
+            Err(_) => h.write(format!("{e:?}").as_bytes()),
+        }
+        h.write(b"\n");
+    }
+    Digest(h.finish())
+}
+
+/// A readable timeline: one line per event, time in simulated ms, process,
+/// kind, op id and the operation. Faults are marked with `!!` so they stand
+/// out; `info` completions (outcome unknown) with `??`.
+pub fn render_timeline(events: &[Event]) -> String {
+    let mut out = String::new();
+    out.push_str("    time  process      kind      op  operation\n");
+    for e in events {
+        let mark = match (&e.op, e.kind) {
+            (Op::Fault { .. }, _) => "!!",
+            (_, EventKind::Info) => "??",
+            _ => "  ",
+        };
+        out.push_str(&format!("{mark}{e}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> History {
+        let h = History::new();
+        let id = h.invoke_at(0, "c1", Op::Acquire { name: "l".into(), ttl_ms: 100, token: None, deadline: None });
+        h.ok(
+            id,
+            "c1",
+            Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(1), deadline: Some(100) },
+        );
+        h.fault_at(5, "pause c1 for 1500ms");
+        let w = h.invoke_at(10, "c1", Op::Write {
+            key: "k".into(),
+            value: "a".into(),
+            token: Some(1),
+            fenced: true,
+            result: None,
+        });
+        h.info(w, "c1", Op::Write { key: "k".into(), value: "a".into(), token: Some(1), fenced: true, result: None });
+        h
+    }
+
+    #[test]
+    fn digest_is_stable_and_sensitive() {
+        let a = sample();
+        let b = sample();
+        assert_eq!(a.digest(), b.digest());
+        let c = sample();
+        c.observe_at(20, "c1", Op::Note { text: "x".into() });
+        assert_ne!(a.digest(), c.digest());
+        assert_eq!(History::new().digest(), Digest(0xcbf2_9ce4_8422_2325));
+    }
+
+    #[test]
+    fn time_never_runs_backwards_and_ids_pair() {
+        let h = sample();
+        let ev = h.events();
+        assert!(ev.windows(2).all(|w| w[0].time <= w[1].time));
+        assert_eq!(ev[0].op_id, ev[1].op_id);
+        assert_eq!(ev[0].kind, EventKind::Invoke);
+        assert_eq!(ev[1].kind, EventKind::Ok);
+        assert_eq!(ev[3].op_id, ev[4].op_id);
+        assert_eq!(ev[4].kind, EventKind::Info);
+        // Outside a simulation `complete` reuses the latest time, never 0.
+        assert_eq!(ev[4].time, 10);
+    }
+
+    #[test]
+    fn timeline_marks_faults_and_unknowns() {
+        let t = sample().timeline();
+        assert!(t.contains("!!"), "{t}");
+        assert!(t.contains("??"), "{t}");
+        assert!(t.contains("acquire l ttl=100ms token=1 trusted-until=100ms"), "{t}");
+        let ev = sample().events();
+        let round = History::from_events(ev.clone());
+        assert_eq!(round.events(), ev);
+    }
+}

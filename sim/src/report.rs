@@ -1,0 +1,345 @@
+//! `rp-sim report`: the standard scenario set, as Markdown tables and JSON.
+//!
+//! Writes `<out>/README.md` (what a person reads: one row per scenario, the
+//! histograms, the reference's election figures in simulated time, the
+//! harness's speed, and how to regenerate all of it) and `<out>/report.json`
+//! (the same data with full percentiles, for tools).
+//!
+//! Wall-clock figures (speed) are measured with `std::time::Instant` outside
+//! the simulation; they vary with the machine and load and are reported, not
+//! asserted. Everything else is a function of the seeds and reproduces
+//! exactly.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::checker::INVARIANTS;
+use crate::explore::{explore, stderr_is_terminal, Exploration, Progress};
+use crate::scenarios::{Expect, Scenario, SCENARIOS};
+use crate::servers::{SetupError, Servers};
+use crate::stats::{Percentiles, HISTOGRAM_MEANINGS};
+
+/// Why the report could not be written.
+#[derive(Debug)]
+pub enum ReportError {
+    /// A scenario could not set up its servers.
+    Setup(SetupError),
+    /// Writing the files failed.
+    Io(std::io::Error),
+}
+
+impl core::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ReportError::Setup(e) => write!(f, "set-up error: {e}"),
+            ReportError::Io(e) => write!(f, "cannot write the report: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+impl From<SetupError> for ReportError {
+    fn from(e: SetupError) -> Self {
+        ReportError::Setup(e)
+    }
+}
+
+impl From<std::io::Error> for ReportError {
+    fn from(e: std::io::Error) -> Self {
+        ReportError::Io(e)
+    }
+}
+
+/// One scenario's row.
+#[derive(Debug, Serialize)]
+pub struct ScenarioRow {
+    /// Name.
+    pub scenario: String,
+    /// What it should find.
+    pub expected: String,
+    /// Seeds run.
+    pub seeds: u64,
+    /// First seed.
+    pub start_seed: u64,
+    /// Seeds with at least one violation.
+    pub violating_seeds: u64,
+    /// Violations per invariant.
+    pub violations: BTreeMap<String, u64>,
+    /// First violating seed, with its replay command.
+    pub first_violation: Option<(u64, String, String)>,
+    /// Whether the result matches the expectation.
+    pub as_expected: bool,
+    /// Exploration throughput.
+    pub seeds_per_second: f64,
+    /// Simulated time over wall time.
+    pub speedup: f64,
+    /// Exploration digest.
+    pub digest: String,
+    /// Histograms with full percentiles.
+    pub histograms: BTreeMap<String, Percentiles>,
+}
+
+/// The speed benchmark.
+#[derive(Debug, Serialize)]
+pub struct Benchmark {
+    /// Scenario used.
+    pub scenario: String,
+    /// Runs measured.
+    pub runs: u64,
+    /// Simulated milliseconds per run (mean).
+    pub simulated_ms_per_run: f64,
+    /// Wall milliseconds per run: min, median, max.
+    pub wall_ms: (f64, f64, f64),
+    /// Simulated over wall time, from the median run.
+    pub speedup_median: f64,
+    /// Simulated over wall time, from the slowest run.
+    pub speedup_worst: f64,
+    /// Whether the binary was optimised (`--release`).
+    pub release_build: bool,
+}
+
+/// The whole report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Scenario rows.
+    pub scenarios: Vec<ScenarioRow>,
+    /// Speed benchmark, if the benchmark scenario is implemented.
+    pub benchmark: Option<Benchmark>,
+    /// The reference's election figures in simulated time.
+    pub election_figures: Vec<crate::scenarios::election::FigureRow>,
+    /// The command that regenerates this report.
+    pub regenerate: String,
+}
+
+/// The scenario the speed benchmark runs: 3 simulated seconds, 3 clients.
+pub const BENCHMARK_SCENARIO: &str = "lock";
+
+fn row(s: &Scenario, ex: &Exploration) -> ScenarioRow {
+    let mut violations = BTreeMap::new();
+    for sr in &ex.violating {
+        for v in &sr.violations {
+            *violations.entry(v.invariant.clone()).or_insert(0) += 1;
+        }
+    }
+    let as_expected = match s.expect {
+        Expect::Clean => ex.violating.is_empty(),
+        Expect::Violates(inv) => violations.contains_key(inv),
+    };
+    ScenarioRow {
+        scenario: s.name.to_string(),
+        expected: match s.expect {
+            Expect::Clean => "clean".to_string(),
+            Expect::Violates(inv) => format!("violates {inv}"),
+        },
+        seeds: ex.seeds,
+        start_seed: ex.start_seed,
+        violating_seeds: ex.violating.len() as u64,
+        violations,
+        first_violation: ex.violating.first().map(|sr| {
+            let what = sr.violations.first().map(|v| v.to_string()).unwrap_or_default();
+            (sr.seed, sr.replay.clone(), what)
+        }),
+        as_expected,
+        seeds_per_second: ex.seeds_per_second(),
+        speedup: ex.speedup(),
+        digest: ex.digest.to_string(),
+        histograms: ex.histograms.percentiles().into_iter().filter(|(_, p)| p.summary.count > 0).collect(),
+    }
+}
+
+/// Runs the benchmark scenario `runs` times and measures wall time per run.
+pub fn benchmark(servers: &mut Servers, runs: u64) -> Result<Option<Benchmark>, SetupError> {
+    let Some(s) = crate::scenarios::find(BENCHMARK_SCENARIO).filter(|s| s.run.is_some()) else {
+        return Ok(None);
+    };
+    // One warm-up run starts the servers and loads the scripts.
+    s.run(servers, 0)?;
+    let mut walls = Vec::new();
+    let mut sim_total = 0u64;
+    for seed in 0..runs {
+        let t = Instant::now();
+        let o = s.run(servers, seed)?;
+        walls.push(t.elapsed().as_secs_f64() * 1000.0);
+        sim_total += o.simulated_ms();
+    }
+    walls.sort_by(f64::total_cmp);
+    let n = walls.len().max(1);
+    let sim_per_run = sim_total as f64 / n as f64;
+    let (min, med, max) = (
+        walls.first().copied().unwrap_or(0.0),
+        walls.get(n / 2).copied().unwrap_or(0.0),
+        walls.last().copied().unwrap_or(0.0),
+    );
+    Ok(Some(Benchmark {
+        scenario: s.name.to_string(),
+        runs,
+        simulated_ms_per_run: sim_per_run,
+        wall_ms: (min, med, max),
+        speedup_median: sim_per_run / med.max(1e-9),
+        speedup_worst: sim_per_run / max.max(1e-9),
+        release_build: !cfg!(debug_assertions),
+    }))
+}
+
+/// Runs everything and writes `<out>/README.md` and `<out>/report.json`.
+/// Returns the Markdown file's path.
+pub fn write_report(out: &Path, seeds: u64) -> Result<PathBuf, ReportError> {
+    let mut servers = Servers::new();
+    let progress = if stderr_is_terminal() { Progress::Bar } else { Progress::Lines };
+    let mut rows = Vec::new();
+    for s in SCENARIOS.iter().filter(|s| s.run.is_some()) {
+        let ex = explore(s, &mut servers, 0, seeds, progress, &|| false)?;
+        rows.push(row(s, &ex));
+    }
+    let bench = benchmark(&mut servers, 20)?;
+    let figures = crate::scenarios::election::figure_rows(&mut servers, 10)?;
+    let report = Report {
+        scenarios: rows,
+        benchmark: bench,
+        election_figures: figures,
+        regenerate: format!(
+            "cargo run --release -p redis-primitives-sim -- report --out {} --seeds {seeds}",
+            out.display()
+        ),
+    };
+    std::fs::create_dir_all(out)?;
+    let json = serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
+    std::fs::write(out.join("report.json"), json + "\n")?;
+    let md_path = out.join("README.md");
+    std::fs::write(&md_path, markdown(&report))?;
+    Ok(md_path)
+}
+
+/// The Markdown form of a report.
+pub fn markdown(r: &Report) -> String {
+    let mut m = String::new();
+    let _ = writeln!(m, "# rp-sim report\n");
+    let _ = writeln!(
+        m,
+        "Generated by `rp-sim report`: every scenario below ran against real redis-server \
+         processes inside a deterministic turmoil simulation. Everything except the speed \
+         figures is a function of the seeds and reproduces exactly.\n"
+    );
+    let _ = writeln!(m, "Regenerate (from the workspace root):\n\n```sh\n{}\n```\n", r.regenerate);
+    let _ = writeln!(m, "`report.json` holds the same data with full percentiles.\n");
+
+    let _ = writeln!(m, "## Scenarios\n");
+    let _ = writeln!(m, "| scenario | expected | seeds | violating seeds | violations | as expected | seeds/s | x real time |");
+    let _ = writeln!(m, "|---|---|---:|---:|---|:---:|---:|---:|");
+    for s in &r.scenarios {
+        let v = if s.violations.is_empty() {
+            "none".to_string()
+        } else {
+            s.violations.iter().map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ")
+        };
+        let _ = writeln!(
+            m,
+            "| `{}` | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
+            s.scenario,
+            s.expected,
+            s.seeds,
+            s.violating_seeds,
+            v,
+            if s.as_expected { "yes" } else { "**NO**" },
+            s.seeds_per_second,
+            s.speedup
+        );
+    }
+    let _ = writeln!(m);
+    let firsts: Vec<&ScenarioRow> = r.scenarios.iter().filter(|s| s.first_violation.is_some()).collect();
+    if !firsts.is_empty() {
+        let _ = writeln!(m, "First violation found per scenario, and how to see it:\n");
+        for s in firsts {
+            if let Some((_, replay, what)) = &s.first_violation {
+                let _ = writeln!(m, "- `{}`: {}  \n  `{} --trace`", s.scenario, what.replace('|', "\\|"), replay);
+            }
+        }
+        let _ = writeln!(m);
+    }
+
+    let _ = writeln!(m, "## Histograms (simulated time)\n");
+    let _ = writeln!(m, "All seeds of a scenario merged. What each measures:\n");
+    for (name, meaning) in HISTOGRAM_MEANINGS {
+        let _ = writeln!(m, "- **{name}**: {meaning}");
+    }
+    let _ = writeln!(m);
+    let _ = writeln!(m, "| scenario | histogram | count | min | p50 | p90 | p99 | max | unit |");
+    let _ = writeln!(m, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+    for s in &r.scenarios {
+        for (name, p) in &s.histograms {
+            let q = &p.summary;
+            let _ = writeln!(
+                m,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+                s.scenario, name, q.count, q.min, q.p50, q.p90, q.p99, q.max, q.unit
+            );
+        }
+    }
+    let _ = writeln!(m);
+
+    if !r.election_figures.is_empty() {
+        let _ = writeln!(m, "## The reference's election figures, in simulated time\n");
+        let _ = writeln!(m, "{}\n", crate::scenarios::election::FIGURES_INTRO);
+        let _ = writeln!(m, "| variant | figure | runs | min | median | max | reference (min / median / max) |");
+        let _ = writeln!(m, "|---|---|---:|---:|---:|---:|---|");
+        for f in &r.election_figures {
+            let _ = writeln!(
+                m,
+                "| `{}` | {} | {} | {} | {} | {} | {} |",
+                f.variant,
+                f.figure,
+                f.runs,
+                f.min.map_or("-".into(), |v| format!("{v} ms")),
+                f.median.map_or("-".into(), |v| format!("{v} ms")),
+                f.max.map_or("-".into(), |v| format!("{v} ms")),
+                f.reference
+            );
+        }
+        let _ = writeln!(m);
+        let refused: u64 = r.election_figures.iter().map(|f| f.stale_writes_refused).sum();
+        let violations: u64 = r.election_figures.iter().map(|f| f.violations).sum();
+        let _ = writeln!(
+            m,
+            "Over the split-brain runs of both variants, the fenced store refused {refused} stale \
+             (lower-epoch) writes; the `election` checker found {violations} violations in all figure runs.\n"
+        );
+    }
+
+    let _ = writeln!(m, "## Speed\n");
+    match &r.benchmark {
+        Some(b) => {
+            let _ = writeln!(
+                m,
+                "Benchmark: scenario `{}` ({:.0} simulated ms per run, 3 clients), {} runs, {} build. \
+                 Wall time measured outside the simulation with `std::time::Instant`; it includes \
+                 resetting the servers between runs.\n",
+                b.scenario,
+                b.simulated_ms_per_run,
+                b.runs,
+                if b.release_build { "release" } else { "**debug** (rebuild with --release for real figures)" }
+            );
+            let _ = writeln!(m, "| wall ms per run (min / median / max) | x real time (median) | x real time (slowest run) | target |");
+            let _ = writeln!(m, "|---|---:|---:|---|");
+            let _ = writeln!(
+                m,
+                "| {:.1} / {:.1} / {:.1} | {:.0} | {:.0} | >= 20 |",
+                b.wall_ms.0, b.wall_ms.1, b.wall_ms.2, b.speedup_median, b.speedup_worst
+            );
+        }
+        None => {
+            let _ = writeln!(m, "Benchmark scenario `{BENCHMARK_SCENARIO}` is not implemented yet.");
+        }
+    }
+    let _ = writeln!(m, "\nExplore throughput per scenario is the `seeds/s` column of the scenario table.\n");
+
+    let _ = writeln!(m, "## Invariants\n");
+    for (name, meaning) in INVARIANTS {
+        let _ = writeln!(m, "- **{name}**: {meaning}");
+    }
+    m
+}

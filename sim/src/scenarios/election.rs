@@ -1,0 +1,549 @@
+//! Election scenarios: `election`, `election-renew-only`, `election-no-epoch`,
+//! and the reference's three election figures in simulated time.
+//!
+//! Every node is an actor running the production [`Election`] (or the broken
+//! [`NaiveElection`]) over a simulated connection to one bridged redis-server,
+//! with the reference's settings: lease 400 ms, renew every 100 ms, campaign
+//! every 25 ms. Each node runs three things under its pause handle:
+//!
+//! - the election's own `run()` loop, spawned through the actor so that a
+//!   process pause freezes it too;
+//! - a **writer**: every 30–70 ms (seeded), if the node may act as leader, it
+//!   writes to the resource `resource` — a [`FencedStore`] write carrying the
+//!   epoch, or for `election-no-epoch` a plain `SET` with nothing to order it;
+//! - an **observer** that samples the node's belief every simulated
+//!   millisecond and records `Role` events when it changes. For a
+//!   self-fencing node the recorded leader events carry the lease's local
+//!   deadline, so its reign ends there even while it is frozen and cannot
+//!   record anything (see [`crate::stats::reigns`]).
+//!
+//! The workload injects two faults itself, at seeded moments, because they
+//! must hit *the leader*, whoever that turns out to be: the node leading at
+//! `stall_at` freezes for 500–1500 ms (a GC pause), and the node leading at
+//! `stop_at` calls `stop()` (a clean hand-over). The nemesis adds 0–2
+//! generated faults (partitions, holds, latency, client and server pauses)
+//! on top.
+//!
+//! Checked: the `election` invariant (one leader per epoch, epochs increase,
+//! no lower-epoch write accepted after a higher one). Measured: split-brain
+//! window, failover (a stall longer than the lease, until another node
+//! leads) and hand-over (from `stop()` until another node leads).
+
+use std::sync::{Arc, Mutex};
+
+use core::time::Duration;
+use rand::{Rng, SeedableRng};
+use rand::rngs::StdRng;
+use redis_primitives::election::{Demotion, Election};
+use redis_primitives::naive::NaiveElection;
+use redis_primitives::{FencedStore, OwnerSource, WriteOutcome};
+use serde::Serialize;
+use tokio::time::{sleep, Instant};
+
+use super::{outcome_from, Outcome};
+use crate::checker;
+use crate::history::{Op, Role, WriteResult};
+use crate::nemesis::{FaultClass, Profile, Schedule};
+use crate::net::SimConnection;
+use crate::servers::{SetupError, Servers};
+use crate::stats::{self, Histograms};
+use crate::world::{Actor, World, WorldConfig};
+
+/// Election name used by every scenario.
+pub const ELECTION_NAME: &str = "leader";
+/// The resource key leaders write to.
+pub const RESOURCE: &str = "resource";
+
+/// The reference's settings.
+const LEASE_MS: u64 = 400;
+const RENEW_MS: u64 = 100;
+const CAMPAIGN_MS: u64 = 25;
+
+/// Which election is under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Variant {
+    /// [`Election`] with self-fencing ([`Demotion::AtDeadline`]) and fenced writes.
+    Election,
+    /// [`Election`] with the reference's [`Demotion::OnRenewTick`], fenced writes.
+    RenewOnly,
+    /// [`NaiveElection`]: no epoch, unfenced writes.
+    NoEpoch,
+}
+
+impl Variant {
+    /// The scenario name.
+    pub fn scenario(self) -> &'static str {
+        match self {
+            Variant::Election => "election",
+            Variant::RenewOnly => "election-renew-only",
+            Variant::NoEpoch => "election-no-epoch",
+        }
+    }
+}
+
+/// What one run does, beyond the nemesis schedule.
+#[derive(Debug, Clone)]
+struct Plan {
+    variant: Variant,
+    nodes: usize,
+    /// Actors return at this simulated time.
+    end_ms: u64,
+    /// The node leading at `.0` freezes for `.1` ms.
+    stall: Option<(u64, u64)>,
+    /// The node leading at this time calls `stop()`.
+    stop: Option<u64>,
+    /// Node i starts campaigning at `i * stagger_ms`.
+    stagger_ms: u64,
+}
+
+/// What the workload did (for measurements after the run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Marker {
+    Stall { node: String, at: u64, duration: u64 },
+    Stop { node: String, at: u64 },
+}
+
+enum Node {
+    Fenced { election: Election<SimConnection>, store: FencedStore<SimConnection> },
+    Naive(NaiveElection<SimConnection>),
+}
+
+impl Node {
+    /// `Some((epoch, trusted-until))` while the node may act as leader.
+    fn belief(&self) -> Option<(Option<u64>, Option<Instant>)> {
+        match self {
+            Node::Fenced { election, .. } => {
+                let epoch = election.epoch()?;
+                let deadline = match election.demotion() {
+                    Demotion::AtDeadline => election.leader_lease().map(|l| l.local_deadline),
+                    _ => None,
+                };
+                Some((Some(epoch.get()), deadline))
+            }
+            Node::Naive(n) => n.is_leader().then_some((None, None)),
+        }
+    }
+
+    async fn run(&self) {
+        // `run()` ends only after `stop()`; its error (a failed hand-back)
+        // is visible in the history as the lease simply expiring.
+        let _ = match self {
+            Node::Fenced { election, .. } => election.run().await,
+            Node::Naive(n) => n.run().await,
+        };
+    }
+
+    async fn stop(&self) {
+        match self {
+            Node::Fenced { election, .. } => election.stop().await,
+            Node::Naive(n) => n.stop().await,
+        }
+    }
+
+    /// One write attempt, recorded, if the node believes it leads.
+    async fn write(&self, actor: &Actor, value: String) {
+        match self {
+            Node::Fenced { election, store } => {
+                let Some(epoch) = election.epoch() else { return };
+                let op = |result| Op::Write {
+                    key: RESOURCE.into(),
+                    value: value.clone(),
+                    token: Some(epoch.get()),
+                    fenced: true,
+                    result,
+                };
+                let id = actor.invoke(op(None));
+                match store.write(RESOURCE, value.as_bytes(), epoch).await {
+                    Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
+                    Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
+                        actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
+                    }
+                    Err(e) if e.outcome_is_unknown() => actor.info(id, op(None)),
+                    Err(_) => actor.fail(id, op(None)),
+                }
+            }
+            Node::Naive(n) => {
+                if !n.is_leader() {
+                    return;
+                }
+                let op = |result| Op::Write { key: RESOURCE.into(), value: value.clone(), token: None, fenced: false, result };
+                let id = actor.invoke(op(None));
+                match n.write(RESOURCE, value.as_bytes()).await {
+                    Ok(true) => actor.ok(id, op(Some(WriteResult::Accepted))),
+                    Ok(false) => actor.fail(id, op(None)),
+                    Err(e) if e.outcome_is_unknown() => actor.info(id, op(None)),
+                    Err(_) => actor.fail(id, op(None)),
+                }
+            }
+        }
+    }
+}
+
+fn build_node(variant: Variant, conn: SimConnection, seed: u64) -> redis_primitives::Result<Node> {
+    let builder = Election::builder(conn.clone(), ELECTION_NAME)
+        .lease_ttl(Duration::from_millis(LEASE_MS))
+        .renew_interval(Duration::from_millis(RENEW_MS))
+        .campaign_interval(Duration::from_millis(CAMPAIGN_MS))
+        .owners(OwnerSource::seeded(seed));
+    Ok(match variant {
+        Variant::Election => Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) },
+        Variant::RenewOnly => Node::Fenced {
+            election: builder.demotion(Demotion::OnRenewTick).build()?,
+            store: FencedStore::new(conn),
+        },
+        Variant::NoEpoch => Node::Naive(NaiveElection::new(builder)?),
+    })
+}
+
+/// The body of one node actor.
+async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) -> crate::world::ActorResult {
+    let start_at = actor.index() as u64 * plan.stagger_ms;
+    if start_at > 0 {
+        sleep(Duration::from_millis(start_at)).await;
+    }
+    let node = Arc::new(build_node(plan.variant, actor.connection(0), actor.seed())?);
+    let runner = {
+        let node = Arc::clone(&node);
+        actor.spawn(async move { node.run().await })
+    };
+    let writer = {
+        let node = Arc::clone(&node);
+        let actor = actor.clone();
+        let end = plan.end_ms;
+        actor.clone().spawn(async move {
+            let mut rng = StdRng::seed_from_u64(actor.seed_for("writes"));
+            while actor.now() < end {
+                sleep(Duration::from_millis(rng.random_range(30..=70))).await;
+                if actor.now() >= end {
+                    break;
+                }
+                let value = format!("{}@{}", actor.name(), actor.now());
+                node.write(&actor, value).await;
+            }
+        })
+    };
+    // The observer, which also injects the leader-targeted faults.
+    let mut last: Option<(Option<u64>, Option<u64>)> = None;
+    let mut stalled = false;
+    let mut stopped = false;
+    loop {
+        let now = actor.now();
+        let belief = node.belief().map(|(epoch, deadline)| (epoch, deadline.map(|d| actor.millis_of(d))));
+        match (last, belief) {
+            (None, Some((epoch, deadline))) => {
+                actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Leader, epoch, deadline });
+            }
+            (Some(old), Some((epoch, deadline))) if old != (epoch, deadline) => {
+                // A new epoch, or the same one renewed (a later deadline).
+                actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Leader, epoch, deadline });
+            }
+            (Some((epoch, _)), None) if !stopped => {
+                actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Follower, epoch, deadline: None });
+            }
+            _ => {}
+        }
+        let leading = belief.is_some();
+        last = belief;
+        if now >= plan.end_ms {
+            break;
+        }
+        if let Some((at, duration)) = plan.stall {
+            if !stalled && now >= at {
+                stalled = true;
+                if leading {
+                    actor.history().fault(format!("stall {} (the leader) for {duration}ms", actor.name()));
+                    if let Ok(mut m) = markers.lock() {
+                        m.push(Marker::Stall { node: actor.name().to_string(), at: now, duration });
+                    }
+                    actor.pause().pause_for(Duration::from_millis(duration));
+                }
+            }
+        }
+        if let Some(at) = plan.stop {
+            // One clean hand-over per run: the first leader to reach `at`.
+            let someone_stopped =
+                markers.lock().map(|m| m.iter().any(|x| matches!(x, Marker::Stop { .. }))).unwrap_or(true);
+            if !stopped && now >= at && leading && !someone_stopped {
+                stopped = true;
+                if let Ok(mut m) = markers.lock() {
+                    m.push(Marker::Stop { node: actor.name().to_string(), at: now });
+                }
+                actor.note("stop() called: hand the lease back");
+                node.stop().await;
+                let epoch = last.and_then(|(e, _)| e);
+                actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Resigned, epoch, deadline: None });
+                last = None;
+            }
+        }
+        sleep(Duration::from_millis(1)).await;
+    }
+    if !stopped {
+        node.stop().await;
+    }
+    let _ = writer.await;
+    let _ = runner.await;
+    Ok(())
+}
+
+fn world_config(seed: u64) -> WorldConfig {
+    WorldConfig::new(seed)
+}
+
+/// Runs one plan; returns the world's outcome and the workload's markers.
+fn run_plan(
+    servers: &mut Servers,
+    seed: u64,
+    plan: Plan,
+    config: WorldConfig,
+    schedule: Schedule,
+) -> Result<(crate::world::RunOutcome, Vec<Marker>), SetupError> {
+    let markers = Arc::new(Mutex::new(Vec::new()));
+    let mut world = World::new(servers, config)?;
+    for i in 0..plan.nodes {
+        let plan = plan.clone();
+        let markers = Arc::clone(&markers);
+        world.actor(format!("node-{i}"), move |actor| node_actor(actor, plan, markers));
+    }
+    world.nemesis(schedule);
+    let run = world.run()?;
+    let markers = markers.lock().map(|m| m.clone()).unwrap_or_default();
+    let _ = seed;
+    Ok((run, markers))
+}
+
+/// Failover and hand-over times found in a history, from the markers.
+fn measure(events: &[crate::history::Event], markers: &[Marker], h: &mut Histograms) -> (Vec<u64>, Vec<u64>) {
+    h.declare(stats::FAILOVER);
+    h.declare(stats::HANDOVER);
+    let mut failovers = Vec::new();
+    let mut handovers = Vec::new();
+    for m in markers {
+        match m {
+            Marker::Stall { node, at, duration } if *duration > LEASE_MS => {
+                // Only a takeover during the stall is a failover.
+                if let Some(t) = stats::time_to_new_leader(events, ELECTION_NAME, node, *at) {
+                    if t < *duration {
+                        failovers.push(t);
+                        h.record(stats::FAILOVER, t);
+                    }
+                }
+            }
+            Marker::Stop { node, at } => {
+                if let Some(t) = stats::time_to_new_leader(events, ELECTION_NAME, node, *at) {
+                    handovers.push(t);
+                    h.record(stats::HANDOVER, t);
+                }
+            }
+            _ => {}
+        }
+    }
+    (failovers, handovers)
+}
+
+/// One seed of an election scenario (see the module docs).
+pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+    const NODES: usize = 3;
+    const LENGTH: u64 = 3000;
+    let mut rng = StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-plan"));
+    let stall_at = rng.random_range(300..=1200);
+    let stall_for = rng.random_range(500..=1500);
+    let stop_at = rng.random_range(stall_at + stall_for + 100..=LENGTH - 300);
+    let plan = Plan {
+        variant,
+        nodes: NODES,
+        end_ms: LENGTH,
+        stall: Some((stall_at, stall_for)),
+        stop: Some(stop_at),
+        stagger_ms: 0,
+    };
+    let mut profile = Profile::new(NODES as u32, 1, LENGTH);
+    profile.classes = vec![
+        FaultClass::Partition,
+        FaultClass::Hold,
+        FaultClass::Latency,
+        FaultClass::ClientPause,
+        FaultClass::ServerPause,
+    ];
+    profile.faults = (0, 2);
+    profile.duration = (50, 800);
+    let schedule = Schedule::generate(seed, &profile);
+    let extra = vec![
+        (stall_at, format!("at {stall_at}ms for {stall_for}ms: stall (workload) the node leading then, then resume")),
+        (stop_at, format!("at {stop_at}ms: stop() (workload) on the node leading then")),
+    ];
+    let (run, markers) = run_plan(servers, seed, plan, world_config(seed), schedule)?;
+    let mut outcome = outcome_from(&run, extra);
+    let events = &outcome.history;
+    let mut h = Histograms::new();
+    stats::record_split_brain(events, ELECTION_NAME, &mut h);
+    measure(events, &markers, &mut h);
+    outcome.violations = checker::election::check(events, ELECTION_NAME, RESOURCE);
+    outcome.histograms = h;
+    Ok(outcome)
+}
+
+/// `election`.
+pub fn run_election(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+    run_variant(Variant::Election, servers, seed)
+}
+
+/// `election-renew-only`.
+pub fn run_renew_only(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+    run_variant(Variant::RenewOnly, servers, seed)
+}
+
+/// `election-no-epoch`.
+pub fn run_no_epoch(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+    run_variant(Variant::NoEpoch, servers, seed)
+}
+
+// ---------------------------------------------------------------------------
+// The reference's figures (cases 25, 26, 27), in simulated time.
+
+/// Introduction printed above the figures table.
+pub const FIGURES_INTRO: &str = "Two nodes, the reference's settings (lease 400 ms, renew 100 ms, campaign 25 ms), \
+1 ms one-way links, no nemesis; node-0 leads, then at 1000 + 7k ms (k = 0..runs, so the fault \
+falls at every phase of the renew cycle) it either calls stop() (clean hand-over, case 25), \
+freezes for 5000 ms (failover, case 26), or freezes for 1500 ms (split-brain window, case 27). \
+The split-brain window is how long both nodes believed they led: under self-fencing \
+(`election`) the stalled leader stops believing at its lease's local deadline, before anyone \
+else can be elected, so there is none; under the reference's renew-tick demotion \
+(`election-renew-only`) it believes until its first renewal after the stall is refused. \
+In both, the stalled leader's late write carries the old epoch and the fenced store refuses it. \
+The reference bounds failover between ttl - renew and ttl + campaign (300..425 ms here): the \
+reference's own runs stalled right after a renewal, hence its narrow 406..415 ms.";
+
+/// One row of the figures table.
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureRow {
+    /// `election` or `election-renew-only`.
+    pub variant: String,
+    /// Which figure.
+    pub figure: String,
+    /// Runs measured.
+    pub runs: u64,
+    /// Smallest (ms); `None` if no run produced the figure.
+    pub min: Option<u64>,
+    /// Median (ms).
+    pub median: Option<u64>,
+    /// Largest (ms).
+    pub max: Option<u64>,
+    /// Every run's value (ms; 0 = none), in run order.
+    pub values: Vec<u64>,
+    /// The reference's figure.
+    pub reference: String,
+    /// Stale writes refused by the fenced store, over all runs (case 27 only).
+    pub stale_writes_refused: u64,
+    /// `election` checker violations over all runs (must be 0).
+    pub violations: u64,
+}
+
+/// Which of the three figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Case 25: `stop()` on the leader; time until the other leads.
+    HandOver,
+    /// Case 26: the leader stalls 5 s; time until the other leads.
+    Failover,
+    /// Case 27: the leader stalls 1.5 s; how long both believed they led.
+    SplitBrain,
+}
+
+impl Figure {
+    fn label(self) -> &'static str {
+        match self {
+            Figure::HandOver => "clean hand-over (case 25)",
+            Figure::Failover => "failover, stall 5000 ms (case 26)",
+            Figure::SplitBrain => "split-brain window, stall 1500 ms (case 27)",
+        }
+    }
+
+    fn reference(self) -> &'static str {
+        match self {
+            Figure::HandOver => "25 / 26 / 28 ms",
+            Figure::Failover => "406 / 410 / 415 ms",
+            Figure::SplitBrain => "1091 / 1192 / 1198 ms",
+        }
+    }
+}
+
+/// The measurement of one figure run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FigureRun {
+    /// The figure's value in simulated ms (0 when there is no window).
+    pub value: Option<u64>,
+    /// Stale (lower-epoch) writes the fenced store refused.
+    pub refused: u64,
+    /// Election violations (must be none).
+    pub violations: usize,
+    /// The history digest.
+    pub digest: crate::history::Digest,
+}
+
+/// Runs figure `figure` for `variant`, run number `k`.
+pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u64) -> Result<FigureRun, SetupError> {
+    let at = 1000 + 7 * k;
+    let (stall, stop, end) = match figure {
+        Figure::HandOver => (None, Some(at), at + 600),
+        Figure::Failover => (Some((at, 5000)), None, at + 5500),
+        Figure::SplitBrain => (Some((at, 1500)), None, at + 2000),
+    };
+    let plan = Plan { variant, nodes: 2, end_ms: end, stall, stop, stagger_ms: 10 };
+    let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
+    let (run, markers) = run_plan(servers, k, plan, config, Schedule::none())?;
+    let events = run.history.events();
+    let mut h = Histograms::new();
+    let (failovers, handovers) = measure(&events, &markers, &mut h);
+    let value = match figure {
+        Figure::HandOver => handovers.first().copied(),
+        Figure::Failover => failovers.first().copied(),
+        Figure::SplitBrain => {
+            if markers.iter().any(|m| matches!(m, Marker::Stall { .. })) {
+                Some(stats::record_split_brain(&events, ELECTION_NAME, &mut h).into_iter().max().unwrap_or(0))
+            } else {
+                None
+            }
+        }
+    };
+    let refused = events
+        .iter()
+        .filter(|e| matches!(e.op, Op::Write { result: Some(WriteResult::Rejected { .. }), .. }))
+        .count() as u64;
+    let violations = checker::election::check(&events, ELECTION_NAME, RESOURCE).len();
+    Ok(FigureRun { value, refused, violations, digest: run.history.digest() })
+}
+
+/// All six rows (two variants × three figures), `runs` runs each.
+pub fn figure_rows(servers: &mut Servers, runs: u64) -> Result<Vec<FigureRow>, SetupError> {
+    let mut rows = Vec::new();
+    for variant in [Variant::Election, Variant::RenewOnly] {
+        for figure in [Figure::HandOver, Figure::Failover, Figure::SplitBrain] {
+            let mut values = Vec::new();
+            let mut refused = 0;
+            let mut violations = 0;
+            for k in 0..runs {
+                let r = figure_run(servers, variant, figure, k)?;
+                refused += r.refused;
+                violations += r.violations as u64;
+                if let Some(v) = r.value {
+                    values.push(v);
+                }
+            }
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            rows.push(FigureRow {
+                variant: variant.scenario().to_string(),
+                figure: figure.label().to_string(),
+                runs,
+                min: sorted.first().copied(),
+                median: sorted.get(sorted.len() / 2).copied(),
+                max: sorted.last().copied(),
+                values,
+                reference: figure.reference().to_string(),
+                stale_writes_refused: if figure == Figure::SplitBrain { refused } else { 0 },
+                violations,
+            });
+        }
+    }
+    Ok(rows)
+}

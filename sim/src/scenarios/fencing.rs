@@ -1,0 +1,33 @@
+//! `fencing`: the `lock` workload written by clients that rely on fencing
+//! alone — they do not check their lease's deadline before writing — into a
+//! `FencedStore`.
+//!
+//! One client stalls inside its critical section past its lease; another
+//! acquires (with a higher token) and writes; the stalled client wakes and
+//! writes late. The store must refuse that write (rejected token, highest
+//! seen), and the final value must carry the highest accepted token:
+//! `no-stale-overwrite` holds. Believed overlap between the stalled holder
+//! and the new one is expected and measured (`unsafe-window`), not forbidden.
+
+use super::lock::{LockKind, LockWorkload, StoreKind};
+use super::Outcome;
+use crate::checker::mutual_exclusion::Policy;
+use crate::servers::{Servers, SetupError};
+
+/// The `fencing` settings.
+pub fn workload() -> LockWorkload {
+    LockWorkload {
+        lock: LockKind::Fenced,
+        store: StoreKind::Fenced,
+        check_deadline: false,
+        // The stalled holder still believes; that is the point. Only the
+        // resource's verdict matters here.
+        policy: Policy::MeasureOnly,
+        ..LockWorkload::lock()
+    }
+}
+
+/// `fencing` for the registry.
+pub fn run(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+    workload().run(servers, seed)
+}

@@ -1,0 +1,28 @@
+//! `fencing-unfenced`: `fencing` with a resource that ignores the token
+//! (`redis_primitives::naive::UnfencedStore`, a plain `SET`).
+//!
+//! What breaks: the stalled holder's late write is accepted after the newer
+//! holder's, and silently overwrites it. `no-stale-overwrite` reports the
+//! store accepting a lower token after a higher one, and (when nothing newer
+//! lands afterwards) a final value written with a stale token.
+
+use super::lock::{LockKind, LockWorkload, StoreKind};
+use super::Outcome;
+use crate::checker::mutual_exclusion::Policy;
+use crate::servers::{Servers, SetupError};
+
+/// The `fencing-unfenced` settings.
+pub fn workload() -> LockWorkload {
+    LockWorkload {
+        lock: LockKind::Fenced,
+        store: StoreKind::Unfenced,
+        check_deadline: false,
+        policy: Policy::MeasureOnly,
+        ..LockWorkload::lock()
+    }
+}
+
+/// `fencing-unfenced` for the registry.
+pub fn run(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+    workload().run(servers, seed)
+}

@@ -1,0 +1,244 @@
+//! The scenario registry: every name `rp-sim scenarios` lists, what it does,
+//! and what it is expected to find.
+//!
+//! A scenario is one function, [`RunFn`]: given a pool of real servers and
+//! a seed, it builds a turmoil simulation (through [`crate::world`]), drives
+//! production types through a fault schedule derived from the seed, and
+//! returns an [`Outcome`]: the history, its digest, the violations its
+//! checkers found, its histograms and the schedule it ran.
+//!
+//! Broken variants (`lock-naive`, `fencing-unfenced`, …) are listed with the
+//! invariant they must break ([`Expect::Violates`]): the harness is only
+//! trusted if it catches them, and `sim/tests/scenarios.rs` pins seeds that
+//! prove it does.
+
+pub mod counter_loss;
+pub mod election;
+pub mod fencing;
+pub mod fencing_unfenced;
+pub mod lock;
+pub mod lock_naive;
+pub mod rate_limit;
+pub mod redlock;
+
+use crate::checker::Violation;
+use crate::history::{Digest, Event};
+use crate::servers::{SetupError, Servers};
+use crate::stats::Histograms;
+
+/// What a scenario run produced.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Every event, in order.
+    pub history: Vec<Event>,
+    /// Stable digest of `history` (see [`crate::history::digest_events`]).
+    pub digest: Digest,
+    /// What the checkers found.
+    pub violations: Vec<Violation>,
+    /// Measurements of this run.
+    pub histograms: Histograms,
+    /// The fault schedule, one readable line per fault (with its undo).
+    pub schedule: Vec<String>,
+    /// Simulated time the run covered (ms); 0 = unknown (the last event's
+    /// time is used instead).
+    pub simulated_ms: u64,
+}
+
+impl Outcome {
+    /// An outcome for `history`, with its digest computed.
+    pub fn new(history: Vec<Event>) -> Outcome {
+        let digest = crate::history::digest_events(&history);
+        Outcome { history, digest, ..Outcome::default() }
+    }
+
+    /// Simulated milliseconds covered by the run.
+    pub fn simulated_ms(&self) -> u64 {
+        if self.simulated_ms > 0 {
+            self.simulated_ms
+        } else {
+            self.history.last().map_or(0, |e| e.time)
+        }
+    }
+}
+
+/// Turns a finished world run into an [`Outcome`] (no violations or
+/// histograms yet: the scenario adds its own). `extra_schedule` lists faults
+/// the workload injects itself (a leader that stalls at a seeded moment),
+/// with their start times; they are merged into the nemesis schedule.
+pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, String)>) -> Outcome {
+    let mut outcome = Outcome::new(run.history.events());
+    let mut lines: Vec<(u64, String)> = run.schedule.faults.iter().map(|f| (f.at, f.to_string())).collect();
+    lines.extend(extra_schedule);
+    // Stable: equal times keep nemesis faults first.
+    lines.sort_by_key(|(at, _)| *at);
+    outcome.schedule = lines.into_iter().map(|(_, l)| l).collect();
+    outcome.simulated_ms = run.sim_elapsed.as_millis() as u64;
+    outcome
+}
+
+/// Runs one seed of a scenario on the given server pool. Servers are reset
+/// (`Servers::prepare`) by the scenario itself, which knows how many it needs.
+pub type RunFn = fn(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError>;
+
+/// What a scenario should find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// A correct primitive: no invariant may be violated, on any seed.
+    Clean,
+    /// A broken variant: it must violate this invariant (on its pinned seeds,
+    /// and on most seeds of an exploration).
+    Violates(&'static str),
+}
+
+/// One entry of the registry.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    /// The name given to `--scenario`.
+    pub name: &'static str,
+    /// One line for `rp-sim scenarios`.
+    pub description: &'static str,
+    /// What it should find.
+    pub expect: Expect,
+    /// The implementation; `None` while it is not written yet.
+    pub run: Option<RunFn>,
+}
+
+impl Scenario {
+    /// Runs one seed (an error if the scenario is not implemented yet).
+    pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+        match self.run {
+            Some(f) => f(servers, seed),
+            None => Err(SetupError::Io(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                format!("scenario {} is listed but not implemented yet", self.name),
+            ))),
+        }
+    }
+}
+
+use crate::checker::{ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION};
+
+/// Every scenario, in the order `rp-sim scenarios` lists them.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "lock",
+        description: "Lock: contending clients with process pauses, partitions and latency; tokens increase, no two trusted holders",
+        expect: Expect::Clean,
+        run: Some(lock::run),
+    },
+    Scenario {
+        name: "lock-naive",
+        description: "NaiveLock (bare DEL release): a holder whose lease expired deletes the next holder's lock, letting a third in",
+        expect: Expect::Violates(MUTUAL_EXCLUSION),
+        run: Some(lock_naive::run),
+    },
+    Scenario {
+        name: "fencing",
+        description: "Lock + FencedStore: a paused holder's late write is refused; the final value has the highest token",
+        expect: Expect::Clean,
+        run: Some(fencing::run),
+    },
+    Scenario {
+        name: "fencing-unfenced",
+        description: "Lock + UnfencedStore: the paused holder's late write silently overwrites the newer one",
+        expect: Expect::Violates(NO_STALE_OVERWRITE),
+        run: Some(fencing_unfenced::run),
+    },
+    Scenario {
+        name: "rate-limit",
+        description: "SlidingWindowLog: concurrent bursts across window boundaries with latency and partitions; never more than the limit",
+        expect: Expect::Clean,
+        run: Some(rate_limit::run_log),
+    },
+    Scenario {
+        name: "rate-limit-counter",
+        description: "SlidingWindowCounter: the same bursts; the overshoot is measured and held to its documented bound 2*max-1",
+        expect: Expect::Clean,
+        run: Some(rate_limit::run_counter),
+    },
+    Scenario {
+        name: "rate-limit-fixed-window",
+        description: "NaiveFixedWindow (INCR+EXPIRE): a burst at a boundary admits twice the limit inside one window",
+        expect: Expect::Violates(RATE_LIMIT),
+        run: Some(rate_limit::run_fixed_window),
+    },
+    Scenario {
+        name: "rate-limit-client-side",
+        description: "ClientSideWindow (ZREMRANGEBYSCORE, ZCARD, ZADD as separate round trips): concurrent callers overshoot",
+        expect: Expect::Violates(RATE_LIMIT),
+        run: Some(rate_limit::run_client_side),
+    },
+    Scenario {
+        name: "rate-limit-watch-multi",
+        description: "WatchMultiLimiter on one shared multiplexed connection: EXEC clears every watch, so concurrent callers all pass",
+        expect: Expect::Violates(RATE_LIMIT),
+        run: Some(rate_limit::run_watch_multi),
+    },
+    Scenario {
+        name: "election",
+        description: "Election (epoch = fencing token): leader pauses, stops and partitions; one leader per epoch, stale writes refused",
+        expect: Expect::Clean,
+        run: Some(election::run_election),
+    },
+    Scenario {
+        name: "election-renew-only",
+        description: "Election with the reference's tick-based demotion (demote only when a renewal fails), kept for comparison",
+        expect: Expect::Clean,
+        run: Some(election::run_renew_only),
+    },
+    Scenario {
+        name: "election-no-epoch",
+        description: "NaiveElection (no epoch, unfenced writes): a paused leader wakes and its write lands after the new leader's",
+        expect: Expect::Violates(ELECTION),
+        run: Some(election::run_no_epoch),
+    },
+    Scenario {
+        name: "counter-loss",
+        description: "Lock across a redis-server restart without persistence: the fence counter is lost and tokens are reissued",
+        expect: Expect::Violates(FENCING_TOKENS_INCREASE),
+        run: Some(counter_loss::run),
+    },
+    Scenario {
+        name: "redlock",
+        description: "Redlock on 5 masters with partitions and pauses; no two clients inside their validity interval",
+        expect: Expect::Clean,
+        run: Some(redlock::run_correct),
+    },
+    Scenario {
+        name: "redlock-no-validity",
+        description: "Redlock without the elapsed-time validity gate: a slow acquire trusts a lease that has already expired",
+        expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
+        run: Some(redlock::run_no_validity),
+    },
+    Scenario {
+        name: "redlock-clock-jump",
+        description: "Redlock with a forward clock step on a minority of masters: two clients each get a majority (documented non-guarantee)",
+        expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
+        run: Some(redlock::run_clock_jump),
+    },
+];
+
+/// Looks a scenario up by name.
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+/// Every name, comma-separated (for error messages).
+pub fn names() -> String {
+    SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        for (i, s) in SCENARIOS.iter().enumerate() {
+            assert!(SCENARIOS[i + 1..].iter().all(|t| t.name != s.name), "{} twice", s.name);
+            assert_eq!(find(s.name).map(|f| f.name), Some(s.name));
+        }
+        assert!(find("nope").is_none());
+        assert_eq!(SCENARIOS.len(), 16);
+    }
+}

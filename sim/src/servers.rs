@@ -1,0 +1,331 @@
+//! The real redis-server processes behind the simulation.
+//!
+//! [`redis_primitives_testkit::RedisServer`] already knows how to start a
+//! server on an ephemeral loopback port with `noeviction` and no persistence,
+//! in its own process group, killed on drop and with the thread that started
+//! it. This module adds what the harness needs on top:
+//!
+//! - the **clock library** preloaded, each server with its own
+//!   [`ServerClock`] control file, and a start-up check that the preload
+//!   really took effect (the dynamic linker only *warns* when it cannot load
+//!   an `LD_PRELOAD` library, and a silently real clock would make every
+//!   TTL in the simulation wrong);
+//! - a **pool** ([`Servers`]) reused across the runs of an exploration:
+//!   starting a server costs tens of milliseconds, resetting one
+//!   (`FLUSHALL` + `SCRIPT FLUSH`, clock released) a fraction of one;
+//! - a **process-wide registry** of live server process groups, so the
+//!   binary's Ctrl-C handler can call [`shutdown_all`] and leave no orphans
+//!   even when it exits without unwinding.
+//!
+//! This is set-up code outside the simulation: `std::time` and blocking
+//! sockets are fine here.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use redis_primitives_testkit::{RedisServer, ServerConfig, ServerError};
+
+use crate::clock::ServerClock;
+
+/// Where `build.rs` put the clock library when this crate was compiled.
+const BUILT_CLOCK_LIB: &str = env!("RP_CLOCK_LIB");
+
+/// Why the harness could not set up its servers.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The clock library is not where it was built (or where `RP_CLOCK_LIB` points).
+    ClockLibraryMissing {
+        /// The path that was tried.
+        path: PathBuf,
+    },
+    /// The server started but its wall clock does not obey the control file.
+    ClockNotEffective {
+        /// The server's port.
+        port: u16,
+        /// What `TIME` answered while pinned.
+        reply: String,
+    },
+    /// A redis-server could not be started, restarted or reset.
+    Server(ServerError),
+    /// The control file could not be created or mapped.
+    Io(std::io::Error),
+    /// A simulation run could not complete (an actor failed, the run hit its
+    /// time limit, or its fault schedule was invalid): a harness or scenario
+    /// bug, not a finding. See `world::SimError`.
+    Simulation(String),
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::ClockLibraryMissing { path } => write!(
+                f,
+                "clock library not found at {}: it is built by sim/build.rs \
+                 (`cargo build -p redis-primitives-sim`, needs a C compiler), \
+                 or set RP_CLOCK_LIB=/path/to/librp_clock.so",
+                path.display()
+            ),
+            SetupError::ClockNotEffective { port, reply } => write!(
+                f,
+                "redis-server on port {port} ignores the clock library (LD_PRELOAD did not take \
+                 effect; TIME answered {reply:?} while pinned). Is redis-server statically linked \
+                 or setuid?"
+            ),
+            SetupError::Server(e) => write!(f, "{e}"),
+            SetupError::Io(e) => write!(f, "clock control file: {e}"),
+            SetupError::Simulation(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+impl From<ServerError> for SetupError {
+    fn from(e: ServerError) -> Self {
+        SetupError::Server(e)
+    }
+}
+
+impl From<std::io::Error> for SetupError {
+    fn from(e: std::io::Error) -> Self {
+        SetupError::Io(e)
+    }
+}
+
+/// The clock library to preload: `$RP_CLOCK_LIB` at run time if set, else
+/// the one `build.rs` compiled. An error (saying how to fix it) if missing.
+pub fn clock_library() -> Result<PathBuf, SetupError> {
+    let path = match std::env::var_os("RP_CLOCK_LIB") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(BUILT_CLOCK_LIB),
+    };
+    check_clock_library(path)
+}
+
+/// `path` if it is a file, else [`SetupError::ClockLibraryMissing`].
+pub fn check_clock_library(path: PathBuf) -> Result<PathBuf, SetupError> {
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(SetupError::ClockLibraryMissing { path })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Registry for Ctrl-C.
+
+const SLOTS: usize = 256;
+
+/// Process-group ids of live servers. A fixed array of atomics (no lock, no
+/// allocation) so that [`shutdown_all`] is async-signal-safe.
+static LIVE: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
+
+fn register(pid: Option<u32>) -> Option<usize> {
+    let pid = i32::try_from(pid?).ok()?;
+    LIVE.iter().position(|slot| slot.compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire).is_ok())
+}
+
+fn unregister(slot: Option<usize>) {
+    if let Some(i) = slot {
+        LIVE[i].store(0, Ordering::Release);
+    }
+}
+
+/// Kills (SIGKILL, whole process group) every redis-server this process
+/// started through this module and has not stopped yet.
+///
+/// Safe to call from a signal handler: it only performs atomic swaps and
+/// `kill(2)`. Meant for the binary's Ctrl-C handler; normal shutdown happens
+/// when [`Servers`] / [`ServerNode`] are dropped.
+pub fn shutdown_all() {
+    for slot in &LIVE {
+        let pid = slot.swap(0, Ordering::AcqRel);
+        if pid > 0 {
+            // SAFETY: kill(2) has no memory-safety preconditions and is
+            // async-signal-safe.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+
+/// One redis-server with the clock library preloaded and its control file.
+#[derive(Debug)]
+pub struct ServerNode {
+    server: RedisServer,
+    clock: Arc<ServerClock>,
+    slot: Option<usize>,
+}
+
+impl ServerNode {
+    /// Starts a server with its own clock control file and checks that the
+    /// clock library governs its wall clock.
+    ///
+    /// `PR_SET_PDEATHSIG` (testkit) ties the server to the *thread* that
+    /// starts it: start servers from a thread that outlives their use.
+    pub fn start() -> Result<ServerNode, SetupError> {
+        let lib = clock_library()?;
+        let clock = Arc::new(ServerClock::create()?);
+        let config = ServerConfig { preload: Some(lib), env: vec![clock.env()], args: Vec::new() };
+        let server = RedisServer::start_with(config)?;
+        let slot = register(server.pid());
+        let node = ServerNode { server, clock, slot };
+        node.check_clock()?;
+        Ok(node)
+    }
+
+    /// Pins the clock to a known instant and reads `TIME` back.
+    fn check_clock(&self) -> Result<(), SetupError> {
+        // 2001-09-09T01:46:40Z: ten digits that appear in no real reply today.
+        self.clock.pin(1_000_000_000_000);
+        let reply = self.server.command(&["TIME"]);
+        self.clock.release();
+        let reply = reply?;
+        if reply.contains("\r\n1000000000\r\n") {
+            Ok(())
+        } else {
+            Err(SetupError::ClockNotEffective { port: self.server.port(), reply })
+        }
+    }
+
+    /// The server's real address (127.0.0.1:port).
+    pub fn addr(&self) -> SocketAddr {
+        self.server.addr()
+    }
+
+    /// A `redis://` URL for direct (non-simulated) access in tests.
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    /// The clock control handle.
+    pub fn clock(&self) -> &Arc<ServerClock> {
+        &self.clock
+    }
+
+    /// The underlying process handle.
+    pub fn server(&self) -> &RedisServer {
+        &self.server
+    }
+
+    /// Whether the process is running.
+    pub fn is_running(&self) -> bool {
+        self.server.is_running()
+    }
+
+    /// Forgets every key and every cached script: what a restart without
+    /// persistence loses, without the cost of a new process.
+    pub fn flush(&self) -> Result<(), SetupError> {
+        for cmd in [&["FLUSHALL"][..], &["SCRIPT", "FLUSH"][..]] {
+            let reply = self.server.command(cmd)?;
+            if !reply.starts_with("+OK") {
+                return Err(SetupError::Server(ServerError::NotReady {
+                    port: self.server.port(),
+                    log: format!("{} answered {reply:?}", cmd.join(" ")),
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// Kills the process and starts a new one on the same port (same clock
+    /// file), with no data: a real crash and restart.
+    pub fn restart(&mut self) -> Result<(), SetupError> {
+        unregister(self.slot.take());
+        let result = self.server.restart();
+        self.slot = register(self.server.pid());
+        result?;
+        Ok(())
+    }
+
+    /// Kills the process (SIGKILL). [`ServerNode::restart`] brings it back.
+    pub fn stop(&mut self) {
+        unregister(self.slot.take());
+        self.server.stop();
+    }
+
+    /// Clock released, data and scripts flushed; restarted first if stopped.
+    pub fn reset(&mut self) -> Result<(), SetupError> {
+        self.clock.release();
+        if !self.server.is_running() {
+            self.restart()?;
+        }
+        self.flush()
+    }
+}
+
+impl Drop for ServerNode {
+    fn drop(&mut self) {
+        unregister(self.slot.take());
+        // `RedisServer`'s own Drop kills the process group.
+    }
+}
+
+/// A pool of [`ServerNode`]s, reused across the runs of an exploration.
+#[derive(Debug, Default)]
+pub struct Servers {
+    nodes: Vec<ServerNode>,
+}
+
+impl Servers {
+    /// An empty pool; servers start on demand ([`Servers::ensure`]).
+    pub fn new() -> Servers {
+        Servers::default()
+    }
+
+    /// A pool with `n` running servers.
+    pub fn start(n: usize) -> Result<Servers, SetupError> {
+        let mut s = Servers::new();
+        s.ensure(n)?;
+        Ok(s)
+    }
+
+    /// Starts servers until the pool holds at least `n`.
+    pub fn ensure(&mut self, n: usize) -> Result<(), SetupError> {
+        while self.nodes.len() < n {
+            self.nodes.push(ServerNode::start()?);
+        }
+        Ok(())
+    }
+
+    /// Resets the first `n` servers (see [`ServerNode::reset`]), starting
+    /// more if needed: the state every simulation run begins from.
+    pub fn prepare(&mut self, n: usize) -> Result<(), SetupError> {
+        self.ensure(n)?;
+        for node in &mut self.nodes[..n] {
+            node.reset()?;
+        }
+        Ok(())
+    }
+
+    /// Number of servers in the pool.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the pool is empty.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Server `i`.
+    pub fn node(&self, i: usize) -> Option<&ServerNode> {
+        self.nodes.get(i)
+    }
+
+    /// Server `i`, mutably (restart, stop).
+    pub fn node_mut(&mut self, i: usize) -> Option<&mut ServerNode> {
+        self.nodes.get_mut(i)
+    }
+
+    /// All servers.
+    pub fn nodes(&self) -> &[ServerNode] {
+        &self.nodes
+    }
+}

@@ -1,0 +1,634 @@
+//! The world: one simulation run, from a seed to a history.
+//!
+//! A [`World`] is built from a [`WorldConfig`] (seed, number of Redis nodes,
+//! link latency, timeouts) over a pool of real servers ([`Servers`]). It
+//! creates the turmoil simulation (seeded RNG, a **pinned epoch**, a hard
+//! time limit), one bridge host per node (`redis-0`, `redis-1`, ...), and
+//! lets scenario code register client actors. [`World::run`] then steps the
+//! simulation, applying the nemesis [`Schedule`] between steps, until every
+//! actor has returned, and hands back a [`RunOutcome`]: the history, the
+//! schedule, and a few counters.
+//!
+//! A scenario is written like this:
+//!
+//! ```no_run
+//! use redis_primitives_sim::{world::{World, WorldConfig}, servers::Servers, nemesis::Schedule};
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut servers = Servers::new();
+//! let mut world = World::new(&mut servers, WorldConfig::new(42))?;
+//! for i in 0..3 {
+//!     world.actor(format!("client-{i}"), |actor| async move {
+//!         let conn = actor.connection(0);
+//!         let lock = redis_primitives::Lock::builder(conn)
+//!             .owners(redis_primitives::OwnerSource::seeded(actor.seed()))
+//!             .build()?;
+//!         // ... invoke / ok / fail / info through actor.invoke(..) etc.
+//!         Ok(())
+//!     });
+//! }
+//! world.nemesis(Schedule::none());
+//! let outcome = world.run()?;
+//! println!("{}", outcome.history.digest());
+//! # Ok(()) }
+//! ```
+//!
+//! Everything an actor does runs under its pause handle (`pause.rs`), and
+//! everything it learns comes from real Redis through the bridge. Determinism
+//! rests on: the turmoil seed, the pinned epoch, seeded per-actor RNGs
+//! ([`Actor::seed`]), `biased;` selects, no `std::time` inside actors, and
+//! servers reset (`FLUSHALL`, `SCRIPT FLUSH`, clock pinned) before each run.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Instant as WallInstant, UNIX_EPOCH};
+
+use core::fmt;
+use core::time::Duration;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinHandle;
+
+use crate::bridge::BridgeNode;
+use crate::history::{Digest, EventKind, Fnv1a, History, Millis, Op, OpId};
+use crate::nemesis::{Action, Direction, FaultKind, Schedule, Target};
+use crate::net::{NetConfig, SimConnection, REDIS_PORT};
+use crate::pause::{sim_now, PauseHandle};
+use crate::servers::{Servers, SetupError};
+
+/// What an actor's future returns: an `Err` fails the whole run (use it for
+/// harness bugs, not for faults, which belong in the history).
+pub type ActorResult = turmoil::Result;
+
+/// 2024-01-01T00:00:00Z: every run starts at the same wall-clock instant, so
+/// server times (and anything derived from them) are the same on every run.
+pub const DEFAULT_EPOCH_UNIX_MS: u64 = 1_704_067_200_000;
+
+/// How a `ServerRestart` fault restarts the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum RestartMode {
+    /// `FLUSHALL` + `SCRIPT FLUSH` while the bridge host is down: everything
+    /// a restart without persistence loses, in a fraction of a millisecond.
+    #[default]
+    Flush,
+    /// Kill the redis-server process and start a new one (tens of ms of
+    /// wall time; the simulation does not advance meanwhile).
+    Process,
+}
+
+/// Settings of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorldConfig {
+    /// Seeds turmoil (link latency draws) and every per-actor seed.
+    pub seed: u64,
+    /// Number of Redis nodes (bridges), each backed by a real server.
+    pub nodes: usize,
+    /// Wall-clock instant at which the simulation starts (ms since the Unix epoch).
+    pub epoch_unix_ms: u64,
+    /// Minimum one-way link latency.
+    pub min_latency: Duration,
+    /// Maximum one-way link latency (turmoil draws between the two).
+    pub max_latency: Duration,
+    /// Hard limit on simulated time: a run whose actors have not all
+    /// returned by then fails (a stuck scenario, not a result).
+    pub limit: Duration,
+    /// Connect and response timeouts of actors' connections.
+    pub net: NetConfig,
+    /// How server restarts are done.
+    pub restart: RestartMode,
+}
+
+impl WorldConfig {
+    /// Defaults: one node, 1–10 ms links, 60 s limit, default timeouts.
+    pub fn new(seed: u64) -> WorldConfig {
+        WorldConfig {
+            seed,
+            nodes: 1,
+            epoch_unix_ms: DEFAULT_EPOCH_UNIX_MS,
+            min_latency: Duration::from_millis(1),
+            max_latency: Duration::from_millis(10),
+            limit: Duration::from_secs(60),
+            net: NetConfig::default(),
+            restart: RestartMode::Flush,
+        }
+    }
+
+    /// Sets the number of Redis nodes.
+    pub fn nodes(mut self, n: usize) -> WorldConfig {
+        self.nodes = n;
+        self
+    }
+
+    /// Sets the link latency range.
+    pub fn latency(mut self, min: Duration, max: Duration) -> WorldConfig {
+        self.min_latency = min;
+        self.max_latency = max.max(min);
+        self
+    }
+
+    /// Sets the client connection timeouts.
+    pub fn net(mut self, net: NetConfig) -> WorldConfig {
+        self.net = net;
+        self
+    }
+
+    /// Sets the hard limit on simulated time.
+    pub fn limit(mut self, limit: Duration) -> WorldConfig {
+        self.limit = limit;
+        self
+    }
+
+    /// Sets how server restarts are done.
+    pub fn restart(mut self, mode: RestartMode) -> WorldConfig {
+        self.restart = mode;
+        self
+    }
+}
+
+/// Why a run did not produce a history.
+#[derive(Debug)]
+pub enum SimError {
+    /// Servers or the clock library could not be set up.
+    Setup(SetupError),
+    /// The schedule names a target that does not exist, or a kind/target mismatch.
+    InvalidSchedule(String),
+    /// An actor returned an error or panicked, or the run exceeded its time limit.
+    Run {
+        /// The seed, for reproduction.
+        seed: u64,
+        /// turmoil's message.
+        message: String,
+    },
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Setup(e) => write!(f, "setup: {e}"),
+            SimError::InvalidSchedule(e) => write!(f, "invalid fault schedule: {e}"),
+            SimError::Run { seed, message } => write!(f, "simulation failed (seed {seed}): {message}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<SimError> for SetupError {
+    fn from(e: SimError) -> Self {
+        match e {
+            SimError::Setup(e) => e,
+            other => SetupError::Simulation(other.to_string()),
+        }
+    }
+}
+
+impl From<SetupError> for SimError {
+    fn from(e: SetupError) -> Self {
+        SimError::Setup(e)
+    }
+}
+
+/// A seed for one consumer (`label`) derived from the run's seed: distinct
+/// per label, identical on every run of the seed.
+pub fn derive_seed(seed: u64, label: &str) -> u64 {
+    let mut h = Fnv1a::default();
+    h.write(&seed.to_le_bytes());
+    h.write(label.as_bytes());
+    // splitmix64 finaliser: spreads FNV's weak low bits.
+    let mut z = h.finish().wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// What one run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The seed.
+    pub seed: u64,
+    /// Every event, faults included.
+    pub history: History,
+    /// The faults that were scheduled.
+    pub schedule: Schedule,
+    /// Simulated time at the end.
+    pub sim_elapsed: Duration,
+    /// Wall-clock time the run took (measured outside the simulation).
+    pub wall: std::time::Duration,
+    /// Commands the bridges forwarded to real servers.
+    pub commands: u64,
+}
+
+impl RunOutcome {
+    /// The history digest (same seed → same digest).
+    pub fn digest(&self) -> Digest {
+        self.history.digest()
+    }
+
+    /// Simulated time over wall time.
+    pub fn speedup(&self) -> f64 {
+        self.sim_elapsed.as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The handle an actor's code receives.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    name: String,
+    index: usize,
+    seed: u64,
+    history: History,
+    pause: PauseHandle,
+    net: NetConfig,
+    nodes: Arc<Vec<String>>,
+}
+
+impl Actor {
+    /// The actor's name (its turmoil host name, and `process` in the history).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Registration index (what `Target::Client(i)` refers to).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// A seed private to this actor, the same on every run of the world's
+    /// seed: feed it to `OwnerSource::seeded`, `Retry::seeded`, an RNG.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// A seed private to this actor and `label` (for a second independent stream).
+    pub fn seed_for(&self, label: &str) -> u64 {
+        derive_seed(self.seed, label)
+    }
+
+    /// A fresh RNG from [`Actor::seed`].
+    pub fn rng(&self) -> StdRng {
+        StdRng::seed_from_u64(self.seed)
+    }
+
+    /// The shared history.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// This actor's pause switch (e.g. `pause().pause_for(d)` to stall here).
+    pub fn pause(&self) -> &PauseHandle {
+        &self.pause
+    }
+
+    /// Number of Redis nodes.
+    pub fn nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// A new reconnecting connection to node `node` (opened by its first
+    /// request), with the world's timeouts. Each call makes a separate
+    /// connection; clones of one share it.
+    ///
+    /// # Panics
+    /// If `node` is out of range: a scenario bug, caught on the first run.
+    pub fn connection(&self, node: usize) -> SimConnection {
+        self.connection_with(node, self.net)
+    }
+
+    /// Like [`Actor::connection`] with other timeouts.
+    pub fn connection_with(&self, node: usize, net: NetConfig) -> SimConnection {
+        let host = match self.nodes.get(node) {
+            Some(h) => h.clone(),
+            None => panic!("scenario bug: node {node} does not exist ({} nodes)", self.nodes.len()),
+        };
+        SimConnection::new(host, REDIS_PORT, net, self.pause.clone())
+    }
+
+    /// Spawns a task that freezes with this actor (the only way an actor
+    /// should start a task).
+    pub fn spawn<F>(&self, fut: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        self.pause.spawn_local(fut)
+    }
+
+    /// Simulated milliseconds since the start.
+    pub fn now(&self) -> Millis {
+        sim_now().as_millis() as Millis
+    }
+
+    /// A `tokio::time::Instant` of this actor's host (a lease deadline, say)
+    /// as simulated milliseconds since the start.
+    pub fn millis_of(&self, instant: tokio::time::Instant) -> Millis {
+        let now = tokio::time::Instant::now();
+        let base = sim_now();
+        let at = if instant >= now { base + (instant - now) } else { base.saturating_sub(now - instant) };
+        at.as_millis() as Millis
+    }
+
+    /// Records an invocation by this actor.
+    pub fn invoke(&self, op: Op) -> OpId {
+        self.history.invoke(&self.name, op)
+    }
+
+    /// Completes an operation: it happened.
+    pub fn ok(&self, id: OpId, op: Op) {
+        self.history.complete(id, &self.name, EventKind::Ok, op)
+    }
+
+    /// Completes an operation: it definitely did not happen.
+    pub fn fail(&self, id: OpId, op: Op) {
+        self.history.complete(id, &self.name, EventKind::Fail, op)
+    }
+
+    /// Completes an operation: outcome unknown (timeout, dropped connection).
+    pub fn info(&self, id: OpId, op: Op) {
+        self.history.complete(id, &self.name, EventKind::Info, op)
+    }
+
+    /// Records an observation (no invoke).
+    pub fn observe(&self, op: Op) {
+        self.history.observe(&self.name, op)
+    }
+
+    /// Records a free-text note.
+    pub fn note(&self, text: impl Into<String>) {
+        self.observe(Op::Note { text: text.into() })
+    }
+}
+
+struct ActorEntry {
+    name: String,
+    pause: PauseHandle,
+}
+
+/// One simulation run being assembled (see the module docs).
+pub struct World<'s> {
+    servers: &'s mut Servers,
+    config: WorldConfig,
+    sim: turmoil::Sim<'static>,
+    bridges: Vec<Arc<BridgeNode>>,
+    node_names: Arc<Vec<String>>,
+    actors: Vec<ActorEntry>,
+    history: History,
+    schedule: Schedule,
+}
+
+impl fmt::Debug for World<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("World")
+            .field("config", &self.config)
+            .field("actors", &self.actors.iter().map(|a| a.name.as_str()).collect::<Vec<_>>())
+            .field("schedule", &self.schedule)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'s> World<'s> {
+    /// Resets `config.nodes` servers of the pool (starting them if needed)
+    /// and builds the simulation with one bridge host per node.
+    pub fn new(servers: &'s mut Servers, config: WorldConfig) -> Result<World<'s>, SimError> {
+        servers.prepare(config.nodes)?;
+        let epoch = UNIX_EPOCH + Duration::from_millis(config.epoch_unix_ms);
+        let sim = turmoil::Builder::new()
+            .rng_seed(config.seed)
+            .epoch(epoch)
+            .simulation_duration(config.limit)
+            .tick_duration(Duration::from_millis(1))
+            .min_message_latency(config.min_latency)
+            .max_message_latency(config.max_latency)
+            .build();
+        let mut world = World {
+            servers,
+            config,
+            sim,
+            bridges: Vec::new(),
+            node_names: Arc::new(Vec::new()),
+            actors: Vec::new(),
+            history: History::new(),
+            schedule: Schedule::none(),
+        };
+        let mut names = Vec::new();
+        for i in 0..world.config.nodes {
+            let Some(node) = world.servers.node(i) else {
+                return Err(SimError::InvalidSchedule(format!("server {i} missing from the pool")));
+            };
+            // Until the first command, the server's clock reads the epoch.
+            node.clock().pin(world.config.epoch_unix_ms);
+            let name = format!("redis-{i}");
+            let bridge = BridgeNode::new(name.clone(), node.addr(), Arc::clone(node.clock()));
+            let served = Arc::clone(&bridge);
+            world.sim.host(name.as_str(), move || Arc::clone(&served).serve());
+            world.bridges.push(bridge);
+            names.push(name);
+        }
+        world.node_names = Arc::new(names);
+        Ok(world)
+    }
+
+    /// The shared history (faults and every actor's events).
+    pub fn history(&self) -> History {
+        self.history.clone()
+    }
+
+    /// The run's settings.
+    pub fn config(&self) -> &WorldConfig {
+        &self.config
+    }
+
+    /// The bridge of node `i` (for counters or faults applied by hand).
+    pub fn bridge(&self, i: usize) -> Option<&Arc<BridgeNode>> {
+        self.bridges.get(i)
+    }
+
+    /// Registers a client actor named `name`: `body` receives its [`Actor`]
+    /// handle and returns the future the actor runs. The run ends when every
+    /// actor's future has returned.
+    pub fn actor<F, Fut>(&mut self, name: impl Into<String>, body: F) -> &mut Self
+    where
+        F: FnOnce(Actor) -> Fut,
+        Fut: Future<Output = ActorResult> + 'static,
+    {
+        let name = name.into();
+        let index = self.actors.len();
+        let pause = PauseHandle::new();
+        let actor = Actor {
+            name: name.clone(),
+            index,
+            seed: derive_seed(self.config.seed, &name),
+            history: self.history.clone(),
+            pause: pause.clone(),
+            net: self.config.net,
+            nodes: Arc::clone(&self.node_names),
+        };
+        let fut = pause.wrap(body(actor));
+        self.sim.client(name.as_str(), fut);
+        self.actors.push(ActorEntry { name, pause });
+        self
+    }
+
+    /// Sets the fault schedule (replacing any earlier one).
+    pub fn nemesis(&mut self, schedule: Schedule) -> &mut Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// Runs until every actor has returned; applies the schedule on the way.
+    pub fn run(mut self) -> Result<RunOutcome, SimError> {
+        self.schedule
+            .validate(self.actors.len() as u32, self.bridges.len() as u32)
+            .map_err(SimError::InvalidSchedule)?;
+        let started = WallInstant::now();
+        let actions = self.schedule.actions();
+        let mut next = 0;
+        loop {
+            let now = self.sim.elapsed().as_millis() as Millis;
+            while let Some(action) = actions.get(next).filter(|a| a.time <= now) {
+                self.apply(action, now)?;
+                next += 1;
+            }
+            match self.sim.step() {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => return Err(SimError::Run { seed: self.config.seed, message: e.to_string() }),
+            }
+        }
+        let wall = started.elapsed();
+        let commands = self
+            .bridges
+            .iter()
+            .map(|b| b.stats().commands.load(std::sync::atomic::Ordering::Relaxed))
+            .sum();
+        Ok(RunOutcome {
+            seed: self.config.seed,
+            history: self.history.clone(),
+            schedule: self.schedule.clone(),
+            sim_elapsed: self.sim.elapsed(),
+            wall,
+            commands,
+        })
+    }
+
+    /// The (client, node) host-name pairs a network fault on `target` touches.
+    fn links(&self, target: Target) -> Vec<(String, String)> {
+        match target {
+            Target::Client(c) => {
+                let client = &self.actors[c as usize].name;
+                self.node_names.iter().map(|n| (client.clone(), n.clone())).collect()
+            }
+            Target::Link { client, node } => {
+                vec![(self.actors[client as usize].name.clone(), self.node_names[node as usize].clone())]
+            }
+            Target::Node(_) => Vec::new(),
+        }
+    }
+
+    fn target_name(&self, target: Target) -> String {
+        match target {
+            Target::Client(c) => format!("{} <-> all nodes", self.actors[c as usize].name),
+            Target::Node(n) => self.node_names[n as usize].clone(),
+            Target::Link { client, node } => {
+                format!("{} <-> {}", self.actors[client as usize].name, self.node_names[node as usize])
+            }
+        }
+    }
+
+    fn apply(&mut self, action: &Action, now: Millis) -> Result<(), SimError> {
+        let fault = action.fault;
+        let verb = if action.undo { fault.kind.undo_name() } else { fault.kind.name() };
+        let mut description = format!("{verb} {}", self.target_name(fault.target));
+        let links = self.links(fault.target);
+        match (fault.kind, action.undo) {
+            (FaultKind::Partition, false) => links.iter().for_each(|(c, n)| self.sim.partition(c.as_str(), n.as_str())),
+            (FaultKind::Partition, true) => links.iter().for_each(|(c, n)| self.sim.repair(c.as_str(), n.as_str())),
+            (FaultKind::PartitionOneWay { direction }, undo) => {
+                for (c, n) in &links {
+                    let (from, to) = match direction {
+                        Direction::ToServer => (c.as_str(), n.as_str()),
+                        Direction::ToClient => (n.as_str(), c.as_str()),
+                    };
+                    if undo {
+                        self.sim.repair_oneway(from, to);
+                    } else {
+                        self.sim.partition_oneway(from, to);
+                    }
+                }
+                let way = match direction {
+                    Direction::ToServer => "requests",
+                    Direction::ToClient => "replies",
+                };
+                description.push_str(&format!(" ({way})"));
+            }
+            (FaultKind::Hold, false) => links.iter().for_each(|(c, n)| self.sim.hold(c.as_str(), n.as_str())),
+            (FaultKind::Hold, true) => links.iter().for_each(|(c, n)| self.sim.release(c.as_str(), n.as_str())),
+            (FaultKind::Latency { ms }, false) => {
+                for (c, n) in &links {
+                    self.sim.set_link_latency(c.as_str(), n.as_str(), Duration::from_millis(ms));
+                }
+                description.push_str(&format!(" ({ms}ms)"));
+            }
+            (FaultKind::Latency { .. }, true) => {
+                for (c, n) in &links {
+                    self.sim.set_link_latency(c.as_str(), n.as_str(), self.config.min_latency);
+                    self.sim.set_link_max_message_latency(c.as_str(), n.as_str(), self.config.max_latency);
+                }
+            }
+            (FaultKind::ClientPause, false) => {
+                if let Target::Client(c) = fault.target {
+                    self.actors[c as usize].pause.pause_until(Duration::from_millis(fault.end()));
+                }
+                description.push_str(&format!(" for {}ms", fault.duration));
+            }
+            (FaultKind::ClientPause, true) => {
+                if let Target::Client(c) = fault.target {
+                    self.actors[c as usize].pause.resume();
+                }
+            }
+            (FaultKind::ServerPause, false) => {
+                if let Target::Node(n) = fault.target {
+                    self.bridges[n as usize].pause_until(Duration::from_millis(fault.end()));
+                }
+                description.push_str(&format!(" for {}ms", fault.duration));
+            }
+            (FaultKind::ServerPause, true) => {
+                if let Target::Node(n) = fault.target {
+                    self.bridges[n as usize].resume();
+                }
+            }
+            (FaultKind::ServerRestart, false) => {
+                if let Target::Node(n) = fault.target {
+                    let name = self.node_names[n as usize].clone();
+                    self.sim.crash(name.as_str());
+                    let node = self.servers.node_mut(n as usize).ok_or_else(|| {
+                        SimError::InvalidSchedule(format!("server {n} missing from the pool"))
+                    })?;
+                    match self.config.restart {
+                        RestartMode::Flush => node.flush()?,
+                        RestartMode::Process => node.restart()?,
+                    }
+                    description.push_str(" (all keys and scripts lost)");
+                }
+            }
+            (FaultKind::ServerRestart, true) => {
+                if let Target::Node(n) = fault.target {
+                    let name = self.node_names[n as usize].clone();
+                    self.sim.bounce(name.as_str());
+                }
+            }
+            (FaultKind::ClockStep { offset_ms }, false) => {
+                if let Target::Node(n) = fault.target {
+                    self.bridges[n as usize].step_clock(offset_ms);
+                }
+                description.push_str(&format!(" ({offset_ms:+}ms)"));
+            }
+            (FaultKind::ClockStep { .. }, true) => {
+                if let Target::Node(n) = fault.target {
+                    self.bridges[n as usize].unstep_clock();
+                }
+            }
+        }
+        self.history.fault_at(now.max(action.time), description);
+        Ok(())
+    }
+}

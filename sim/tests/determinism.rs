@@ -1,0 +1,79 @@
+//! Same seed, same history, bit for bit: in one process (twice in a row, on
+//! a reused server pool, as `explore` runs seeds) and across processes
+//! (the `rp-sim` binary, as `replay` reproduces a seed someone else found).
+
+use std::process::Command;
+
+use redis_primitives_sim::scenarios::SCENARIOS;
+use redis_primitives_sim::servers::Servers;
+
+/// Seeds checked per scenario; different seeds must give different digests.
+const SEEDS: [u64; 2] = [3, 11];
+
+#[test]
+fn every_scenario_gives_the_same_digest_twice_in_one_process() {
+    let mut servers = Servers::new();
+    let mut checked = 0;
+    for scenario in SCENARIOS.iter().filter(|s| s.run.is_some()) {
+        let mut digests = Vec::new();
+        for seed in SEEDS {
+            let first = scenario.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", scenario.name));
+            let second = scenario.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", scenario.name));
+            println!(
+                "{:<24} seed {seed:>3}: {} ({} events, {} ms simulated)",
+                scenario.name,
+                first.digest,
+                first.history.len(),
+                first.simulated_ms()
+            );
+            assert!(first.history.len() > 10, "{} seed {seed} recorded almost nothing", scenario.name);
+            if first.digest != second.digest {
+                let a: Vec<String> = first.history.iter().map(|e| e.to_string()).collect();
+                let b: Vec<String> = second.history.iter().map(|e| e.to_string()).collect();
+                let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+                panic!(
+                    "{} seed {seed}: digests differ ({} vs {}); first difference at event {at}:\n  {}\n  {}",
+                    scenario.name,
+                    first.digest,
+                    second.digest,
+                    a.get(at).map_or("<end>", String::as_str),
+                    b.get(at).map_or("<end>", String::as_str)
+                );
+            }
+            digests.push(first.digest);
+        }
+        assert_ne!(digests[0], digests[1], "{}: two seeds gave one history", scenario.name);
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} scenarios are implemented");
+}
+
+fn replay_digest(scenario: &str, seed: u64) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rp-sim"))
+        .args(["replay", "--scenario", scenario, "--seed", &seed.to_string()])
+        .output()
+        .expect("run rp-sim");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("digest: "))
+        .unwrap_or_else(|| {
+            panic!("rp-sim replay printed no digest (status {}):\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr))
+        })
+        .to_string()
+}
+
+#[test]
+fn the_same_seed_gives_the_same_digest_across_processes() {
+    let scenario = "fencing";
+    let seed = 7;
+    let a = replay_digest(scenario, seed);
+    let b = replay_digest(scenario, seed);
+    assert_eq!(a, b, "two rp-sim processes disagree on {scenario} seed {seed}");
+    // And both agree with this process.
+    let mut servers = Servers::new();
+    let here = redis_primitives_sim::scenarios::find(scenario).unwrap().run(&mut servers, seed).unwrap();
+    assert_eq!(here.digest.to_string(), a, "this process disagrees with rp-sim");
+    println!("{scenario} seed {seed}: digest {a} in three processes");
+}

@@ -1,0 +1,154 @@
+//! Pinned seeds of every scenario, against real redis-server processes.
+//!
+//! - Every broken variant must produce *its* violation on each of its pinned
+//!   seeds: a harness that stops catching them is broken itself.
+//! - Every correct scenario must produce none on its pinned seeds.
+//! - Determinism: one seed run twice gives the same digest, in this process
+//!   and in a separate `rp-sim replay` process.
+//!
+//! Seeds are pinned rather than searched so a failure names the exact
+//! `rp-sim replay --scenario NAME --seed S --trace` to look at.
+
+use redis_primitives_sim::scenarios::{self, Expect, Scenario, SCENARIOS};
+use redis_primitives_sim::servers::Servers;
+
+/// Seeds on which each broken variant must be caught.
+fn pinned_seeds(name: &str) -> &'static [u64] {
+    match name {
+        "election-no-epoch" => &[2, 3, 5],
+        "fencing-unfenced" => &[0, 3, 4],
+        "redlock-no-validity" => &[2, 3, 4],
+        _ => &[1, 2, 3],
+    }
+}
+
+/// Seeds on which each correct scenario must pass.
+const CLEAN_SEEDS: &[u64] = &[0, 1, 2, 3, 4];
+
+fn implemented() -> impl Iterator<Item = &'static Scenario> {
+    SCENARIOS.iter().filter(|s| s.run.is_some())
+}
+
+fn replay_hint(name: &str, seed: u64) -> String {
+    format!("rp-sim replay --scenario {name} --seed {seed} --trace")
+}
+
+#[test]
+fn broken_variants_produce_their_violation() {
+    let mut servers = Servers::new();
+    let mut checked = 0;
+    for s in implemented() {
+        let Expect::Violates(invariant) = s.expect else { continue };
+        for &seed in pinned_seeds(s.name) {
+            let o = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
+            let found: Vec<&str> = o.violations.iter().map(|v| v.invariant.as_str()).collect();
+            assert!(
+                found.contains(&invariant),
+                "{} seed {seed}: expected a {invariant} violation, found {found:?}\n  {}",
+                s.name,
+                replay_hint(s.name, seed)
+            );
+            println!("{} seed {seed}: {}", s.name, o.violations[0]);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9 * 3, "only {checked} broken runs checked");
+}
+
+#[test]
+fn correct_scenarios_violate_nothing() {
+    let mut servers = Servers::new();
+    let mut checked = 0;
+    for s in implemented().filter(|s| s.expect == Expect::Clean) {
+        for &seed in CLEAN_SEEDS {
+            let o = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
+            assert!(
+                o.violations.is_empty(),
+                "{} seed {seed} violated: {:?}\n  {}\n  schedule: {:?}",
+                s.name,
+                o.violations,
+                replay_hint(s.name, seed),
+                o.schedule
+            );
+            assert!(!o.history.is_empty(), "{} seed {seed}: empty history", s.name);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 7 * CLEAN_SEEDS.len(), "only {checked} clean runs checked");
+}
+
+#[test]
+fn same_seed_same_digest_in_process_and_across_processes() {
+    let mut servers = Servers::new();
+    let bin = env!("CARGO_BIN_EXE_rp-sim");
+    for s in implemented() {
+        let seed = 11;
+        let a = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        let b = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        assert_eq!(a.digest, b.digest, "{}: two runs of seed {seed} differ in this process", s.name);
+        assert_eq!(a.history, b.history, "{}", s.name);
+        let out = std::process::Command::new(bin)
+            .args(["replay", "--scenario", s.name, "--seed", &seed.to_string()])
+            .output()
+            .expect("rp-sim runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let last = stdout.lines().last().unwrap_or_default();
+        assert_eq!(last, format!("digest: {}", a.digest), "{}: another process got another digest\n{stdout}", s.name);
+        // Replay exits 1 exactly when the seed violates something.
+        assert_eq!(out.status.code(), Some(if a.violations.is_empty() { 0 } else { 1 }), "{}", s.name);
+        println!("{} seed {seed}: digest {} ({} events)", s.name, a.digest, a.history.len());
+    }
+}
+
+#[test]
+fn registry_lists_every_scenario_of_the_issue() {
+    let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+    for n in [
+        "lock",
+        "lock-naive",
+        "fencing",
+        "fencing-unfenced",
+        "rate-limit",
+        "rate-limit-counter",
+        "rate-limit-fixed-window",
+        "rate-limit-client-side",
+        "rate-limit-watch-multi",
+        "election",
+        "election-renew-only",
+        "election-no-epoch",
+        "counter-loss",
+        "redlock",
+        "redlock-no-validity",
+        "redlock-clock-jump",
+    ] {
+        assert!(names.contains(&n), "{n} missing");
+        assert!(scenarios::find(n).is_some());
+    }
+    for s in SCENARIOS {
+        assert!(s.run.is_some(), "{} is not implemented", s.name);
+    }
+}
+
+#[test]
+fn cli_exit_codes_and_json() {
+    let bin = env!("CARGO_BIN_EXE_rp-sim");
+    let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().expect("rp-sim runs");
+    // Usage errors: 2.
+    assert_eq!(run(&["explore"]).status.code(), Some(2));
+    assert_eq!(run(&["explore", "--scenario", "no-such"]).status.code(), Some(2));
+    // A clean exploration: 0; a broken one: 1, with a JSON object on stdout.
+    assert_eq!(run(&["explore", "--scenario", "rate-limit", "--seeds", "2"]).status.code(), Some(0));
+    let out = run(&["explore", "--scenario", "rate-limit-fixed-window", "--seeds", "2", "--start-seed", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["scenario"], "rate-limit-fixed-window");
+    assert_eq!(v["seeds"], 2);
+    let first = &v["violations"][0];
+    assert_eq!(first["invariant"], "rate-limit");
+    assert_eq!(first["replay"], format!("rp-sim replay --scenario rate-limit-fixed-window --seed {}", first["seed"]));
+    let h = &v["histograms"]["admissions-per-window"];
+    for k in ["count", "min", "p50", "p90", "p99", "max", "unit"] {
+        assert!(!h[k].is_null(), "histogram field {k} missing: {h}");
+    }
+    assert_eq!(v["digest"].as_str().map(str::len), Some(16));
+}
