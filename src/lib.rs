@@ -26,9 +26,9 @@
 //! | `lock.rs`, `lease.rs`, `guard.rs` | [`Lock`], [`Lease`], the lease-loss signal |
 //! | `retry.rs` | [`Retry`], the opt-in retry policy |
 //! | `fenced_store.rs` | [`FencedStore`] |
-//! | `rate_limit/` | [`rate_limit::SlidingWindowLog`], [`rate_limit::SlidingWindowCounter`] |
-//! | `election.rs` | [`election::Election`] |
-//! | `redlock.rs` | [`redlock::Redlock`] |
+//! | `rate_limit/` | [`rate_limit::SlidingWindowLog`], [`rate_limit::SlidingWindowCounter`], their [`rate_limit::Limit`] and [`rate_limit::Decision`] |
+//! | `election/` | [`election::Election`]: configuration, shared state, the run loop |
+//! | `redlock/` | [`redlock::Redlock`]: configuration, votes, the lease, a polling join |
 //! | `naive/` | the broken versions |
 //! | `scripts/*.lua` | one Lua script per file |
 #![deny(missing_docs)]

@@ -94,7 +94,7 @@ pub fn stderr_is_terminal() -> bool {
 
 fn draw(name: &str, done: u64, total: u64, violating: usize, started: Instant) {
     const WIDTH: u64 = 30;
-    let filled = if total == 0 { WIDTH } else { done * WIDTH / total };
+    let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
     let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
     let bar: String = (0..WIDTH).map(|i| if i < filled { '#' } else { '.' }).collect();
     let mut err = std::io::stderr().lock();

@@ -131,12 +131,12 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
                     }
                 }
             }
-            (Op::Release { name, token }, EventKind::Invoke) | (Op::LeaseLost { name, token, .. }, _) => {
-                if open.get(&k(name)).is_some_and(|h| same(h, token)) {
-                    if let Some(mut h) = open.remove(&k(name)) {
-                        h.to = e.time;
-                        done.push(h);
-                    }
+            (Op::Release { name, token }, EventKind::Invoke) | (Op::LeaseLost { name, token, .. }, _)
+                if open.get(&k(name)).is_some_and(|h| same(h, token)) =>
+            {
+                if let Some(mut h) = open.remove(&k(name)) {
+                    h.to = e.time;
+                    done.push(h);
                 }
             }
             _ => {}

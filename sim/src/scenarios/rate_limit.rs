@@ -206,6 +206,8 @@ pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result
     let run = world.run()?;
     let mut outcome = outcome_from(&run, Vec::new());
     let allowance = match variant {
+        // The bound documented (and proved) in src/rate_limit/sliding_counter.rs,
+        // `SlidingWindowCounter::worst_case_admissions`.
         Variant::Counter => Allowance::UpTo(2 * MAX - 1),
         _ => Allowance::Exact,
     };

@@ -1,0 +1,64 @@
+//! Ctrl-C leaves no redis-server behind.
+//!
+//! Starts a long `rp-sim explore`, finds the redis-server processes it
+//! started (children of its pid, in their own process groups), sends SIGINT,
+//! and checks that rp-sim exits with 130 and that every one of those servers
+//! is gone — killed and reaped, not orphaned.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Pids of processes whose parent is `parent` and whose command is redis-server.
+fn redis_children(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after ')'.
+        let Some(close) = stat.rfind(')') else { continue };
+        let comm = &stat[stat.find('(').map_or(0, |i| i + 1)..close];
+        let ppid = stat[close + 1..].split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) && comm.starts_with("redis-server") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_kills_every_server_and_exits_130() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rp-sim"))
+        .args(["explore", "--scenario", "redlock", "--seeds", "100000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rp-sim starts");
+    let pid = child.id();
+    // Wait (generously: a busy machine) until its five servers are up.
+    let started = Instant::now();
+    let mut servers = Vec::new();
+    while started.elapsed() < Duration::from_secs(30) {
+        servers = redis_children(pid);
+        if servers.len() >= 5 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(servers.len() >= 5, "rp-sim did not start its servers: {servers:?}");
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let status = child.wait().expect("rp-sim exits");
+    assert_eq!(status.code(), Some(130), "exit status {status:?}");
+    for s in &servers {
+        let proc_dir = format!("/proc/{s}");
+        // Reaped by rp-sim's handler; allow a moment for the kernel.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Path::new(&proc_dir).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!Path::new(&proc_dir).exists(), "redis-server {s} survived Ctrl-C");
+    }
+    println!("SIGINT: rp-sim exited 130; {} redis-server processes gone", servers.len());
+}
