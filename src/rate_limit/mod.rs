@@ -76,6 +76,28 @@ pub(crate) fn now_arg(now_ms: Option<u64>) -> Result<String> {
     }
 }
 
+/// Runs a limiter `script` for `key` (both limiters take the same arguments:
+/// max, window in ms, pinned now or '') and turns its reply into a [`Decision`].
+pub(crate) async fn run_script<C: Connection>(
+    script: &redis::Script,
+    conn: &C,
+    key: &str,
+    limit: Limit,
+    now_ms: Option<u64>,
+) -> Result<Decision> {
+    let now = now_arg(now_ms)?;
+    let mut conn = conn.clone();
+    let reply: Vec<i64> = script
+        .key(key)
+        .arg(limit.max().get())
+        .arg(limit.window().as_millis())
+        .arg(now)
+        .invoke_async(&mut conn)
+        .await
+        .map_err(|e| Error::from_redis(e, key))?;
+    decide(&reply, limit, key)
+}
+
 /// Turns a limiter script's reply, `{1, count, now}` or
 /// `{0, count, now, retry_after_ms}`, into a [`Decision`].
 pub(crate) fn decide(reply: &[i64], limit: Limit, key: &str) -> Result<Decision> {

@@ -7,9 +7,9 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{decide, now_arg, Decision, Limit};
+use super::{run_script, Decision, Limit};
 use crate::connection::Connection;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::keys::Prefix;
 
 static CHECK: LazyLock<Script> =
@@ -126,16 +126,6 @@ impl<C: Connection> SlidingWindowCounter<C> {
 
     async fn run(&self, name: &str, now_ms: Option<u64>) -> Result<Decision> {
         let key = self.key(name)?;
-        let now = now_arg(now_ms)?;
-        let mut conn = self.conn.clone();
-        let reply: Vec<i64> = CHECK
-            .key(&key)
-            .arg(self.limit.max().get())
-            .arg(self.limit.window().as_millis())
-            .arg(now)
-            .invoke_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &key))?;
-        decide(&reply, self.limit, &key)
+        run_script(&CHECK, &self.conn, &key, self.limit, now_ms).await
     }
 }
