@@ -62,3 +62,8 @@ pub use owner::{Owner, OwnerSource};
 pub use retry::Retry;
 pub use token::FencingToken;
 pub use ttl::Ttl;
+
+/// The README's examples, compiled as doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
