@@ -340,6 +340,26 @@ mod tests {
         assert!(!alive, "redis-server {pid} survived stop()");
     }
 
+    fn is_alive(pid: u32) -> bool {
+        // A killed child that was reaped no longer exists; signal 0 checks that.
+        // SAFETY: signal 0 only checks for existence.
+        unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+    }
+
+    #[test]
+    fn a_panicking_test_leaves_no_server_behind() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let joined = std::thread::spawn(move || {
+            let server = RedisServer::start().expect("start redis-server");
+            tx.send(server.pid().unwrap()).unwrap();
+            panic!("the test fails while its server runs");
+        })
+        .join();
+        assert!(joined.is_err(), "the thread panicked");
+        let pid = rx.recv().unwrap();
+        assert!(!is_alive(pid), "redis-server {pid} outlived the panicking test");
+    }
+
     #[test]
     fn missing_binary_says_how_to_install() {
         let err = spawn_on(Path::new("/nonexistent/redis-server"), 1, &ServerConfig::default())
