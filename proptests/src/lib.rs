@@ -1,1 +1,111 @@
-//! Property-based exploration of fault schedules (issue 5). Not built yet.
+//! Shared helpers of the property tests (`tests/properties.rs`,
+//! `tests/violations.rs`).
+//!
+//! The strategies, the search and the regression-file persistence live in
+//! the simulation crate (`redis_primitives_sim::search`), so that `rp-sim
+//! report` can run the same searches for its mutation table. This crate
+//! holds what only the tests need: the case count and base seed (both
+//! overridable from the environment), one server pool per test thread, the
+//! paths of the committed `*.proptest-regressions` files, and a check that a
+//! printed `rp-sim replay` command really reproduces what it claims to.
+//!
+//! Environment:
+//!
+//! - `RP_PROPTEST_CASES` (or proptest's own `PROPTEST_CASES`): cases per
+//!   property, for a longer exploration than CI's;
+//! - `RP_PROPTEST_SEED`: the base seed of proptest's RNG (default 0), to
+//!   explore other cases than CI's.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+
+use redis_primitives_sim::servers::Servers;
+
+/// Cases per property in CI, unless the environment says otherwise.
+pub const DEFAULT_CASES: u32 = 128;
+
+/// Cases per property: `RP_PROPTEST_CASES`, else `PROPTEST_CASES`, else `default`.
+pub fn cases(default: u32) -> u32 {
+    ["RP_PROPTEST_CASES", "PROPTEST_CASES"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok().and_then(|v| v.trim().parse().ok()))
+        .unwrap_or(default)
+}
+
+/// The base seed of proptest's RNG: `RP_PROPTEST_SEED`, else 0.
+pub fn base_seed() -> u64 {
+    std::env::var("RP_PROPTEST_SEED").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+/// `proptests/regressions/<name>.proptest-regressions` (absolute, so it
+/// does not depend on the directory the test binary runs in).
+pub fn regression_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("regressions").join(format!("{name}.proptest-regressions"))
+}
+
+thread_local! {
+    // One pool per test thread: starting redis-server processes is the slow
+    // part, resetting them between cases is cheap. The testkit ties each
+    // server's life to the thread that started it, so a pool must not cross
+    // threads anyway.
+    static SERVERS: RefCell<Servers> = RefCell::new(Servers::new());
+}
+
+/// Runs `f` with this thread's server pool.
+pub fn with_servers<T>(f: impl FnOnce(&mut Servers) -> T) -> T {
+    SERVERS.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// Splits a command line the way a POSIX shell would for the commands this
+/// crate prints: words separated by spaces, single quotes taken literally.
+pub fn shell_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    let mut in_word = false;
+    for c in command.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                in_word = true;
+            }
+            ' ' if !quoted => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            _ => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// Runs a printed `rp-sim ...` command through the real command-line parser
+/// and entry point (in this process, with its own servers); returns the
+/// exit status (1 = a violation was found).
+pub fn run_command(command: &str) -> Result<i32, String> {
+    use clap::Parser as _;
+    let words = shell_words(command);
+    let cli = redis_primitives_sim::cli::Cli::try_parse_from(&words).map_err(|e| format!("{command}: {e}"))?;
+    Ok(redis_primitives_sim::cli::run(cli))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_keeps_single_quoted_json_whole() {
+        assert_eq!(
+            shell_words(r#"rp-sim replay --scenario x --plan '{"a": [1, 2]}'"#),
+            vec!["rp-sim", "replay", "--scenario", "x", "--plan", r#"{"a": [1, 2]}"#]
+        );
+    }
+}

@@ -67,12 +67,17 @@ pub enum Command {
     /// milliseconds, process, invoke/ok/fail/info, operation). The last line
     /// is always `digest: <hex>`, the stable hash of the history: the same
     /// seed gives the same digest in every run and every process.
-    #[command(after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace")]
+    ///
+    /// With --plan instead of --seed it runs an explicit plan (workload
+    /// parameters and fault schedule spelled out, as JSON): this is how a
+    /// counterexample shrunk by the property tests is reproduced.
+    #[command(after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace\n  rp-sim replay --scenario lock-naive --plan shrunk.json --trace")]
     Replay(ReplayArgs),
     /// Run the standard scenario set and write a Markdown + JSON report.
     ///
     /// Writes <out>/README.md (tables: violations per scenario, histograms,
-    /// the reference's election figures in simulated time, speed) and
+    /// the reference's election figures in simulated time, the mutation
+    /// table of the property search, speed) and
     /// <out>/report.json (full percentiles). Build with --release for
     /// meaningful speed figures.
     Report(ReportArgs),
@@ -104,8 +109,13 @@ pub struct ReplayArgs {
     #[arg(long, short = 's')]
     pub scenario: String,
     /// The seed to re-run.
-    #[arg(long)]
-    pub seed: u64,
+    #[arg(long, required_unless_present = "plan", conflicts_with = "plan")]
+    pub seed: Option<u64>,
+    /// An explicit plan instead of a seed: its JSON (starting with `{`), or
+    /// the path of a file holding it. Printed by the property tests and the
+    /// mutation table with every shrunk counterexample.
+    #[arg(long, value_name = "JSON|FILE")]
+    pub plan: Option<String>,
     /// Print the whole history as a readable timeline.
     #[arg(long)]
     pub trace: bool,
@@ -120,6 +130,10 @@ pub struct ReportArgs {
     /// Seeds per scenario.
     #[arg(long, default_value_t = 50)]
     pub seeds: u64,
+    /// Base seeds of proptest's RNG for the mutation table (each target is
+    /// searched and shrunk once per base seed; 0 leaves the table out).
+    #[arg(long, default_value_t = 5)]
+    pub mutation_seeds: u64,
 }
 
 extern "C" fn on_interrupt(_signal: libc::c_int) {
@@ -252,7 +266,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         Command::Explore(args) => explore_cmd(args),
         Command::Replay(args) => replay_cmd(args),
-        Command::Report(args) => match crate::report::write_report(&args.out, args.seeds) {
+        Command::Report(args) => match crate::report::write_report(&args.out, args.seeds, args.mutation_seeds) {
             Ok(path) => {
                 println!("report written to {}", path.display());
                 0
@@ -342,13 +356,36 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
     }
 }
 
+/// Reads `--plan`: inline JSON, or a file holding it.
+fn read_plan(arg: &str) -> Result<crate::plan::Plan, String> {
+    let json = if arg.trim_start().starts_with('{') {
+        arg.to_string()
+    } else {
+        std::fs::read_to_string(arg).map_err(|e| format!("cannot read plan file {arg}: {e}"))?
+    };
+    crate::plan::Plan::from_json(&json)
+}
+
 fn replay_cmd(args: ReplayArgs) -> i32 {
     let scenario = match lookup(&args.scenario) {
         Ok(s) => s,
         Err(code) => return code,
     };
+    let plan = match args.plan.as_deref().map(read_plan).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rp-sim: {e}");
+            return 2;
+        }
+    };
     let mut servers = Servers::new();
-    let outcome = match scenario.run(&mut servers, args.seed) {
+    let result = match (&plan, args.seed) {
+        (Some(plan), _) => scenario.run_plan(&mut servers, plan),
+        (None, Some(seed)) => scenario.run(&mut servers, seed),
+        // clap requires one of the two.
+        (None, None) => return 2,
+    };
+    let outcome = match result {
         Ok(o) => o,
         Err(e) => {
             eprintln!("rp-sim: set-up error: {e}");
@@ -356,7 +393,14 @@ fn replay_cmd(args: ReplayArgs) -> i32 {
         }
     };
     drop(servers);
-    println!("scenario {} seed {} ({})", scenario.name, args.seed, expectation(scenario));
+    let seed = plan.as_ref().map_or(args.seed.unwrap_or_default(), |p| p.seed);
+    match &plan {
+        Some(p) => {
+            println!("scenario {} with an explicit plan ({})", scenario.name, expectation(scenario));
+            println!("{p}");
+        }
+        None => println!("scenario {} seed {seed} ({})", scenario.name, expectation(scenario)),
+    }
     if outcome.schedule.is_empty() {
         println!("fault schedule: (none)");
     } else {
@@ -376,7 +420,10 @@ fn replay_cmd(args: ReplayArgs) -> i32 {
         for v in &outcome.violations {
             println!("VIOLATION {v}");
         }
-        println!("replay: {}", replay_command(scenario.name, args.seed));
+        match &plan {
+            Some(p) => println!("replay: {}", p.replay_command()),
+            None => println!("replay: {}", replay_command(scenario.name, seed)),
+        }
     }
     println!();
     print!("{}", histogram_table(&outcome.histograms));

@@ -16,3 +16,6 @@ pub mod cli;
 pub mod explore;
 pub mod report;
 pub mod scenarios;
+pub mod plan;
+pub mod search;
+pub mod mutation;

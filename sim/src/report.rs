@@ -112,6 +112,10 @@ pub struct Report {
     pub benchmark: Option<Benchmark>,
     /// The reference's election figures in simulated time.
     pub election_figures: Vec<crate::scenarios::election::FigureRow>,
+    /// proptest base seeds of the mutation table (empty: no table).
+    pub mutation_seeds: Vec<u64>,
+    /// The mutation table: what the property search catches, how fast, how small.
+    pub mutation: Vec<crate::mutation::MutationRow>,
     /// The command that regenerates this report.
     pub regenerate: String,
 }
@@ -188,7 +192,10 @@ pub fn benchmark(servers: &mut Servers, runs: u64) -> Result<Option<Benchmark>, 
 
 /// Runs everything and writes `<out>/README.md` and `<out>/report.json`.
 /// Returns the Markdown file's path.
-pub fn write_report(out: &Path, seeds: u64) -> Result<PathBuf, ReportError> {
+///
+/// `mutation_seeds` base seeds of proptest's RNG feed the mutation table
+/// (`crate::mutation`); 0 leaves it out.
+pub fn write_report(out: &Path, seeds: u64, mutation_seeds: u64) -> Result<PathBuf, ReportError> {
     let mut servers = Servers::new();
     let progress = if stderr_is_terminal() { Progress::Bar } else { Progress::Lines };
     let mut rows = Vec::new();
@@ -198,12 +205,20 @@ pub fn write_report(out: &Path, seeds: u64) -> Result<PathBuf, ReportError> {
     }
     let bench = benchmark(&mut servers, 20)?;
     let figures = crate::scenarios::election::figure_rows(&mut servers, 10)?;
+    let mutation_base_seeds: Vec<u64> = (0..mutation_seeds).collect();
+    let mutation = if mutation_base_seeds.is_empty() {
+        Vec::new()
+    } else {
+        crate::mutation::table(&mut servers, &mutation_base_seeds)?
+    };
     let report = Report {
         scenarios: rows,
         benchmark: bench,
         election_figures: figures,
+        mutation_seeds: mutation_base_seeds,
+        mutation,
         regenerate: format!(
-            "cargo run --release -p redis-primitives-sim -- report --out {} --seeds {seeds}",
+            "cargo run --release -p redis-primitives-sim -- report --out {} --seeds {seeds} --mutation-seeds {mutation_seeds}",
             out.display()
         ),
     };
@@ -308,6 +323,10 @@ pub fn markdown(r: &Report) -> String {
             "Over the split-brain runs of both variants, the fenced store refused {refused} stale \
              (lower-epoch) writes; the `election` checker found {violations} violations in all figure runs.\n"
         );
+    }
+
+    if !r.mutation.is_empty() {
+        m.push_str(&crate::mutation::markdown(&r.mutation, &r.mutation_seeds));
     }
 
     let _ = writeln!(m, "## Speed\n");

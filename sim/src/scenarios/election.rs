@@ -44,6 +44,7 @@ use super::{outcome_from, Outcome};
 use crate::checker;
 use crate::history::{Op, Role, WriteResult};
 use crate::nemesis::{FaultClass, Profile, Schedule};
+use crate::plan::{ElectionPlan, LeaderStall};
 use crate::net::SimConnection;
 use crate::servers::{SetupError, Servers};
 use crate::stats::{self, Histograms};
@@ -94,6 +95,8 @@ struct Plan {
     stop: Option<u64>,
     /// Node i starts campaigning at `i * stagger_ms`.
     stagger_ms: u64,
+    /// Leader lease, renew and campaign intervals (ms).
+    timing: (u64, u64, u64),
 }
 
 /// What the workload did (for measurements after the run).
@@ -179,11 +182,16 @@ impl Node {
     }
 }
 
-fn build_node(variant: Variant, conn: SimConnection, seed: u64) -> redis_primitives::Result<Node> {
+fn build_node(
+    variant: Variant,
+    conn: SimConnection,
+    seed: u64,
+    (lease_ms, renew_ms, campaign_ms): (u64, u64, u64),
+) -> redis_primitives::Result<Node> {
     let builder = Election::builder(conn.clone(), ELECTION_NAME)
-        .lease_ttl(Duration::from_millis(LEASE_MS))
-        .renew_interval(Duration::from_millis(RENEW_MS))
-        .campaign_interval(Duration::from_millis(CAMPAIGN_MS))
+        .lease_ttl(Duration::from_millis(lease_ms))
+        .renew_interval(Duration::from_millis(renew_ms))
+        .campaign_interval(Duration::from_millis(campaign_ms))
         .owners(OwnerSource::seeded(seed));
     Ok(match variant {
         Variant::Election => Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) },
@@ -201,7 +209,7 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
     if start_at > 0 {
         sleep(Duration::from_millis(start_at)).await;
     }
-    let node = Arc::new(build_node(plan.variant, actor.connection(0), actor.seed())?);
+    let node = Arc::new(build_node(plan.variant, actor.connection(0), actor.seed(), plan.timing)?);
     let runner = {
         let node = Arc::clone(&node);
         actor.spawn(async move { node.run().await })
@@ -312,14 +320,14 @@ fn run_plan(
 }
 
 /// Failover and hand-over times found in a history, from the markers.
-fn measure(events: &[crate::history::Event], markers: &[Marker], h: &mut Histograms) -> (Vec<u64>, Vec<u64>) {
+fn measure(events: &[crate::history::Event], markers: &[Marker], lease_ms: u64, h: &mut Histograms) -> (Vec<u64>, Vec<u64>) {
     h.declare(stats::FAILOVER);
     h.declare(stats::HANDOVER);
     let mut failovers = Vec::new();
     let mut handovers = Vec::new();
     for m in markers {
         match m {
-            Marker::Stall { node, at, duration } if *duration > LEASE_MS => {
+            Marker::Stall { node, at, duration } if *duration > lease_ms => {
                 // Only a takeover during the stall is a failover.
                 if let Some(t) = stats::time_to_new_leader(events, ELECTION_NAME, node, *at) {
                     if t < *duration {
@@ -342,19 +350,28 @@ fn measure(events: &[crate::history::Event], markers: &[Marker], h: &mut Histogr
 
 /// One seed of an election scenario (see the module docs).
 pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+    let (plan, schedule) = seed_plan(seed);
+    run_planned(variant, servers, seed, &plan, schedule)
+}
+
+/// The explicit form of a seed's run: the reference's settings, the
+/// seeded leader stall and `stop()`, and the fault schedule (see `crate::plan`).
+pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
     const NODES: usize = 3;
     const LENGTH: u64 = 3000;
     let mut rng = StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-plan"));
     let stall_at = rng.random_range(300..=1200);
     let stall_for = rng.random_range(500..=1500);
     let stop_at = rng.random_range(stall_at + stall_for + 100..=LENGTH - 300);
-    let plan = Plan {
-        variant,
-        nodes: NODES,
-        end_ms: LENGTH,
-        stall: Some((stall_at, stall_for)),
-        stop: Some(stop_at),
+    let plan = ElectionPlan {
+        nodes: NODES as u32,
+        lease_ms: LEASE_MS,
+        renew_ms: RENEW_MS,
+        campaign_ms: CAMPAIGN_MS,
+        length_ms: LENGTH,
         stagger_ms: 0,
+        stall: Some(LeaderStall { at: stall_at, ms: stall_for }),
+        stop_at: Some(stop_at),
     };
     let mut profile = Profile::new(NODES as u32, 1, LENGTH);
     profile.classes = vec![
@@ -366,17 +383,39 @@ pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result
     ];
     profile.faults = (0, 2);
     profile.duration = (50, 800);
-    let schedule = Schedule::generate(seed, &profile);
-    let extra = vec![
-        (stall_at, format!("at {stall_at}ms for {stall_for}ms: stall (workload) the node leading then, then resume")),
-        (stop_at, format!("at {stop_at}ms: stop() (workload) on the node leading then")),
-    ];
+    (plan, Schedule::generate(seed, &profile))
+}
+
+/// Runs an explicit plan of an election scenario.
+pub fn run_planned(
+    variant: Variant,
+    servers: &mut Servers,
+    seed: u64,
+    planned: &ElectionPlan,
+    schedule: Schedule,
+) -> Result<Outcome, SetupError> {
+    let plan = Plan {
+        variant,
+        nodes: planned.nodes as usize,
+        end_ms: planned.length_ms,
+        stall: planned.stall.map(|s| (s.at, s.ms)),
+        stop: planned.stop_at,
+        stagger_ms: planned.stagger_ms,
+        timing: (planned.lease_ms, planned.renew_ms, planned.campaign_ms),
+    };
+    let mut extra = Vec::new();
+    if let Some(LeaderStall { at, ms }) = planned.stall {
+        extra.push((at, format!("at {at}ms for {ms}ms: stall (workload) the node leading then, then resume")));
+    }
+    if let Some(at) = planned.stop_at {
+        extra.push((at, format!("at {at}ms: stop() (workload) on the node leading then")));
+    }
     let (run, markers) = run_plan(servers, seed, plan, world_config(seed), schedule)?;
     let mut outcome = outcome_from(&run, extra);
     let events = &outcome.history;
     let mut h = Histograms::new();
     stats::record_split_brain(events, ELECTION_NAME, &mut h);
-    measure(events, &markers, &mut h);
+    measure(events, &markers, planned.lease_ms, &mut h);
     outcome.violations = checker::election::check(events, ELECTION_NAME, RESOURCE);
     outcome.histograms = h;
     Ok(outcome)
@@ -488,12 +527,13 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
         Figure::Failover => (Some((at, 5000)), None, at + 5500),
         Figure::SplitBrain => (Some((at, 1500)), None, at + 2000),
     };
-    let plan = Plan { variant, nodes: 2, end_ms: end, stall, stop, stagger_ms: 10 };
+    let plan =
+        Plan { variant, nodes: 2, end_ms: end, stall, stop, stagger_ms: 10, timing: (LEASE_MS, RENEW_MS, CAMPAIGN_MS) };
     let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
     let (run, markers) = run_plan(servers, k, plan, config, Schedule::none())?;
     let events = run.history.events();
     let mut h = Histograms::new();
-    let (failovers, handovers) = measure(&events, &markers, &mut h);
+    let (failovers, handovers) = measure(&events, &markers, LEASE_MS, &mut h);
     let value = match figure {
         Figure::HandOver => handovers.first().copied(),
         Figure::Failover => failovers.first().copied(),

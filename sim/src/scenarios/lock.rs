@@ -148,15 +148,30 @@ impl LockWorkload {
 
     /// Runs one seed with an explicit schedule (property tests).
     pub fn run_with(&self, servers: &mut Servers, seed: u64, schedule: Schedule) -> Result<Outcome, SetupError> {
+        let stall = (self.stall_ms > 0).then(|| self.stall_plan(seed));
+        self.run_exact(servers, seed, schedule, stall)
+    }
+
+    /// Which client stalls, and in which of its holds (1-based): seeded.
+    pub fn stall_plan(&self, seed: u64) -> (u32, u32) {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(crate::world::derive_seed(seed, "stall"));
+        (rng.random_range(0..self.clients.max(1)), rng.random_range(1..=3u32))
+    }
+
+    /// Runs with an explicit schedule and stall: `stall = Some((client,
+    /// hold))` makes that client stall `stall_ms` inside that hold (explicit
+    /// plans, see `crate::plan`).
+    pub fn run_exact(
+        &self,
+        servers: &mut Servers,
+        seed: u64,
+        schedule: Schedule,
+        stall: Option<(u32, u32)>,
+    ) -> Result<Outcome, SetupError> {
         let mut world = World::new(servers, WorldConfig::new(seed).nodes(self.nodes))?;
-        // Which client stalls, and in which of its holds: seeded.
-        let stall_plan = {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(crate::world::derive_seed(seed, "stall"));
-            (rng.random_range(0..self.clients.max(1)), rng.random_range(1..=3u32))
-        };
         for i in 0..self.clients {
             let w = self.clone();
-            let stall_at = if i == stall_plan.0 && self.stall_ms > 0 { Some(stall_plan.1) } else { None };
+            let stall_at = stall.filter(|(c, _)| *c == i && self.stall_ms > 0).map(|(_, hold)| hold);
             world.actor(format!("client-{i}"), move |actor| client(actor, w, stall_at));
         }
         // The reader: once every fault has healed. Writes still in flight

@@ -80,6 +80,12 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
 /// (`Servers::prepare`) by the scenario itself, which knows how many it needs.
 pub type RunFn = fn(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError>;
 
+/// Runs an explicit [`Plan`](crate::plan::Plan) of a scenario: the
+/// seed-only [`RunFn`] with everything the seed decides spelled out, so that
+/// property tests can shrink it (see [`crate::plan`]; [`crate::plan::run`]
+/// is the one implementation, dispatching on the plan's workload family).
+pub type PlanFn = fn(servers: &mut Servers, plan: &crate::plan::Plan) -> Result<Outcome, SetupError>;
+
 /// What a scenario should find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
@@ -117,6 +123,24 @@ impl Scenario {
 }
 
 use crate::checker::{ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION};
+
+impl Scenario {
+    /// Runs an explicit plan; its `scenario` must be this one.
+    pub fn run_plan(&self, servers: &mut Servers, plan: &crate::plan::Plan) -> Result<Outcome, SetupError> {
+        if plan.scenario != self.name {
+            return Err(SetupError::Simulation(format!(
+                "invalid plan: it is for scenario {}, not {}",
+                plan.scenario, self.name
+            )));
+        }
+        crate::plan::run(servers, plan)
+    }
+
+    /// The plan that `run(seed)` follows.
+    pub fn seed_plan(&self, seed: u64) -> Option<crate::plan::Plan> {
+        crate::plan::from_seed(self.name, seed)
+    }
+}
 
 /// Every scenario, in the order `rp-sim scenarios` lists them.
 pub const SCENARIOS: &[Scenario] = &[

@@ -39,6 +39,7 @@ use super::{outcome_from, Outcome};
 use crate::checker::rate_limit::{self, Allowance};
 use crate::history::{Admission, Op};
 use crate::nemesis::{FaultClass, Profile, Schedule};
+use crate::plan::{Burst as PlannedBurst, RateLimitPlan};
 use crate::net::SimConnection;
 use crate::servers::{SetupError, Servers};
 use crate::stats::{self, Histograms};
@@ -135,11 +136,11 @@ fn plan(seed: u64) -> Vec<Vec<Burst>> {
     per_client
 }
 
-async fn one_request(actor: Actor, limiter: Arc<Limiter>, epoch_ms: u64) {
+async fn one_request(actor: Actor, limiter: Arc<Limiter>, epoch_ms: u64, limit: u64, window_ms: u64) {
     let op = |admission, server_ms| Op::RateLimit {
         key: NAME.into(),
-        limit: MAX,
-        window_ms: WINDOW_MS,
+        limit,
+        window_ms,
         admission,
         server_ms,
     };
@@ -162,8 +163,14 @@ async fn one_request(actor: Actor, limiter: Arc<Limiter>, epoch_ms: u64) {
     }
 }
 
-async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, epoch_ms: u64) -> ActorResult {
-    let limit = Limit::new(MAX, Duration::from_millis(WINDOW_MS))?;
+async fn client(
+    actor: Actor,
+    variant: Variant,
+    bursts: Vec<Burst>,
+    epoch_ms: u64,
+    (max, window_ms): (u64, u64),
+) -> ActorResult {
+    let limit = Limit::new(max, Duration::from_millis(window_ms))?;
     // One multiplexed connection per actor, shared by all its requests.
     let limiter = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
     for burst in bursts {
@@ -173,7 +180,7 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, epoch_ms: u6
         }
         let mut tasks = Vec::new();
         for _ in 0..burst.size {
-            tasks.push(actor.spawn(one_request(actor.clone(), Arc::clone(&limiter), epoch_ms)));
+            tasks.push(actor.spawn(one_request(actor.clone(), Arc::clone(&limiter), epoch_ms, max, window_ms)));
         }
         for t in tasks {
             let _ = t.await;
@@ -184,8 +191,13 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, epoch_ms: u6
 
 /// One seed of a rate-limit scenario.
 pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    let config = WorldConfig::new(seed);
-    let epoch_ms = config.epoch_unix_ms;
+    let (plan, schedule) = seed_plan(seed);
+    run_planned(variant, servers, seed, &plan, schedule)
+}
+
+/// The explicit form of a seed's run: its bursts, limit and window, and its
+/// fault schedule (see `crate::plan`).
+pub fn seed_plan(seed: u64) -> (RateLimitPlan, Schedule) {
     let mut profile = Profile::new(CLIENTS as u32, 1, LENGTH_MS);
     profile.classes = vec![
         FaultClass::Partition,
@@ -198,9 +210,30 @@ pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result
     profile.duration = (50, 600);
     profile.latency_ms = (5, 100);
     let schedule = Schedule::generate(seed, &profile);
+    let mut bursts = Vec::new();
+    for (i, per_client) in plan(seed).into_iter().enumerate() {
+        bursts.extend(per_client.into_iter().map(|b| PlannedBurst { client: i as u32, at: b.at, size: b.size }));
+    }
+    (RateLimitPlan { clients: CLIENTS as u32, limit: MAX, window_ms: WINDOW_MS, bursts }, schedule)
+}
+
+/// Runs an explicit plan of a rate-limit scenario.
+pub fn run_planned(
+    variant: Variant,
+    servers: &mut Servers,
+    seed: u64,
+    plan: &RateLimitPlan,
+    schedule: Schedule,
+) -> Result<Outcome, SetupError> {
+    let config = WorldConfig::new(seed);
+    let epoch_ms = config.epoch_unix_ms;
     let mut world = World::new(servers, config)?;
-    for (i, bursts) in plan(seed).into_iter().enumerate() {
-        world.actor(format!("client-{i}"), move |actor| client(actor, variant, bursts, epoch_ms));
+    for i in 0..plan.clients {
+        let mut bursts: Vec<Burst> =
+            plan.bursts.iter().filter(|b| b.client == i).map(|b| Burst { at: b.at, size: b.size }).collect();
+        bursts.sort_by_key(|b| b.at);
+        let limit = (plan.limit, plan.window_ms);
+        world.actor(format!("client-{i}"), move |actor| client(actor, variant, bursts, epoch_ms, limit));
     }
     world.nemesis(schedule);
     let run = world.run()?;
@@ -208,7 +241,7 @@ pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result
     let allowance = match variant {
         // The bound documented (and proved) in src/rate_limit/sliding_counter.rs,
         // `SlidingWindowCounter::worst_case_admissions`.
-        Variant::Counter => Allowance::UpTo(2 * MAX - 1),
+        Variant::Counter => Allowance::UpTo((2 * plan.limit).saturating_sub(1)),
         _ => Allowance::Exact,
     };
     let report = rate_limit::check(&outcome.history, allowance);

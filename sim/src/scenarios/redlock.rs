@@ -41,6 +41,7 @@ use super::{outcome_from, Outcome};
 use crate::checker::redlock as checker;
 use crate::history::Op;
 use crate::nemesis::{Fault, FaultClass, FaultKind, Profile, Schedule, Target};
+use crate::plan::{RedlockPlan, RedlockStart};
 use crate::net::SimConnection;
 use crate::servers::{SetupError, Servers};
 use crate::stats::{self, Histograms};
@@ -106,10 +107,18 @@ enum Start {
     AfterFirstGrant { delay: u64, latest: u64 },
 }
 
-async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<AtomicBool>) -> ActorResult {
+/// TTL, per-master timeout and end of attempts (ms) of one run.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    ttl_ms: u64,
+    master_timeout_ms: u64,
+    length_ms: u64,
+}
+
+async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<AtomicBool>, timing: Timing) -> ActorResult {
     let masters: Vec<SimConnection> = (0..MASTERS).map(|i| actor.connection(i)).collect();
-    let config = RedlockConfig::new(Ttl::from_millis(TTL_MS)?)
-        .master_timeout(Duration::from_millis(MASTER_TIMEOUT_MS))
+    let config = RedlockConfig::new(Ttl::from_millis(timing.ttl_ms)?)
+        .master_timeout(Duration::from_millis(timing.master_timeout_ms))
         .owners(OwnerSource::seeded(actor.seed()));
     let client = match variant {
         Variant::NoValidity => Client::Naive(NaiveRedlock::connect(masters, config).await?),
@@ -130,7 +139,7 @@ async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<A
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }
     }
-    while actor.now() < LENGTH_MS {
+    while actor.now() < timing.length_ms {
         let invoked = actor.now();
         let id = actor.invoke(acquire_op(None, None));
         let held = match &client {
@@ -246,13 +255,44 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
 
 /// One seed of a Redlock scenario.
 pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+    let (plan, schedule) = seed_plan(variant, seed);
+    run_planned(variant, servers, seed, &plan, schedule)
+}
+
+/// The explicit form of a seed's run: start times, timing and the fault
+/// schedule (see `crate::plan`).
+pub fn seed_plan(variant: Variant, seed: u64) -> (RedlockPlan, Schedule) {
     let (schedule, starts) = plan(variant, seed);
+    let starts = starts
+        .into_iter()
+        .map(|s| match s {
+            Start::At(at) => RedlockStart::At(at),
+            Start::AfterFirstGrant { delay, latest } => RedlockStart::AfterFirstGrant { delay, latest },
+        })
+        .collect();
+    let plan = RedlockPlan { starts, ttl_ms: TTL_MS, master_timeout_ms: MASTER_TIMEOUT_MS, length_ms: LENGTH_MS };
+    (plan, schedule)
+}
+
+/// Runs an explicit plan of a Redlock scenario.
+pub fn run_planned(
+    variant: Variant,
+    servers: &mut Servers,
+    seed: u64,
+    plan: &RedlockPlan,
+    schedule: Schedule,
+) -> Result<Outcome, SetupError> {
+    let timing = Timing { ttl_ms: plan.ttl_ms, master_timeout_ms: plan.master_timeout_ms, length_ms: plan.length_ms };
     let config = WorldConfig::new(seed).nodes(MASTERS);
     let mut world = World::new(servers, config)?;
     let first_grant = Arc::new(AtomicBool::new(false));
-    for (i, start) in starts.into_iter().enumerate() {
+    for (i, start) in plan.starts.iter().enumerate() {
+        let start = match *start {
+            RedlockStart::At(at) => Start::At(at),
+            RedlockStart::AfterFirstGrant { delay, latest } => Start::AfterFirstGrant { delay, latest },
+        };
         let flag = Arc::clone(&first_grant);
-        world.actor(format!("client-{i}"), move |actor| client(actor, variant, start, flag));
+        world.actor(format!("client-{i}"), move |actor| client(actor, variant, start, flag, timing));
     }
     world.nemesis(schedule);
     let run = world.run()?;
