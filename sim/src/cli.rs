@@ -71,6 +71,9 @@ pub enum Command {
     /// With --plan instead of --seed it runs an explicit plan (workload
     /// parameters and fault schedule spelled out, as JSON): this is how a
     /// counterexample shrunk by the property tests is reproduced.
+    ///
+    /// Exit status: 0 no violation, 1 a violation (expected of the broken
+    /// variants), 2 usage or set-up error.
     #[command(after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace\n  rp-sim replay --scenario lock-naive --plan shrunk.json --trace")]
     Replay(ReplayArgs),
     /// Run the standard scenario set and write a Markdown + JSON report.
@@ -89,8 +92,8 @@ pub struct ExploreArgs {
     /// Scenario name (see `rp-sim scenarios`).
     #[arg(long, short = 's')]
     pub scenario: String,
-    /// Number of seeds to run.
-    #[arg(long, short = 'n', default_value_t = 100)]
+    /// Number of seeds to run (at least 1).
+    #[arg(long, short = 'n', default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 0)]
@@ -127,8 +130,8 @@ pub struct ReportArgs {
     /// Output directory.
     #[arg(long, default_value = "reports")]
     pub out: PathBuf,
-    /// Seeds per scenario.
-    #[arg(long, default_value_t = 50)]
+    /// Seeds per scenario (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: u64,
     /// Base seeds of proptest's RNG for the mutation table (each target is
     /// searched and shrunk once per base seed; 0 leaves the table out).

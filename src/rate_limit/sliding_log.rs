@@ -36,9 +36,10 @@ static CHECK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../s
 /// entries per call, so a large burst ageing out in one millisecond cannot
 /// block the single-threaded server; leftovers are never counted, and later
 /// calls or the key's idle expiry (one window after the last admission)
-/// remove them. Members are `<now>-<k>`, `k` the number of members already
-/// scored `now`: unique (two admissions in one millisecond both count) and
-/// deterministic, with no randomness for the simulation to seed.
+/// remove them. Members are `<now>-<k>`, `k` starting at the set's size and
+/// stepping past any name already taken (`ZADD NX`): unique (two admissions
+/// in one millisecond both count) and deterministic, with no randomness for
+/// the simulation to seed.
 ///
 /// Time is Redis' own `TIME`, read inside the script, so clients with skewed
 /// clocks still agree. [`SlidingWindowLog::check_at`] pins `now` instead; it
