@@ -78,10 +78,10 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Run the standard scenario set and write a Markdown + JSON report.
     ///
-    /// Writes <out>/README.md (tables: violations per scenario, histograms,
+    /// Writes OUT/README.md (tables: violations per scenario, histograms,
     /// the reference's election figures in simulated time, the mutation
     /// table of the property search, speed) and
-    /// <out>/report.json (full percentiles). Build with --release for
+    /// OUT/report.json (full percentiles). Build with --release for
     /// meaningful speed figures.
     Report(ReportArgs),
 }
