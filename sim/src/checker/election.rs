@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, Violation, ELECTION};
+use super::{completed, order, Violation, ELECTION};
 use crate::history::{Event, EventKind, Millis, Op, Role, WriteResult};
 use crate::stats::reigns;
 
@@ -80,6 +80,17 @@ pub fn check(events: &[Event], election: &str, resource: &str) -> Vec<Violation>
         /// The term is the writer's reign number, not an epoch it carried.
         derived: bool,
     }
+    impl order::Ordered for W<'_> {
+        fn invoked(&self) -> Millis {
+            self.invoked
+        }
+        fn done(&self) -> Millis {
+            self.done
+        }
+        fn number(&self) -> u64 {
+            self.term
+        }
+    }
     let mut writes = Vec::new();
     for c in completed(events) {
         let Op::Write { key, token, result: Some(WriteResult::Accepted), .. } = &c.done.op else { continue };
@@ -94,43 +105,27 @@ pub fn check(events: &[Event], election: &str, resource: &str) -> Vec<Violation>
             writes.push(W { process: &c.done.process, invoked: c.invoke_time, done: c.done.time, term, derived });
         }
     }
-    let mut by_done: Vec<&W<'_>> = writes.iter().collect();
-    by_done.sort_by_key(|w| w.done);
-    let mut by_invoke: Vec<&W<'_>> = writes.iter().collect();
-    by_invoke.sort_by_key(|w| w.invoked);
-    let mut i = 0;
-    let mut best: Option<&W<'_>> = None;
-    for b in by_invoke {
-        while i < by_done.len() && by_done[i].done < b.invoked {
-            if best.is_none_or(|x| by_done[i].term > x.term) {
-                best = Some(by_done[i]);
+    for (a, b) in order::regressions(&writes) {
+        let what = |w: &W<'_>| {
+            if w.derived {
+                format!("reign #{} (no epoch)", w.term)
+            } else {
+                format!("epoch {}", w.term)
             }
-            i += 1;
-        }
-        if let Some(a) = best {
-            if b.term < a.term {
-                let what = |w: &W<'_>| {
-                    if w.derived {
-                        format!("reign #{} (no epoch)", w.term)
-                    } else {
-                        format!("epoch {}", w.term)
-                    }
-                };
-                out.push(Violation::new(
-                    ELECTION,
-                    Some(b.done),
-                    format!(
-                        "{election}: {resource} accepted a write of {} from {} at {}ms after accepting {} from {} at {}ms",
-                        what(b),
-                        b.process,
-                        b.done,
-                        what(a),
-                        a.process,
-                        a.done
-                    ),
-                ));
-            }
-        }
+        };
+        out.push(Violation::new(
+            ELECTION,
+            Some(b.done),
+            format!(
+                "{election}: {resource} accepted a write of {} from {} at {}ms after accepting {} from {} at {}ms",
+                what(b),
+                b.process,
+                b.done,
+                what(a),
+                a.process,
+                a.done
+            ),
+        ));
     }
     if out.len() > MAX_REPORTED {
         let more = out.len() - MAX_REPORTED;

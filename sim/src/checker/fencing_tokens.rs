@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, Violation, FENCING_TOKENS_INCREASE};
+use super::{completed, order, Violation, FENCING_TOKENS_INCREASE};
 use crate::history::{Event, EventKind, Millis, Op};
 
 /// Most violations reported per run: the first few tell the story.
@@ -27,6 +27,18 @@ struct Grant<'a> {
     invoked: Millis,
     done: Millis,
     token: u64,
+}
+
+impl order::Ordered for Grant<'_> {
+    fn invoked(&self) -> Millis {
+        self.invoked
+    }
+    fn done(&self) -> Millis {
+        self.done
+    }
+    fn number(&self) -> u64 {
+        self.token
+    }
 }
 
 /// Checks every lock name in `events`.
@@ -62,33 +74,17 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                 seen.insert(g.token, g);
             }
         }
-        // Real-time order. `grants` is in completion order; for each B, the
-        // largest token among grants completed strictly before B's invoke.
-        let mut by_done: Vec<&Grant<'_>> = grants.iter().collect();
-        by_done.sort_by_key(|g| g.done);
-        let mut by_invoke: Vec<&Grant<'_>> = grants.iter().collect();
-        by_invoke.sort_by_key(|g| g.invoked);
-        let mut i = 0;
-        let mut best: Option<&Grant<'_>> = None;
-        for b in by_invoke {
-            while i < by_done.len() && by_done[i].done < b.invoked {
-                if best.is_none_or(|x| by_done[i].token > x.token) {
-                    best = Some(by_done[i]);
-                }
-                i += 1;
-            }
-            if let Some(a) = best {
-                if a.token > b.token {
-                    out.push(Violation::new(
-                        FENCING_TOKENS_INCREASE,
-                        Some(b.done),
-                        format!(
-                            "lock {name}: {} got token {} at {}ms after {} had already been granted {} at {}ms",
-                            b.process, b.token, b.done, a.process, a.token, a.done
-                        ),
-                    ));
-                }
-            }
+        // Real-time order: no grant may carry a smaller token than one
+        // completed before it was invoked.
+        for (a, b) in order::regressions(grants) {
+            out.push(Violation::new(
+                FENCING_TOKENS_INCREASE,
+                Some(b.done),
+                format!(
+                    "lock {name}: {} got token {} at {}ms after {} had already been granted {} at {}ms",
+                    b.process, b.token, b.done, a.process, a.token, a.done
+                ),
+            ));
         }
     }
     if out.len() > MAX_REPORTED {

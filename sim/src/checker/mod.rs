@@ -18,6 +18,7 @@ use crate::history::Millis;
 pub mod election;
 pub mod fencing_tokens;
 pub mod mutual_exclusion;
+pub mod order;
 pub mod rate_limit;
 pub mod redlock;
 pub mod stale_overwrite;

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, Violation, NO_STALE_OVERWRITE};
+use super::{completed, order, Violation, NO_STALE_OVERWRITE};
 use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 
 const MAX_REPORTED: usize = 5;
@@ -26,6 +26,18 @@ struct Accepted<'a> {
     invoked: Millis,
     done: Millis,
     token: u64,
+}
+
+impl order::Ordered for Accepted<'_> {
+    fn invoked(&self) -> Millis {
+        self.invoked
+    }
+    fn done(&self) -> Millis {
+        self.done
+    }
+    fn number(&self) -> u64 {
+        self.token
+    }
 }
 
 /// Checks every key in `events`.
@@ -58,32 +70,16 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
     }
     let mut out = Vec::new();
     for (key, writes) in &accepted {
-        // Rule 1, in real-time order (same sweep as the token checker).
-        let mut by_done: Vec<&Accepted<'_>> = writes.iter().collect();
-        by_done.sort_by_key(|w| w.done);
-        let mut by_invoke: Vec<&Accepted<'_>> = writes.iter().collect();
-        by_invoke.sort_by_key(|w| w.invoked);
-        let mut i = 0;
-        let mut best: Option<&Accepted<'_>> = None;
-        for b in by_invoke {
-            while i < by_done.len() && by_done[i].done < b.invoked {
-                if best.is_none_or(|x| by_done[i].token > x.token) {
-                    best = Some(by_done[i]);
-                }
-                i += 1;
-            }
-            if let Some(a) = best {
-                if b.token < a.token {
-                    out.push(Violation::new(
-                        NO_STALE_OVERWRITE,
-                        Some(b.done),
-                        format!(
-                            "{key}: store accepted token {} from {} at {}ms after it had accepted token {} from {} at {}ms",
-                            b.token, b.process, b.done, a.token, a.process, a.done
-                        ),
-                    ));
-                }
-            }
+        // Rule 1, in real-time order (the same sweep as the token checker).
+        for (a, b) in order::regressions(writes) {
+            out.push(Violation::new(
+                NO_STALE_OVERWRITE,
+                Some(b.done),
+                format!(
+                    "{key}: store accepted token {} from {} at {}ms after it had accepted token {} from {} at {}ms",
+                    b.token, b.process, b.done, a.token, a.process, a.done
+                ),
+            ));
         }
         // Rule 2: the final value, against writes completed before the read.
         let Some((read, read_invoked)) = last_read.get(key) else { continue };
