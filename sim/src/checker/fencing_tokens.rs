@@ -17,29 +17,13 @@
 use std::collections::BTreeMap;
 
 use super::{completed, order, Violation, FENCING_TOKENS_INCREASE};
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::history::{Event, EventKind, Op};
 
 /// Most violations reported per run: the first few tell the story.
 const MAX_REPORTED: usize = 5;
 
-struct Grant<'a> {
-    process: &'a str,
-    invoked: Millis,
-    done: Millis,
-    token: u64,
-}
-
-impl order::Ordered for Grant<'_> {
-    fn invoked(&self) -> Millis {
-        self.invoked
-    }
-    fn done(&self) -> Millis {
-        self.done
-    }
-    fn number(&self) -> u64 {
-        self.token
-    }
-}
+/// A granted acquire: who got which token, and when.
+type Grant<'a> = order::Stamped<'a>;
 
 /// Checks every lock name in `events`.
 pub fn check(events: &[Event]) -> Vec<Violation> {

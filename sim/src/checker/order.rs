@@ -21,6 +21,32 @@ pub trait Ordered {
     fn number(&self) -> u64;
 }
 
+/// A completed operation carrying a token, stamped with its process and times:
+/// what the token and stale-overwrite checkers sweep.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamped<'a> {
+    /// The process that ran it.
+    pub process: &'a str,
+    /// When it was invoked.
+    pub invoked: Millis,
+    /// When it completed.
+    pub done: Millis,
+    /// The token it was granted or carried.
+    pub token: u64,
+}
+
+impl Ordered for Stamped<'_> {
+    fn invoked(&self) -> Millis {
+        self.invoked
+    }
+    fn done(&self) -> Millis {
+        self.done
+    }
+    fn number(&self) -> u64 {
+        self.token
+    }
+}
+
 /// Every `(a, b)` where `a` completed strictly before `b` was invoked and
 /// `a` carries the largest number among such operations, and that number is
 /// larger than `b`'s. In the order of `b`'s invocation.

@@ -21,24 +21,8 @@ use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 
 const MAX_REPORTED: usize = 5;
 
-struct Accepted<'a> {
-    process: &'a str,
-    invoked: Millis,
-    done: Millis,
-    token: u64,
-}
-
-impl order::Ordered for Accepted<'_> {
-    fn invoked(&self) -> Millis {
-        self.invoked
-    }
-    fn done(&self) -> Millis {
-        self.done
-    }
-    fn number(&self) -> u64 {
-        self.token
-    }
-}
+/// A write the store accepted: who wrote with which token, and when.
+type Accepted<'a> = order::Stamped<'a>;
 
 /// Checks every key in `events`.
 pub fn check(events: &[Event]) -> Vec<Violation> {
