@@ -809,8 +809,9 @@ pub fn search(
     proptest_config.failure_persistence = config.persistence.map(|p| Box::new(p) as Box<dyn FailurePersistence>);
     proptest_config.source_file = None;
     proptest_config.result_cache = basic_result_cache;
-    proptest_config.fork = false;
-    proptest_config.timeout = 0;
+    // No fork and no timeout: proptest is built without those features (they
+    // would pull a second `getrandom` major through `tempfile`), and a case
+    // here is a deterministic simulation that ends by itself.
     proptest_config.verbose = 0;
     let mut runner = TestRunner::new_with_rng(proptest_config, rng(config.base_seed));
 
