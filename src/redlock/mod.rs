@@ -106,9 +106,11 @@ use vote::{remaining_validity, Round};
 // yet (a fresh or restarted one) `EVALSHA` costs a NOSCRIPT error, a load and
 // a second call — three round trips inside one per-master timeout. `EVAL`
 // always takes one; the scripts are a few hundred bytes and Redis caches the
-// compiled body by its hash.
-const RELEASE: &str = include_str!("../scripts/redlock_release.lua");
-const EXTEND: &str = include_str!("../scripts/redlock_extend.lua");
+// compiled body by its hash. The per-master operations are exactly the
+// single-instance lock's compare-and-delete and compare-and-pexpire, so the
+// same script files serve both.
+const RELEASE: &str = include_str!("../scripts/lock_release.lua");
+const EXTEND: &str = include_str!("../scripts/lock_extend.lua");
 
 /// Bytes of CSPRNG output per ownership value (Redlock asks for at least 20).
 pub const OWNER_BYTES: usize = 20;
