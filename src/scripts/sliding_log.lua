@@ -12,14 +12,14 @@
 -- O(log N), ZCARD O(1), and the trim removes at most TRIM_BATCH entries, so
 -- one call is O(log N + TRIM_BATCH) however many entries left the window at
 -- once (a whole burst of `limit` entries ages out in the same millisecond).
+-- Stale entries beyond the batch stay until later calls or the key's idle
+-- expiry remove them; they are never counted.
 -- The member-name loop takes one ZADD in the common case; a collision needs
 -- a trim within the same millisecond, and each extra step is O(log N).
 --
 -- Admitting costs TIME, ZCOUNT, ZCARD, ZADD and PEXPIRE (+ a trim when
 -- entries left the window): every call is paid for in throughput
 -- (reports/throughput.md), so none is spent on what a loop can do for free.
--- Stale entries beyond the batch stay until later calls or the key's idle
--- expiry remove them; they are never counted.
 local TRIM_BATCH = 64
 
 local key = KEYS[1]
