@@ -18,7 +18,6 @@ use core::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
-use redis::AsyncConnectionConfig;
 use redis_primitives::naive::NaiveRedlock;
 use redis_primitives::redlock::{
     Acquisition, Extension, Redlock, RedlockConfig, RedlockLease, RefusalReason, Vote,
@@ -39,12 +38,7 @@ fn servers(n: usize) -> Vec<RedisServer> {
 
 /// A multiplexed connection to `url` with no response timeout.
 async fn connect_url(url: &str) -> MultiplexedConnection {
-    let client = redis::Client::open(url).expect("valid url");
-    let config = AsyncConnectionConfig::new().set_response_timeout(None);
-    client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .expect("connect")
+    support::connect_url(url, None).await
 }
 
 async fn connect_all(servers: &[RedisServer]) -> Vec<MultiplexedConnection> {

@@ -29,8 +29,14 @@ pub async fn connect(server: &RedisServer) -> MultiplexedConnection {
 
 /// A multiplexed connection whose requests time out after `timeout`.
 pub async fn connect_with_timeout(server: &RedisServer, timeout: Duration) -> MultiplexedConnection {
-    let client = redis::Client::open(server.url()).expect("valid url");
-    let config = AsyncConnectionConfig::new().set_response_timeout(Some(timeout));
+    connect_url(&server.url(), Some(timeout)).await
+}
+
+/// A multiplexed connection to `url` (a server or a proxy in front of one)
+/// with the given response timeout; `None` means requests never time out.
+pub async fn connect_url(url: &str, response_timeout: Option<Duration>) -> MultiplexedConnection {
+    let client = redis::Client::open(url).expect("valid url");
+    let config = AsyncConnectionConfig::new().set_response_timeout(response_timeout);
     client
         .get_multiplexed_async_connection_with_config(&config)
         .await
