@@ -17,7 +17,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::checker::INVARIANTS;
-use crate::explore::{explore, histogram_table, replay_command, stderr_is_terminal, Progress};
+use crate::explore::{
+    coverage_table, explore, histogram_table, operations_table, replay_command, stderr_is_terminal, Progress,
+};
 use crate::scenarios::{self, Expect, Scenario, SCENARIOS};
 use crate::servers::{self, Servers};
 
@@ -100,7 +102,9 @@ pub struct ExploreArgs {
     pub start_seed: u64,
     /// Print one JSON object on stdout instead of text: scenario, seeds,
     /// violations [{seed, invariant, detail, replay, schedule}], histograms
-    /// {name: {count, min, p50, p90, p99, max, unit}}, digest.
+    /// {name: {count, min, p50, p90, p99, max, unit}}, coverage {situation:
+    /// seeds reaching it}, operations {library operation: calls}, unreached
+    /// [situations no seed reached], digest.
     #[arg(long)]
     pub json: bool,
 }
@@ -350,7 +354,25 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
         );
         println!();
         print!("{}", histogram_table(&ex.histograms));
+        let coverage = coverage_table(&ex);
+        if !coverage.is_empty() {
+            println!();
+            print!("{coverage}");
+        }
+        let operations = operations_table(&ex);
+        if !operations.is_empty() {
+            println!();
+            print!("{operations}");
+        }
         println!("digest: {}", ex.digest);
+    }
+    if !ex.unreached().is_empty() {
+        eprintln!(
+            "rp-sim: warning: {} declared situation(s) of {} reached by no seed: {}",
+            ex.unreached().len(),
+            ex.scenario,
+            ex.unreached().join(", ")
+        );
     }
     if ex.violating.is_empty() {
         0

@@ -5,6 +5,7 @@
 //! time is measured here with `std::time::Instant`, *outside* the simulation:
 //! it is the harness's own speed, not something any simulated code reads.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -50,6 +51,12 @@ pub struct Exploration {
     pub simulated_ms: u64,
     /// Events recorded, over every seed.
     pub events: u64,
+    /// Situation → number of seeds that reached it. Every situation the
+    /// scenario declares is present (0 when no seed reached it); one reached
+    /// but not declared is listed too.
+    pub coverage: BTreeMap<String, u64>,
+    /// Public library operation → invocations over every seed.
+    pub operations: BTreeMap<String, u64>,
 }
 
 impl Exploration {
@@ -61,6 +68,12 @@ impl Exploration {
     /// Simulated time over wall time.
     pub fn speedup(&self) -> f64 {
         (self.simulated_ms as f64 / 1000.0) / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// Declared situations that no seed reached (a warning: the scenario
+    /// no longer gets where it should).
+    pub fn unreached(&self) -> Vec<&str> {
+        self.coverage.iter().filter(|(_, n)| **n == 0).map(|(s, _)| s.as_str()).collect()
     }
 
     /// Number of violations of `invariant` over every seed.
@@ -128,6 +141,8 @@ pub fn explore(
         wall: Duration::ZERO,
         simulated_ms: 0,
         events: 0,
+        coverage: scenario.situations.iter().map(|s| (s.name.to_string(), 0)).collect(),
+        operations: BTreeMap::new(),
     };
     let mut digest = Fnv1a::default();
     let mut last_draw = Instant::now();
@@ -140,6 +155,12 @@ pub fn explore(
         ex.histograms.merge(&outcome.histograms);
         ex.simulated_ms += outcome.simulated_ms();
         ex.events += outcome.history.len() as u64;
+        for situation in &outcome.reached {
+            *ex.coverage.entry(situation.clone()).or_insert(0) += 1;
+        }
+        for (api, n) in &outcome.operations {
+            *ex.operations.entry(api.clone()).or_insert(0) += n;
+        }
         ex.seeds += 1;
         if !outcome.violations.is_empty() {
             ex.violating.push(SeedReport {
@@ -186,6 +207,13 @@ pub struct ExploreJson<'a> {
     pub violations: Vec<ViolationJson>,
     /// Histogram summaries by name.
     pub histograms: std::collections::BTreeMap<String, Summary>,
+    /// Situation → seeds that reached it (every declared situation, 0 when
+    /// none did).
+    pub coverage: BTreeMap<String, u64>,
+    /// Public library operation → invocations over every seed.
+    pub operations: BTreeMap<String, u64>,
+    /// Declared situations that no seed reached.
+    pub unreached: Vec<String>,
     /// Exploration digest (hex).
     pub digest: String,
     /// Wall time in seconds (the harness's own speed; not part of the digest).
@@ -228,6 +256,9 @@ impl Exploration {
                 })
                 .collect(),
             histograms: self.histograms.summaries(),
+            coverage: self.coverage.clone(),
+            operations: self.operations.clone(),
+            unreached: self.unreached().into_iter().map(String::from).collect(),
             digest: self.digest.to_string(),
             wall_seconds: self.wall.as_secs_f64(),
         }
@@ -246,6 +277,36 @@ pub fn histogram_table(h: &Histograms) -> String {
             "{:<24} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n",
             name, s.count, s.min, s.p50, s.p90, s.p99, s.max, s.unit
         ));
+    }
+    out
+}
+
+/// A plain-text table of situations reached (seeds per situation), with a
+/// warning line for each declared situation no seed reached.
+pub fn coverage_table(ex: &Exploration) -> String {
+    let mut out = String::new();
+    if ex.coverage.is_empty() {
+        return out;
+    }
+    out.push_str(&format!("{:<44} {:>7}\n", "situation reached", "seeds"));
+    for (situation, n) in &ex.coverage {
+        out.push_str(&format!("{situation:<44} {n:>7}\n"));
+    }
+    for situation in ex.unreached() {
+        out.push_str(&format!("warning: no seed reached situation `{situation}`\n"));
+    }
+    out
+}
+
+/// A plain-text table of the public library operations the seeds invoked.
+pub fn operations_table(ex: &Exploration) -> String {
+    let mut out = String::new();
+    if ex.operations.is_empty() {
+        return out;
+    }
+    out.push_str(&format!("{:<44} {:>7}\n", "operation", "calls"));
+    for (api, n) in &ex.operations {
+        out.push_str(&format!("{api:<44} {n:>7}\n"));
     }
     out
 }

@@ -234,6 +234,13 @@ pub enum Op {
         /// Readable description, e.g. `pause client-1 for 1500ms`.
         description: String,
     },
+    /// Observation: the run reached a situation its scenario declares it
+    /// exists to reach (a "sometimes" assertion; see
+    /// [`crate::scenarios::Situation`]). Recorded once per run and situation.
+    Reached {
+        /// The situation's name.
+        situation: String,
+    },
     /// Anything else a scenario wants in the timeline.
     Note {
         /// Free text.
@@ -256,6 +263,7 @@ impl Op {
             Op::RedlockAcquire { .. } => "redlock-acquire",
             Op::RedlockRelease { .. } => "redlock-release",
             Op::Fault { .. } => "fault",
+            Op::Reached { .. } => "reached",
             Op::Note { .. } => "note",
         }
     }
@@ -332,6 +340,7 @@ impl fmt::Display for Op {
             ),
             Op::RedlockRelease { name } => write!(f, "redlock-release {name}"),
             Op::Fault { description } => write!(f, "fault: {description}"),
+            Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::Note { text } => write!(f, "note: {text}"),
         }
     }
@@ -352,6 +361,12 @@ pub struct Event {
     pub op_id: OpId,
     /// The operation (with results on completions).
     pub op: Op,
+    /// On an invoke: the public library operation it calls
+    /// (`Lock::extend`, `Redlock::acquire`, …), for the operations table.
+    /// Absent on completions and observations (and from the digest's JSON
+    /// when absent, so histories without it keep their digests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
 }
 
 impl fmt::Display for Event {
@@ -371,6 +386,8 @@ impl fmt::Display for Event {
 #[derive(Debug, Default)]
 struct Inner {
     events: Vec<Event>,
+    /// Situations already recorded in this run (each is recorded once).
+    reached: std::collections::BTreeSet<String>,
     next_op: u64,
     /// The latest time recorded: used when no simulation clock is available,
     /// so that time never runs backwards in the history.
@@ -432,7 +449,7 @@ impl History {
         let time = time.max(inner.last_time);
         inner.last_time = time;
         let index = inner.events.len() as u64;
-        inner.events.push(Event { index, time, process: process.to_string(), kind, op_id, op });
+        inner.events.push(Event { index, time, process: process.to_string(), kind, op_id, op, api: None });
     }
 
     /// Records an invocation now; returns the id to complete it with.
@@ -446,6 +463,28 @@ impl History {
     pub fn invoke_at(&self, time: Millis, process: &str, op: Op) -> OpId {
         let mut inner = self.lock();
         Self::invoke_locked(&mut inner, time, process, op)
+    }
+
+    /// Records an invocation of the public library operation `api` now
+    /// (see [`Event::api`]).
+    pub fn call(&self, process: &str, api: &str, op: Op) -> OpId {
+        let mut inner = self.lock();
+        let t = Self::now(&inner);
+        let id = Self::invoke_locked(&mut inner, t, process, op);
+        if let Some(e) = inner.events.last_mut() {
+            e.api = Some(api.to_string());
+        }
+        id
+    }
+
+    /// Records that the run reached `situation`, once per run: later calls
+    /// for the same situation record nothing.
+    pub fn reach(&self, process: &str, situation: &str) {
+        let mut inner = self.lock();
+        if inner.reached.insert(situation.to_string()) {
+            let t = Self::now(&inner);
+            Self::observe_locked(&mut inner, t, process, EventKind::Ok, Op::Reached { situation: situation.to_string() });
+        }
     }
 
     fn invoke_locked(inner: &mut Inner, time: Millis, process: &str, op: Op) -> OpId {

@@ -332,6 +332,19 @@ impl Actor {
         self.history.invoke(&self.name, op)
     }
 
+    /// Records an invocation of the public library operation `api`
+    /// (`"Lock::extend"`): what the operations table counts. Prefer it to
+    /// [`Actor::invoke`] whenever the operation is a library call.
+    pub fn call(&self, api: &str, op: Op) -> OpId {
+        self.history.call(&self.name, api, op)
+    }
+
+    /// Records that the run reached `situation` (a "sometimes" assertion:
+    /// see [`crate::scenarios::Situation`]); once per run.
+    pub fn reached(&self, situation: &str) {
+        self.history.reach(&self.name, situation)
+    }
+
     /// Completes an operation: it happened.
     pub fn ok(&self, id: OpId, op: Op) {
         self.history.complete(id, &self.name, EventKind::Ok, op)

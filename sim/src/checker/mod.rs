@@ -36,6 +36,14 @@ pub const ELECTION: &str = "election";
 /// Name of the Redlock mutual-exclusion invariant.
 pub const REDLOCK_MUTUAL_EXCLUSION: &str = "redlock-mutual-exclusion";
 
+/// Name of the self-fencing invariant: a holder that trusts its lease only
+/// until its local deadline never overlaps another holder.
+pub const SELF_FENCING: &str = "self-fencing";
+
+/// Name of the liveness property: after the faults heal, every primitive
+/// makes progress within a stated bound.
+pub const LIVENESS: &str = "liveness";
+
 /// Every invariant name with its one-line meaning (for `--help`, the report
 /// and the README).
 pub const INVARIANTS: &[(&str, &str)] = &[
@@ -62,6 +70,14 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         REDLOCK_MUTUAL_EXCLUSION,
         "two clients never both hold a Redlock inside its validity interval",
+    ),
+    (
+        SELF_FENCING,
+        "under self-fencing (Demotion::AtDeadline, with_lock_guarded), no two nodes trust a lease at the same simulated instant, and no guarded body runs past its local deadline",
+    ),
+    (
+        LIVENESS,
+        "after the last fault heals (a quiet tail), every primitive makes progress within its stated bound",
     ),
 ];
 

@@ -234,6 +234,7 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
     let mut last: Option<(Option<u64>, Option<u64>)> = None;
     let mut stalled = false;
     let mut stopped = false;
+    let mut stopping = None;
     loop {
         let now = actor.now();
         let belief = node.belief().map(|(epoch, deadline)| (epoch, deadline.map(|d| actor.millis_of(d))));
@@ -245,8 +246,11 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
                 // A new epoch, or the same one renewed (a later deadline).
                 actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Leader, epoch, deadline });
             }
-            (Some((epoch, _)), None) if !stopped => {
-                actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Follower, epoch, deadline: None });
+            (Some((epoch, _)), None) => {
+                // After `stop()` was called the node stops believing when the
+                // library demotes it, which this loop sees within 1 ms.
+                let role = if stopped { Role::Resigned } else { Role::Follower };
+                actor.observe(Op::Role { election: ELECTION_NAME.into(), role, epoch, deadline: None });
             }
             _ => {}
         }
@@ -277,16 +281,22 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
                     m.push(Marker::Stop { node: actor.name().to_string(), at: now });
                 }
                 actor.note("stop() called: hand the lease back");
-                node.stop().await;
-                let epoch = last.and_then(|(e, _)| e);
-                actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Resigned, epoch, deadline: None });
-                last = None;
+                // Stopping runs beside this loop, which keeps sampling the
+                // node's belief: the reign ends when the library demotes
+                // (before it deletes the key), not when `stop()` returns,
+                // which is a round trip later and after the next leader may
+                // already have been elected.
+                let node = Arc::clone(&node);
+                stopping = Some(actor.spawn(async move { node.stop().await }));
             }
         }
         sleep(Duration::from_millis(1)).await;
     }
-    if !stopped {
-        node.stop().await;
+    match stopping {
+        Some(task) => {
+            let _ = task.await;
+        }
+        None => node.stop().await,
     }
     let _ = writer.await;
     let _ = runner.await;
@@ -362,7 +372,10 @@ pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
     let mut rng = StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-plan"));
     let stall_at = rng.random_range(300..=1200);
     let stall_for = rng.random_range(500..=1500);
-    let stop_at = rng.random_range(stall_at + stall_for + 100..=LENGTH - 300);
+    // A long stall late in the run leaves no room for a hand-over after it:
+    // then the run has none (drawing from an empty range would panic).
+    let (stop_lo, stop_hi) = (stall_at + stall_for + 100, LENGTH - 300);
+    let stop_at = (stop_lo <= stop_hi).then(|| rng.random_range(stop_lo..=stop_hi));
     let plan = ElectionPlan {
         nodes: NODES as u32,
         lease_ms: LEASE_MS,
@@ -371,7 +384,7 @@ pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
         length_ms: LENGTH,
         stagger_ms: 0,
         stall: Some(LeaderStall { at: stall_at, ms: stall_for }),
-        stop_at: Some(stop_at),
+        stop_at,
     };
     let mut profile = Profile::new(NODES as u32, 1, LENGTH);
     profile.classes = vec![
@@ -417,6 +430,9 @@ pub fn run_planned(
     stats::record_split_brain(events, ELECTION_NAME, &mut h);
     measure(events, &markers, planned.lease_ms, &mut h);
     outcome.violations = checker::election::check(events, ELECTION_NAME, RESOURCE);
+    if variant == Variant::Election {
+        outcome.violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
+    }
     outcome.histograms = h;
     Ok(outcome)
 }

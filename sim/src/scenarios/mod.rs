@@ -21,6 +21,8 @@ pub mod lock_naive;
 pub mod rate_limit;
 pub mod redlock;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::checker::Violation;
 use crate::history::{Digest, Event};
 use crate::servers::{SetupError, Servers};
@@ -42,13 +44,36 @@ pub struct Outcome {
     /// Simulated time the run covered (ms); 0 = unknown (the last event's
     /// time is used instead).
     pub simulated_ms: u64,
+    /// The declared situations this run reached (see [`Situation`]): from
+    /// the actors' `reached` events, plus what the scenario's analysis of
+    /// the history adds.
+    pub reached: BTreeSet<String>,
+    /// Public library operations invoked, by name (`Lock::extend` → count):
+    /// the operations table.
+    pub operations: BTreeMap<String, u64>,
 }
 
 impl Outcome {
     /// An outcome for `history`, with its digest computed.
     pub fn new(history: Vec<Event>) -> Outcome {
         let digest = crate::history::digest_events(&history);
-        Outcome { history, digest, ..Outcome::default() }
+        let mut reached = BTreeSet::new();
+        let mut operations = BTreeMap::new();
+        for e in &history {
+            if let Some(api) = &e.api {
+                *operations.entry(api.clone()).or_insert(0) += 1;
+            }
+            if let crate::history::Op::Reached { situation } = &e.op {
+                reached.insert(situation.clone());
+            }
+        }
+        Outcome { history, digest, reached, operations, ..Outcome::default() }
+    }
+
+    /// Marks `situation` as reached (for situations a scenario recognises
+    /// in the finished history rather than while it runs).
+    pub fn reach(&mut self, situation: &str) {
+        self.reached.insert(situation.to_string());
     }
 
     /// Simulated milliseconds covered by the run.
@@ -96,6 +121,23 @@ pub enum Expect {
     Violates(&'static str),
 }
 
+/// A situation a scenario exists to reach: a "sometimes" assertion
+/// (Antithesis), declared in the registry and counted per run.
+///
+/// Safety checkers say nothing was violated; situations say the run got
+/// somewhere worth checking (a lease expired under a paused holder, a stale
+/// write arrived after a newer one). A scenario whose seeds silently stopped
+/// reaching one would still pass its checkers: `explore` warns about every
+/// declared situation no seed reached, and `sim/tests/coverage.rs` fails
+/// when the pinned seeds stop reaching one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Situation {
+    /// Short kebab-case name, as recorded in the history.
+    pub name: &'static str,
+    /// What it means, in one line.
+    pub meaning: &'static str,
+}
+
 /// One entry of the registry.
 #[derive(Debug, Clone, Copy)]
 pub struct Scenario {
@@ -107,6 +149,8 @@ pub struct Scenario {
     pub expect: Expect,
     /// The implementation; `None` while it is not written yet.
     pub run: Option<RunFn>,
+    /// The situations it exists to reach (see [`Situation`]).
+    pub situations: &'static [Situation],
 }
 
 impl Scenario {
@@ -148,96 +192,112 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lock",
         description: "Lock: contending clients with process pauses, partitions and latency; tokens increase, no two trusted holders",
         expect: Expect::Clean,
+        situations: &[],
         run: Some(lock::run),
     },
     Scenario {
         name: "lock-naive",
         description: "NaiveLock (bare DEL release): a holder whose lease expired deletes the next holder's lock, letting a third in",
         expect: Expect::Violates(MUTUAL_EXCLUSION),
+        situations: &[],
         run: Some(lock_naive::run),
     },
     Scenario {
         name: "fencing",
         description: "Lock + FencedStore: a paused holder's late write is refused; the final value has the highest token",
         expect: Expect::Clean,
+        situations: &[],
         run: Some(fencing::run),
     },
     Scenario {
         name: "fencing-unfenced",
         description: "Lock + UnfencedStore: the paused holder's late write silently overwrites the newer one",
         expect: Expect::Violates(NO_STALE_OVERWRITE),
+        situations: &[],
         run: Some(fencing_unfenced::run),
     },
     Scenario {
         name: "rate-limit",
         description: "SlidingWindowLog: concurrent bursts across window boundaries with latency and partitions; never more than the limit",
         expect: Expect::Clean,
+        situations: &[],
         run: Some(rate_limit::run_log),
     },
     Scenario {
         name: "rate-limit-counter",
         description: "SlidingWindowCounter: the same bursts; the overshoot is measured and held to its documented bound 2*max-1",
         expect: Expect::Clean,
+        situations: &[],
         run: Some(rate_limit::run_counter),
     },
     Scenario {
         name: "rate-limit-fixed-window",
         description: "NaiveFixedWindow (INCR+EXPIRE): a burst at a boundary admits twice the limit inside one window",
         expect: Expect::Violates(RATE_LIMIT),
+        situations: &[],
         run: Some(rate_limit::run_fixed_window),
     },
     Scenario {
         name: "rate-limit-client-side",
         description: "ClientSideWindow (ZREMRANGEBYSCORE, ZCARD, ZADD as separate round trips): concurrent callers overshoot",
         expect: Expect::Violates(RATE_LIMIT),
+        situations: &[],
         run: Some(rate_limit::run_client_side),
     },
     Scenario {
         name: "rate-limit-watch-multi",
         description: "WatchMultiLimiter on one shared multiplexed connection: EXEC clears every watch, so concurrent callers all pass",
         expect: Expect::Violates(RATE_LIMIT),
+        situations: &[],
         run: Some(rate_limit::run_watch_multi),
     },
     Scenario {
         name: "election",
         description: "Election (epoch = fencing token): leader pauses, stops and partitions; one leader per epoch, stale writes refused",
         expect: Expect::Clean,
+        situations: &[],
         run: Some(election::run_election),
     },
     Scenario {
         name: "election-renew-only",
         description: "Election with the reference's tick-based demotion (demote only when a renewal fails), kept for comparison",
         expect: Expect::Clean,
+        situations: &[],
         run: Some(election::run_renew_only),
     },
     Scenario {
         name: "election-no-epoch",
         description: "NaiveElection (no epoch, unfenced writes): a paused leader wakes and its write lands after the new leader's",
         expect: Expect::Violates(ELECTION),
+        situations: &[],
         run: Some(election::run_no_epoch),
     },
     Scenario {
         name: "counter-loss",
         description: "Lock across a redis-server restart without persistence: the fence counter is lost and tokens are reissued",
         expect: Expect::Violates(FENCING_TOKENS_INCREASE),
+        situations: &[],
         run: Some(counter_loss::run),
     },
     Scenario {
         name: "redlock",
         description: "Redlock on 5 masters with partitions and pauses; no two clients inside their validity interval",
         expect: Expect::Clean,
+        situations: &[],
         run: Some(redlock::run_correct),
     },
     Scenario {
         name: "redlock-no-validity",
         description: "Redlock without the elapsed-time validity gate: a slow acquire trusts a lease that has already expired",
         expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
+        situations: &[],
         run: Some(redlock::run_no_validity),
     },
     Scenario {
         name: "redlock-clock-jump",
         description: "Redlock with a forward clock step on a minority of masters: two clients each get a majority (documented non-guarantee)",
         expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
+        situations: &[],
         run: Some(redlock::run_clock_jump),
     },
 ];
