@@ -129,6 +129,20 @@ pub enum FaultClass {
 }
 
 impl FaultClass {
+    /// The verb that starts a fault of this class (as in schedules).
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultClass::Partition => "partition",
+            FaultClass::PartitionOneWay => "partition-oneway",
+            FaultClass::Hold => "hold",
+            FaultClass::Latency => "latency",
+            FaultClass::ClientPause => "client-pause",
+            FaultClass::ServerPause => "server-pause",
+            FaultClass::ServerRestart => "crash",
+            FaultClass::ClockStep => "clock-step",
+        }
+    }
+
     /// Every class.
     pub const ALL: [FaultClass; 8] = [
         FaultClass::Partition,
@@ -258,6 +272,44 @@ impl fmt::Display for Fault {
 pub struct Schedule {
     /// The faults, in any order (applied in time order).
     pub faults: Vec<Fault>,
+    /// Under swarm testing ([`Profile::swarm`]): the fault classes this
+    /// seed drew as enabled, and the most faults it allowed. Informative
+    /// only (the faults above are the schedule); printed by `replay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<SwarmDraw>,
+}
+
+/// What one seed drew under swarm testing: a random subset of the
+/// profile's fault classes and a fault budget. Swarm testing (Groce et al.)
+/// finds more than drawing every seed from every class, because some bugs
+/// need one fault kind often and another never (a pause-only run reaches
+/// states a run diluted with partitions rarely does).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SwarmDraw {
+    /// The classes enabled for this seed (never empty).
+    pub enabled: Vec<FaultClass>,
+    /// The most faults this seed may get.
+    pub max_faults: u32,
+}
+
+impl fmt::Display for SwarmDraw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.enabled.iter().map(|c| c.name()).collect();
+        write!(f, "swarm: enabled {} (at most {} fault(s))", names.join(", "), self.max_faults)
+    }
+}
+
+impl SwarmDraw {
+    /// Draws from `seed` within `profile` (its classes and fault range).
+    pub fn draw(seed: u64, profile: &Profile) -> SwarmDraw {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x7377_6172_6d21_0000); // "swarm!"
+        let mut enabled: Vec<FaultClass> = profile.classes.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
+        if enabled.is_empty() && !profile.classes.is_empty() {
+            enabled.push(profile.classes[rng.random_range(0..profile.classes.len())]);
+        }
+        let (lo, hi) = (profile.faults.0.min(profile.faults.1), profile.faults.0.max(profile.faults.1));
+        SwarmDraw { enabled, max_faults: rng.random_range(lo..=hi) }
+    }
 }
 
 /// One step of applying a schedule: a fault's start or its undo.
@@ -281,7 +333,7 @@ impl Schedule {
 
     /// A schedule of exactly these faults.
     pub fn of(faults: impl IntoIterator<Item = Fault>) -> Schedule {
-        Schedule { faults: faults.into_iter().collect() }
+        Schedule { faults: faults.into_iter().collect(), swarm: None }
     }
 
     /// Whether there are no faults.
@@ -313,16 +365,31 @@ impl Schedule {
     }
 
     /// A schedule drawn from `seed` within `profile` (see the module docs).
+    /// Under [`Profile::swarm`] the seed first draws which classes are
+    /// enabled and how many faults it may get ([`SwarmDraw`]).
     pub fn generate(seed: u64, profile: &Profile) -> Schedule {
+        if !profile.swarm {
+            return Self::generate_within(seed, profile);
+        }
+        let draw = SwarmDraw::draw(seed, profile);
+        let mut narrowed = profile.clone();
+        narrowed.classes = draw.enabled.clone();
+        narrowed.faults = (profile.faults.0.min(draw.max_faults), draw.max_faults);
+        let mut schedule = Self::generate_within(seed, &narrowed);
+        schedule.swarm = Some(draw);
+        schedule
+    }
+
+    fn generate_within(seed: u64, profile: &Profile) -> Schedule {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321); // "nemesis!"
         let mut faults = Vec::new();
         if profile.classes.is_empty() || profile.window.1 <= profile.window.0 {
-            return Schedule { faults };
+            return Schedule { faults, swarm: None };
         }
         let (lo, hi) = (profile.faults.0.min(profile.faults.1), profile.faults.0.max(profile.faults.1));
         let count = rng.random_range(lo..=hi);
         if count == 0 {
-            return Schedule { faults };
+            return Schedule { faults, swarm: None };
         }
         let (start, end) = profile.window;
         let slot = (end - start) / u64::from(count);
@@ -367,7 +434,7 @@ impl Schedule {
             faults.push(Fault { at, duration, kind, target });
             t = at + duration + 1;
         }
-        Schedule { faults }
+        Schedule { faults, swarm: None }
     }
 }
 
@@ -377,6 +444,9 @@ fn ordered((a, b): (u64, u64)) -> (u64, u64) {
 
 impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(draw) = &self.swarm {
+            writeln!(f, "{draw}")?;
+        }
         if self.faults.is_empty() {
             return writeln!(f, "nemesis: no faults");
         }
@@ -409,6 +479,10 @@ pub struct Profile {
     pub latency_ms: (u64, u64),
     /// Magnitude range for clock steps, ms (the sign is drawn too).
     pub clock_step_ms: (u64, u64),
+    /// Swarm testing: each seed enables a random subset of `classes` and a
+    /// random fault budget within `faults` ([`SwarmDraw`]).
+    #[serde(default)]
+    pub swarm: bool,
 }
 
 impl Profile {
@@ -431,7 +505,14 @@ impl Profile {
             duration: (100, 1500),
             latency_ms: (20, 300),
             clock_step_ms: (500, 5000),
+            swarm: false,
         }
+    }
+
+    /// The same profile under swarm testing (see [`SwarmDraw`]).
+    pub fn swarm(mut self) -> Profile {
+        self.swarm = true;
+        self
     }
 
     /// The same profile drawing only from `classes`.
@@ -469,6 +550,23 @@ mod tests {
             }
             assert!(a.faults.iter().all(|f| f.at >= 300 && f.end() <= 2700), "{a}");
         }
+    }
+
+    #[test]
+    fn swarm_draws_a_nonempty_subset_and_a_budget_per_seed() {
+        let profile = Profile::new(3, 1, 3000).classes(&FaultClass::ALL).faults(0, 4).swarm();
+        let mut subsets = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let s = Schedule::generate(seed, &profile);
+            assert_eq!(s, Schedule::generate(seed, &profile));
+            let draw = s.swarm.clone().expect("swarm draw recorded");
+            assert!(!draw.enabled.is_empty());
+            assert!(s.faults.len() as u32 <= draw.max_faults, "{s}");
+            assert!(s.faults.iter().all(|f| draw.enabled.contains(&f.kind.class())), "{s}");
+            assert!(s.to_string().starts_with("swarm: enabled "), "{s}");
+            subsets.insert(draw.enabled);
+        }
+        assert!(subsets.len() > 20, "only {} distinct subsets", subsets.len());
     }
 
     #[test]

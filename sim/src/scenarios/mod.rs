@@ -97,6 +97,9 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
     // Stable: equal times keep nemesis faults first.
     lines.sort_by_key(|(at, _)| *at);
     outcome.schedule = lines.into_iter().map(|(_, l)| l).collect();
+    if let Some(draw) = &run.schedule.swarm {
+        outcome.schedule.insert(0, draw.to_string());
+    }
     outcome.simulated_ms = run.sim_elapsed.as_millis() as u64;
     outcome
 }
