@@ -137,6 +137,10 @@ pub struct ElectionPlan {
     pub stagger_ms: u64,
     /// The node leading at `at` freezes for `ms` (a GC pause).
     pub stall: Option<LeaderStall>,
+    /// The stall lands between that leader's leadership check and its next
+    /// write (a targeted fault: the write leaves with an ended term's epoch).
+    #[serde(default)]
+    pub stall_mid_write: bool,
     /// The node leading at this time calls `stop()` (a clean hand-over).
     pub stop_at: Option<Millis>,
 }

@@ -407,6 +407,9 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
                         length_ms,
                         stagger_ms: 0,
                         stall,
+                        // Kept out of the search space so committed
+                        // regression seeds still draw the plans they did.
+                        stall_mid_write: false,
                         stop_at,
                     })
                 })

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, order, Violation, ELECTION, SELF_FENCING};
+use super::{completed, order, Violation, ELECTION, LIVENESS, SELF_FENCING};
 use crate::history::{Event, EventKind, Millis, Op, Role, WriteResult};
 use crate::stats::reigns;
 
@@ -66,6 +66,35 @@ pub fn check_self_fencing(events: &[Event], election: &str) -> Vec<Violation> {
     }
     out.truncate(MAX_REPORTED);
     out
+}
+
+/// `liveness` after healing: once the last fault, stall and `stop()` are
+/// over (at `healed`), some node must lead at `healed + bound` (the bound
+/// being lease + campaign interval + round trips: the longest a healed
+/// election can take to elect, a stale key expiring first). Judged only
+/// when the run lasts past that instant (`length`); a run that ends sooner
+/// proves nothing either way.
+pub fn check_liveness(events: &[Event], election: &str, healed: Millis, bound: Millis, length: Millis) -> Vec<Violation> {
+    let at = healed + bound;
+    if at >= length {
+        return Vec::new();
+    }
+    let rs = reigns(events, election);
+    if rs.iter().any(|r| r.from <= at && at < r.to) {
+        return Vec::new();
+    }
+    let last = rs.iter().filter(|r| r.from <= at).max_by_key(|r| r.to);
+    vec![Violation::new(
+        LIVENESS,
+        Some(at),
+        format!(
+            "{election}: no node led at {at}ms, {bound}ms after the last fault healed at {healed}ms{}",
+            match last {
+                Some(r) => format!(" (the last reign before it: {} until {}ms)", r.process, r.to),
+                None => " (nobody had led yet)".to_string(),
+            }
+        ),
+    )]
 }
 
 /// Checks election `election`; writes are those to key `resource`.

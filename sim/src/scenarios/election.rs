@@ -29,18 +29,20 @@
 //! window, failover (a stall longer than the lease, until another node
 //! leads) and hand-over (from `stop()` until another node leads).
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use core::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand::rngs::StdRng;
-use redis_primitives::election::{Demotion, Election};
+use redis_primitives::election::{Demotion, DemotionReason, Election};
 use redis_primitives::naive::NaiveElection;
-use redis_primitives::{FencedStore, OwnerSource, WriteOutcome};
+use redis_primitives::{FencedStore, FencingToken, OwnerSource, WriteOutcome};
 use serde::Serialize;
 use tokio::time::{sleep, Instant};
 
-use super::{outcome_from, Outcome};
+use super::{outcome_from, Outcome, Situation};
 use crate::checker;
 use crate::history::{Op, Role, WriteResult};
 use crate::nemesis::{FaultClass, Profile, Schedule};
@@ -91,6 +93,8 @@ struct Plan {
     end_ms: u64,
     /// The node leading at `.0` freezes for `.1` ms.
     stall: Option<(u64, u64)>,
+    /// The stall lands between the leader's check and its next write.
+    stall_mid_write: bool,
     /// The node leading at this time calls `stop()`.
     stop: Option<u64>,
     /// Node i starts campaigning at `i * stagger_ms`.
@@ -127,27 +131,73 @@ impl Node {
         }
     }
 
-    async fn run(&self) {
+    /// The type whose operations this node calls (for the operations table).
+    fn api(&self) -> &'static str {
+        match self {
+            Node::Fenced { .. } => "Election",
+            Node::Naive(_) => "NaiveElection",
+        }
+    }
+
+    /// How the node's most recent term ended, as its run loop published it:
+    /// `(epoch, reason)`, the reason as a situation-name suffix.
+    fn last_demotion(&self) -> Option<(u64, &'static str)> {
+        let Node::Fenced { election, .. } = self else { return None };
+        let leadership = election.leadership();
+        let d = leadership.last_demotion()?;
+        let reason = match d.reason {
+            DemotionReason::LeaseLost => "lease-lost",
+            DemotionReason::RedisError(_) => "redis-error",
+            DemotionReason::DeadlineReached => "deadline-reached",
+            DemotionReason::Stopped => "stopped",
+            DemotionReason::Dropped => "dropped",
+        };
+        Some((d.epoch.get(), reason))
+    }
+
+    async fn run(&self, actor: &Actor) {
+        let op = Op::Note { text: "run(): campaign and renew until stop()".into() };
+        let id = actor.call(&format!("{}::run", self.api()), op.clone());
         // `run()` ends only after `stop()`; its error (a failed hand-back)
         // is visible in the history as the lease simply expiring.
-        let _ = match self {
+        let result = match self {
             Node::Fenced { election, .. } => election.run().await,
             Node::Naive(n) => n.run().await,
         };
+        match result {
+            Ok(()) => actor.ok(id, op),
+            Err(e) if e.outcome_is_unknown() => actor.info(id, op),
+            Err(_) => actor.fail(id, op),
+        }
     }
 
-    async fn stop(&self) {
+    async fn stop(&self, actor: &Actor) {
+        let op = Op::Note { text: "stop(): hand the lease back".into() };
+        let id = actor.call(&format!("{}::stop", self.api()), op.clone());
         match self {
             Node::Fenced { election, .. } => election.stop().await,
             Node::Naive(n) => n.stop().await,
         }
+        actor.ok(id, op);
     }
 
     /// One write attempt, recorded, if the node believes it leads.
-    async fn write(&self, actor: &Actor, value: String) {
+    /// Whether the node may act as leader now: `Some(epoch)` (`Some(None)`
+    /// for an election without epochs) or `None`.
+    fn may_write(&self) -> Option<Option<FencingToken>> {
         match self {
-            Node::Fenced { election, store } => {
-                let Some(epoch) = election.epoch() else { return };
+            Node::Fenced { election, .. } => election.epoch().map(Some),
+            Node::Naive(n) => n.is_leader().then_some(None),
+        }
+    }
+
+    /// One write, recorded, carrying the epoch the node had when it decided
+    /// to write (`may_write`): what a real leader does between checking
+    /// and writing, where a pause turns it into a stale leader.
+    async fn write(&self, actor: &Actor, value: String, believed: Option<FencingToken>) {
+        match self {
+            Node::Fenced { store, .. } => {
+                let Some(epoch) = believed else { return };
                 let op = |result| Op::Write {
                     key: RESOURCE.into(),
                     value: value.clone(),
@@ -155,7 +205,7 @@ impl Node {
                     fenced: true,
                     result,
                 };
-                let id = actor.invoke(op(None));
+                let id = actor.call("FencedStore::write", op(None));
                 match store.write(RESOURCE, value.as_bytes(), epoch).await {
                     Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
                     Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
@@ -166,11 +216,8 @@ impl Node {
                 }
             }
             Node::Naive(n) => {
-                if !n.is_leader() {
-                    return;
-                }
                 let op = |result| Op::Write { key: RESOURCE.into(), value: value.clone(), token: None, fenced: false, result };
-                let id = actor.invoke(op(None));
+                let id = actor.call("NaiveElection::write", op(None));
                 match n.write(RESOURCE, value.as_bytes()).await {
                     Ok(true) => actor.ok(id, op(Some(WriteResult::Accepted))),
                     Ok(false) => actor.fail(id, op(None)),
@@ -203,6 +250,17 @@ fn build_node(
     })
 }
 
+/// Freezes the leader `actor` for `duration` ms (a GC pause), recorded as
+/// a fault and a marker.
+fn stall_leader(actor: &Actor, markers: &Mutex<Vec<Marker>>, duration: u64, when: &str) {
+    let when = if when.is_empty() { String::new() } else { format!(" {when}") };
+    actor.history().fault(format!("stall {} (the leader) for {duration}ms{when}", actor.name()));
+    if let Ok(mut m) = markers.lock() {
+        m.push(Marker::Stall { node: actor.name().to_string(), at: actor.now(), duration });
+    }
+    actor.pause().pause_for(Duration::from_millis(duration));
+}
+
 /// The body of one node actor.
 async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) -> crate::world::ActorResult {
     let start_at = actor.index() as u64 * plan.stagger_ms;
@@ -212,12 +270,18 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
     let node = Arc::new(build_node(plan.variant, actor.connection(0), actor.seed(), plan.timing)?);
     let runner = {
         let node = Arc::clone(&node);
-        actor.spawn(async move { node.run().await })
+        let actor = actor.clone();
+        actor.clone().spawn(async move { node.run(&actor).await })
     };
+    // A stall the observer hands to the writer, to land between its check
+    // and its write (`stall_mid_write`).
+    let pending_stall: Rc<Cell<Option<u64>>> = Rc::new(Cell::new(None));
     let writer = {
         let node = Arc::clone(&node);
         let actor = actor.clone();
         let end = plan.end_ms;
+        let pending_stall = Rc::clone(&pending_stall);
+        let markers = Arc::clone(&markers);
         actor.clone().spawn(async move {
             let mut rng = StdRng::seed_from_u64(actor.seed_for("writes"));
             while actor.now() < end {
@@ -225,8 +289,18 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
                 if actor.now() >= end {
                     break;
                 }
+                let Some(believed) = node.may_write() else { continue };
+                if let Some(duration) = pending_stall.take() {
+                    // Checked, then frozen before the write goes out: it
+                    // leaves with the epoch of a term that ended meanwhile.
+                    stall_leader(&actor, &markers, duration, "between its leadership check and its write");
+                    // The pause takes hold at this task's next await: yield
+                    // here, so the write is sent after the stall (with a
+                    // fresh response timeout) rather than queued before it.
+                    tokio::task::yield_now().await;
+                }
                 let value = format!("{}@{}", actor.name(), actor.now());
-                node.write(&actor, value).await;
+                node.write(&actor, value, believed).await;
             }
         })
     };
@@ -235,6 +309,7 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
     let mut stalled = false;
     let mut stopped = false;
     let mut stopping = None;
+    let mut last_demotion = None;
     loop {
         let now = actor.now();
         let belief = node.belief().map(|(epoch, deadline)| (epoch, deadline.map(|d| actor.millis_of(d))));
@@ -256,18 +331,23 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
         }
         let leading = belief.is_some();
         last = belief;
+        let demotion = node.last_demotion();
+        if demotion != last_demotion {
+            if let Some((_, reason)) = demotion {
+                actor.reached(&format!("demoted-{reason}"));
+            }
+            last_demotion = demotion;
+        }
         if now >= plan.end_ms {
             break;
         }
         if let Some((at, duration)) = plan.stall {
             if !stalled && now >= at {
                 stalled = true;
-                if leading {
-                    actor.history().fault(format!("stall {} (the leader) for {duration}ms", actor.name()));
-                    if let Ok(mut m) = markers.lock() {
-                        m.push(Marker::Stall { node: actor.name().to_string(), at: now, duration });
-                    }
-                    actor.pause().pause_for(Duration::from_millis(duration));
+                if leading && plan.stall_mid_write {
+                    pending_stall.set(Some(duration));
+                } else if leading {
+                    stall_leader(&actor, &markers, duration, "");
                 }
             }
         }
@@ -280,14 +360,14 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
                 if let Ok(mut m) = markers.lock() {
                     m.push(Marker::Stop { node: actor.name().to_string(), at: now });
                 }
-                actor.note("stop() called: hand the lease back");
                 // Stopping runs beside this loop, which keeps sampling the
                 // node's belief: the reign ends when the library demotes
                 // (before it deletes the key), not when `stop()` returns,
                 // which is a round trip later and after the next leader may
                 // already have been elected.
                 let node = Arc::clone(&node);
-                stopping = Some(actor.spawn(async move { node.stop().await }));
+                let stopper = actor.clone();
+                stopping = Some(actor.spawn(async move { node.stop(&stopper).await }));
             }
         }
         sleep(Duration::from_millis(1)).await;
@@ -296,7 +376,7 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
         Some(task) => {
             let _ = task.await;
         }
-        None => node.stop().await,
+        None => node.stop(&actor).await,
     }
     let _ = writer.await;
     let _ = runner.await;
@@ -305,6 +385,23 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
 
 fn world_config(seed: u64) -> WorldConfig {
     WorldConfig::new(seed)
+}
+
+/// Reads the resource once every node has stopped: `no-stale-overwrite`
+/// then judges the final value against every accepted write.
+async fn final_read(actor: Actor, read_at: u64) -> crate::world::ActorResult {
+    let now = actor.now();
+    if read_at > now {
+        sleep(Duration::from_millis(read_at - now)).await;
+    }
+    let op = |value, token| Op::Read { key: RESOURCE.into(), value, token };
+    let id = actor.call("FencedStore::read", op(None, None));
+    match FencedStore::new(actor.connection(0)).read(RESOURCE).await {
+        Ok(Some(s)) => actor.ok(id, op(Some(String::from_utf8_lossy(&s.value).into_owned()), Some(s.token.get()))),
+        Ok(None) => actor.ok(id, op(None, None)),
+        Err(_) => actor.info(id, op(None, None)),
+    }
+    Ok(())
 }
 
 /// Runs one plan; returns the world's outcome and the workload's markers.
@@ -321,6 +418,10 @@ fn run_plan(
         let plan = plan.clone();
         let markers = Arc::clone(&markers);
         world.actor(format!("node-{i}"), move |actor| node_actor(actor, plan, markers));
+    }
+    if plan.variant != Variant::NoEpoch {
+        let read_at = plan.end_ms + 200;
+        world.actor("reader", move |actor| final_read(actor, read_at));
     }
     world.nemesis(schedule);
     let run = world.run()?;
@@ -368,14 +469,18 @@ pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result
 /// seeded leader stall and `stop()`, and the fault schedule (see `crate::plan`).
 pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
     const NODES: usize = 3;
-    const LENGTH: u64 = 3000;
+    // The last 700 ms are a quiet tail (no fault, no stall, no stop()
+    // starts there) in which `liveness` is judged.
+    const LENGTH: u64 = 3500;
+    const QUIET_TAIL: u64 = 700;
     let mut rng = StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-plan"));
     let stall_at = rng.random_range(300..=1200);
     let stall_for = rng.random_range(500..=1500);
     // A long stall late in the run leaves no room for a hand-over after it:
     // then the run has none (drawing from an empty range would panic).
-    let (stop_lo, stop_hi) = (stall_at + stall_for + 100, LENGTH - 300);
+    let (stop_lo, stop_hi) = (stall_at + stall_for + 100, LENGTH - QUIET_TAIL - 100);
     let stop_at = (stop_lo <= stop_hi).then(|| rng.random_range(stop_lo..=stop_hi));
+    let stall_mid_write = rng.random_bool(0.5);
     let plan = ElectionPlan {
         nodes: NODES as u32,
         lease_ms: LEASE_MS,
@@ -384,6 +489,7 @@ pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
         length_ms: LENGTH,
         stagger_ms: 0,
         stall: Some(LeaderStall { at: stall_at, ms: stall_for }),
+        stall_mid_write,
         stop_at,
     };
     let mut profile = Profile::new(NODES as u32, 1, LENGTH);
@@ -396,7 +502,8 @@ pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
     ];
     profile.faults = (0, 2);
     profile.duration = (50, 800);
-    (plan, Schedule::generate(seed, &profile))
+    profile.window = (LENGTH / 10, LENGTH - QUIET_TAIL);
+    (plan, Schedule::generate(seed, &profile.swarm()))
 }
 
 /// Runs an explicit plan of an election scenario.
@@ -412,6 +519,7 @@ pub fn run_planned(
         nodes: planned.nodes as usize,
         end_ms: planned.length_ms,
         stall: planned.stall.map(|s| (s.at, s.ms)),
+        stall_mid_write: planned.stall_mid_write,
         stop: planned.stop_at,
         stagger_ms: planned.stagger_ms,
         timing: (planned.lease_ms, planned.renew_ms, planned.campaign_ms),
@@ -423,18 +531,135 @@ pub fn run_planned(
     if let Some(at) = planned.stop_at {
         extra.push((at, format!("at {at}ms: stop() (workload) on the node leading then")));
     }
+    let schedule_end = schedule.faults.iter().map(crate::nemesis::Fault::end).max();
     let (run, markers) = run_plan(servers, seed, plan, world_config(seed), schedule)?;
     let mut outcome = outcome_from(&run, extra);
     let events = &outcome.history;
     let mut h = Histograms::new();
     stats::record_split_brain(events, ELECTION_NAME, &mut h);
-    measure(events, &markers, planned.lease_ms, &mut h);
-    outcome.violations = checker::election::check(events, ELECTION_NAME, RESOURCE);
+    let (failovers, handovers) = measure(events, &markers, planned.lease_ms, &mut h);
+    let mut violations = checker::election::check(events, ELECTION_NAME, RESOURCE);
+    violations.extend(checker::stale_overwrite::check(events));
     if variant == Variant::Election {
-        outcome.violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
+        violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
     }
+    // Liveness after healing: the last fault, stall or stop() ends at
+    // `healed`; a leader must hold from `healed + bound` on.
+    let healed = planned
+        .stall
+        .map(|s| s.at + s.ms)
+        .into_iter()
+        .chain(planned.stop_at)
+        .chain(schedule_end)
+        .max()
+        .unwrap_or(0);
+    let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
+    violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
+    outcome.violations = violations;
+    reach_from_history(&mut outcome, variant, &failovers, &handovers, &markers, planned.lease_ms);
     outcome.histograms = h;
     Ok(outcome)
+}
+
+/// Round trips and scheduling slack allowed on top of lease + campaign
+/// before a missing leader is a `liveness` violation: an acquire is one
+/// round trip (at most 2 × 10 ms on the scenario's links), plus the 1 ms
+/// sampling of the observer, with a wide margin.
+const LIVENESS_SLACK_MS: u64 = 100;
+
+/// Situations every election variant reaches.
+const COMMON: [Situation; 2] = [
+    Situation {
+        name: "failover-during-stall",
+        meaning: "the leader froze longer than its lease and another node led before it woke",
+    },
+    Situation { name: "hand-over-after-stop", meaning: "a leader called stop() and another node took over" },
+];
+
+/// What `election` exists to reach.
+pub const SITUATIONS: &[Situation] = &[
+    COMMON[0],
+    COMMON[1],
+    Situation {
+        name: "stalled-leader-stopped-believing",
+        meaning: "a frozen leader's reign ended at its local deadline, while it was still frozen",
+    },
+    Situation { name: "renewal-confirmed", meaning: "a leader's renewal was confirmed and its deadline moved on" },
+    Situation {
+        name: "stale-leader-write-refused",
+        meaning: "the fenced store refused a write carrying an older epoch",
+    },
+    Situation {
+        name: "demoted-deadline-reached",
+        meaning: "a leader stepped down because no renewal was confirmed before its local deadline",
+    },
+    Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
+];
+
+/// What `election-renew-only` exists to reach.
+pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
+    COMMON[0],
+    COMMON[1],
+    Situation {
+        name: "stale-leader-write-refused",
+        meaning: "the fenced store refused a write carrying an older epoch",
+    },
+    Situation {
+        name: "demoted-lease-lost",
+        meaning: "a woken leader's renewal found the lease gone or someone else's, and it stepped down",
+    },
+    Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
+];
+
+/// What `election-no-epoch` exists to reach.
+pub const NO_EPOCH_SITUATIONS: &[Situation] = &[COMMON[0], COMMON[1]];
+
+/// Situations recognised in the finished history.
+fn reach_from_history(
+    outcome: &mut Outcome,
+    variant: Variant,
+    failovers: &[u64],
+    handovers: &[u64],
+    markers: &[Marker],
+    lease_ms: u64,
+) {
+    if !failovers.is_empty() {
+        outcome.reach("failover-during-stall");
+    }
+    if !handovers.is_empty() {
+        outcome.reach("hand-over-after-stop");
+    }
+    let reigns = stats::reigns(&outcome.history, ELECTION_NAME);
+    let stalled_past_deadline = markers.iter().any(|m| match m {
+        Marker::Stall { node, at, duration } => {
+            *duration > lease_ms
+                && reigns.iter().any(|r| &r.process == node && r.from <= *at && r.to > *at && r.to < at + duration)
+        }
+        Marker::Stop { .. } => false,
+    });
+    if variant == Variant::Election && stalled_past_deadline {
+        outcome.reach("stalled-leader-stopped-believing");
+    }
+    let mut refused = false;
+    let mut renewed = false;
+    let mut deadlines: std::collections::BTreeMap<(&str, Option<u64>), u64> = Default::default();
+    for e in &outcome.history {
+        match &e.op {
+            Op::Write { result: Some(WriteResult::Rejected { .. }), .. } => refused = true,
+            Op::Role { role: Role::Leader, epoch, deadline: Some(d), .. } => {
+                if let Some(old) = deadlines.insert((e.process.as_str(), *epoch), *d) {
+                    renewed |= *d > old;
+                }
+            }
+            _ => {}
+        }
+    }
+    if refused {
+        outcome.reach("stale-leader-write-refused");
+    }
+    if renewed {
+        outcome.reach("renewal-confirmed");
+    }
 }
 
 /// `election`.
@@ -544,7 +769,16 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
         Figure::SplitBrain => (Some((at, 1500)), None, at + 2000),
     };
     let plan =
-        Plan { variant, nodes: 2, end_ms: end, stall, stop, stagger_ms: 10, timing: (LEASE_MS, RENEW_MS, CAMPAIGN_MS) };
+        Plan {
+            variant,
+            nodes: 2,
+            end_ms: end,
+            stall,
+            stall_mid_write: false,
+            stop,
+            stagger_ms: 10,
+            timing: (LEASE_MS, RENEW_MS, CAMPAIGN_MS),
+        };
     let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
     let (run, markers) = run_plan(servers, k, plan, config, Schedule::none())?;
     let events = run.history.events();
