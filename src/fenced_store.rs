@@ -30,10 +30,11 @@ use redis::Script;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::keys::Prefix;
+use crate::script_source;
 use crate::token::FencingToken;
 
 static WRITE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/fenced_write.lua")));
+    LazyLock::new(|| script_source::script("fenced_write", include_str!("scripts/fenced_write.lua")));
 
 /// A key-value resource that refuses writes carrying a stale fencing token.
 #[derive(Debug, Clone)]

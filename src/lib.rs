@@ -30,7 +30,7 @@
 //! | `election/` | [`election::Election`]: configuration, shared state, the run loop |
 //! | `redlock/` | [`redlock::Redlock`]: configuration, votes, the lease, a polling join |
 //! | `naive/` | the broken versions |
-//! | `scripts/*.lua` | one Lua script per file |
+//! | `scripts/*.lua`, `script_source.rs` | one Lua script per file; where its text comes from (the harness's mutation seam, behind a feature users never enable) |
 #![deny(missing_docs)]
 
 mod connection;
@@ -47,6 +47,7 @@ mod owner;
 pub mod rate_limit;
 pub mod redlock;
 mod retry;
+mod script_source;
 mod token;
 mod ttl;
 

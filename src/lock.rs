@@ -34,15 +34,16 @@ use crate::error::{Error, Result};
 use crate::keys::Prefix;
 use crate::lease::Lease;
 use crate::owner::OwnerSource;
+use crate::script_source;
 use crate::token::FencingToken;
 use crate::ttl::Ttl;
 
 static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/lock_acquire.lua")));
+    LazyLock::new(|| script_source::script("lock_acquire", include_str!("scripts/lock_acquire.lua")));
 static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/lock_release.lua")));
+    LazyLock::new(|| script_source::script("lock_release", include_str!("scripts/lock_release.lua")));
 static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/lock_extend.lua")));
+    LazyLock::new(|| script_source::script("lock_extend", include_str!("scripts/lock_extend.lua")));
 
 /// A factory for fenced leases over one connection.
 #[derive(Debug, Clone)]

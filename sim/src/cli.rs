@@ -86,6 +86,19 @@ pub enum Command {
     /// OUT/report.json (full percentiles). Build with --release for
     /// meaningful speed figures.
     Report(ReportArgs),
+    /// Mutate the library's Lua scripts and count what the checkers kill.
+    ///
+    /// Each mutant is one edit to one line of one script (a comparison
+    /// flipped, `and` for `or`, an integer one up or down — which covers
+    /// `KEYS[1]` for `KEYS[2]` and off-by-one bounds). Each is run, in a
+    /// child `rp-sim explore` with the mutated text loaded into the
+    /// production types, over the correct scenarios that use the script,
+    /// seeds 0..N, until a checker reports a violation (killed). A survivor
+    /// not listed as equivalent is a gap in the harness. Exit status 0 when
+    /// every non-equivalent mutant was killed, 1 when one survived, 2 on a
+    /// usage or set-up error.
+    #[command(after_help = "Example:\n  rp-sim mutants --seeds 20 --out reports/mutants.md\n  rp-sim mutants --script sliding_log --list")]
+    Mutants(MutantsArgs),
 }
 
 /// `explore` options.
@@ -107,6 +120,28 @@ pub struct ExploreArgs {
     /// [situations no seed reached], digest.
     #[arg(long)]
     pub json: bool,
+    /// Stop at the first violating seed (what a search for one
+    /// counterexample, or `rp-sim mutants`, wants).
+    #[arg(long)]
+    pub fail_fast: bool,
+}
+
+/// `mutants` options.
+#[derive(Debug, Args)]
+pub struct MutantsArgs {
+    /// Seeds per scenario a mutant must survive (0..N, stopping at the
+    /// first violation).
+    #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seeds: u64,
+    /// Only the mutants of this script (`lock_acquire`, `sliding_log`, …).
+    #[arg(long)]
+    pub script: Option<String>,
+    /// Also write the Markdown table to this file (e.g. reports/mutants.md).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// List the mutants without running them.
+    #[arg(long)]
+    pub list: bool,
 }
 
 /// `replay` options.
@@ -273,6 +308,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         Command::Explore(args) => explore_cmd(args),
         Command::Replay(args) => replay_cmd(args),
+        Command::Mutants(args) => mutants_cmd(args),
         Command::Report(args) => match crate::report::write_report(&args.out, args.seeds, args.mutation_seeds) {
             Ok(path) => {
                 println!("report written to {}", path.display());
@@ -293,7 +329,7 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
     };
     let mut servers = Servers::new();
     let progress = if stderr_is_terminal() { Progress::Bar } else { Progress::Lines };
-    let ex = match explore(scenario, &mut servers, args.start_seed, args.seeds, progress, &|| false) {
+    let ex = match explore(scenario, &mut servers, args.start_seed, args.seeds, progress, args.fail_fast) {
         Ok(ex) => ex,
         Err(e) => {
             eprintln!("rp-sim: set-up error: {e}");
@@ -378,6 +414,72 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
         0
     } else {
         1
+    }
+}
+
+fn mutants_cmd(args: MutantsArgs) -> i32 {
+    use crate::mutants::{generate, judge, markdown, scratch_file, MutantResult, Verdict, SCRIPTS};
+    let scripts: Vec<_> = SCRIPTS.iter().filter(|s| args.script.as_deref().is_none_or(|n| n == s.name)).collect();
+    if scripts.is_empty() {
+        let names: Vec<&str> = SCRIPTS.iter().map(|s| s.name).collect();
+        eprintln!("rp-sim: no script named {:?}; scripts: {}", args.script.unwrap_or_default(), names.join(", "));
+        return 2;
+    }
+    if args.list {
+        for s in &scripts {
+            for m in generate(s) {
+                println!("{m}");
+            }
+        }
+        return 0;
+    }
+    let rp_sim = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rp-sim: cannot find its own executable to run mutants in: {e}");
+            return 2;
+        }
+    };
+    let scratch = scratch_file();
+    let mut results = Vec::new();
+    let total: usize = scripts.iter().map(|s| generate(s).len()).sum();
+    for s in &scripts {
+        for mutant in generate(s) {
+            let verdict = match judge(&rp_sim, &scratch, &mutant, s.scenarios, args.seeds) {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("rp-sim: cannot run a mutant: {e}");
+                    let _ = std::fs::remove_file(&scratch);
+                    return 2;
+                }
+            };
+            let label = match &verdict {
+                Verdict::Killed { scenario, seed, invariant } => format!("killed ({scenario} seed {seed}: {invariant})"),
+                Verdict::Equivalent { .. } => "equivalent".to_string(),
+                Verdict::Survived => "SURVIVED".to_string(),
+                Verdict::Error { message } => format!("error: {message}"),
+            };
+            eprintln!("[{}/{total}] {mutant}: {label}", results.len() + 1);
+            results.push(MutantResult { mutant, verdict });
+        }
+    }
+    let _ = std::fs::remove_file(&scratch);
+    let md = markdown(&results, args.seeds);
+    print!("{md}");
+    if let Some(out) = &args.out {
+        if let Err(e) = std::fs::write(out, &md) {
+            eprintln!("rp-sim: cannot write {}: {e}", out.display());
+            return 2;
+        }
+    }
+    let survived = results.iter().any(|r| matches!(r.verdict, Verdict::Survived));
+    let errors = results.iter().any(|r| matches!(r.verdict, Verdict::Error { .. }));
+    if errors {
+        2
+    } else if survived {
+        1
+    } else {
+        0
     }
 }
 

@@ -118,17 +118,16 @@ fn draw(name: &str, done: u64, total: u64, violating: usize, started: Instant) {
     let _ = err.flush();
 }
 
-/// Runs seeds `start..start + seeds` of `scenario`.
-///
-/// `interrupted` is polled between seeds so a caller can stop early; the
-/// exploration then reports the seeds it finished.
+/// Runs seeds `start..start + seeds` of `scenario`; with `fail_fast`, stops
+/// after the first violating seed (the exploration then reports the seeds
+/// it ran).
 pub fn explore(
     scenario: &'static Scenario,
     servers: &mut Servers,
     start: u64,
     seeds: u64,
     progress: Progress,
-    interrupted: &dyn Fn() -> bool,
+    fail_fast: bool,
 ) -> Result<Exploration, SetupError> {
     let started = Instant::now();
     let mut ex = Exploration {
@@ -147,9 +146,6 @@ pub fn explore(
     let mut digest = Fnv1a::default();
     let mut last_draw = Instant::now();
     for seed in start..start.saturating_add(seeds) {
-        if interrupted() {
-            break;
-        }
         let outcome: Outcome = scenario.run(servers, seed)?;
         digest.write(format!("{seed} {}\n", outcome.digest).as_bytes());
         ex.histograms.merge(&outcome.histograms);
@@ -169,6 +165,9 @@ pub fn explore(
                 schedule: outcome.schedule,
                 replay: replay_command(scenario.name, seed),
             });
+        }
+        if fail_fast && !ex.violating.is_empty() {
+            break;
         }
         if progress == Progress::Bar && (last_draw.elapsed() >= Duration::from_millis(100) || ex.seeds == seeds) {
             draw(scenario.name, ex.seeds, seeds, ex.violating.len(), started);

@@ -25,6 +25,7 @@
 //! | [`scenarios`] | the registry and one module per family of scenarios |
 //! | [`explore`] | many seeds of one scenario |
 //! | [`search`], [`mutation`] | proptest strategies, search and shrinking; the mutation table |
+//! | [`mutants`] | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
 //! | [`report`] | `rp-sim report`: Markdown + JSON under `reports/` |
 //! | [`cli`] | the `rp-sim` command line |
 #![deny(missing_docs)]
@@ -35,6 +36,7 @@ pub mod cli;
 pub mod clock;
 pub mod explore;
 pub mod history;
+pub mod mutants;
 pub mod mutation;
 pub mod nemesis;
 pub mod net;

@@ -200,7 +200,7 @@ pub fn write_report(out: &Path, seeds: u64, mutation_seeds: u64) -> Result<PathB
     let progress = if stderr_is_terminal() { Progress::Bar } else { Progress::Lines };
     let mut rows = Vec::new();
     for s in SCENARIOS.iter().filter(|s| s.run.is_some()) {
-        let ex = explore(s, &mut servers, 0, seeds, progress, &|| false)?;
+        let ex = explore(s, &mut servers, 0, seeds, progress, false)?;
         rows.push(row(s, &ex));
     }
     let bench = benchmark(&mut servers, 20)?;

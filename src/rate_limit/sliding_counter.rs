@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::keys::Prefix;
 
 static CHECK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../scripts/sliding_counter.lua")));
+    LazyLock::new(|| crate::script_source::script("sliding_counter", include_str!("../scripts/sliding_counter.lua")));
 
 /// The O(1)-memory sliding-window limiter: two fixed buckets weighted by
 /// overlap, approximate within a documented bound.

@@ -81,7 +81,8 @@ mod join;
 mod lease;
 mod vote;
 
-use std::sync::{Arc, Mutex};
+use std::borrow::Cow;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use core::future::Future;
 use core::time::Duration;
@@ -109,8 +110,10 @@ use vote::{remaining_validity, Round};
 // compiled body by its hash. The per-master operations are exactly the
 // single-instance lock's compare-and-delete and compare-and-pexpire, so the
 // same script files serve both.
-const RELEASE: &str = include_str!("../scripts/lock_release.lua");
-const EXTEND: &str = include_str!("../scripts/lock_extend.lua");
+static RELEASE: LazyLock<Cow<'static, str>> =
+    LazyLock::new(|| crate::script_source::text("lock_release", include_str!("../scripts/lock_release.lua")));
+static EXTEND: LazyLock<Cow<'static, str>> =
+    LazyLock::new(|| crate::script_source::text("lock_extend", include_str!("../scripts/lock_extend.lua")));
 
 /// Bytes of CSPRNG output per ownership value (Redlock asks for at least 20).
 pub const OWNER_BYTES: usize = 20;
@@ -473,7 +476,7 @@ async fn set_nx_px<C: Connection>(
 
 async fn delete_if_owner<C: Connection>(mut conn: C, key: &str, owner: &str) -> RedisResult<bool> {
     let n: i64 = redis::cmd("EVAL")
-        .arg(RELEASE)
+        .arg(&**RELEASE)
         .arg(1)
         .arg(key)
         .arg(owner)
@@ -489,7 +492,7 @@ async fn pexpire_if_owner<C: Connection>(
     ttl_ms: u64,
 ) -> RedisResult<bool> {
     let n: i64 = redis::cmd("EVAL")
-        .arg(EXTEND)
+        .arg(&**EXTEND)
         .arg(1)
         .arg(key)
         .arg(owner)

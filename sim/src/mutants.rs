@@ -1,0 +1,409 @@
+//! `rp-sim mutants`: the harness measured by mutating the library's scripts.
+//!
+//! A harness is judged by the bugs it finds that nobody planted for it. The
+//! Lua scripts are where a one-character slip hides best (`<` for `<=`, a
+//! `KEYS[2]` for `KEYS[1]`, an `and` for an `or`), and they are data: this
+//! module derives **mutants** from each script's text with a handful of
+//! classic operators, runs the correct scenarios that use the script against
+//! each mutant (the library reads the mutated text through its
+//! `mutation-hooks` seam, in a child `rp-sim explore` process, so every
+//! mutant starts from a clean process), and counts a mutant **killed** when
+//! any checker reports a violation on the pinned seeds.
+//!
+//! A survivor is either a gap in the harness (a workload that never reaches
+//! the line, a checker that does not judge its effect) or an **equivalent**
+//! mutant (no observable behaviour changes); the equivalent ones are listed
+//! in [`EQUIVALENT`], each with its one-line reason, matched by script and
+//! the mutated line's text.
+//!
+//! Mutants are generated, not listed: a change to a script yields its new
+//! mutants without anyone keeping a table in step.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+/// A library script, with the correct scenarios that exercise it, in the
+/// order they are tried (the cheapest killer first).
+#[derive(Debug, Clone, Copy)]
+pub struct ScriptUnderTest {
+    /// File name without `.lua` (what `RP_MUTANT_SCRIPT` names).
+    pub name: &'static str,
+    /// Its text as compiled into the library.
+    pub text: &'static str,
+    /// Correct scenarios whose histories depend on it.
+    pub scenarios: &'static [&'static str],
+}
+
+/// Every script of the library.
+pub const SCRIPTS: &[ScriptUnderTest] = &[
+    ScriptUnderTest {
+        name: "lock_acquire",
+        text: include_str!("../../src/scripts/lock_acquire.lua"),
+        scenarios: &["lock", "fencing", "election"],
+    },
+    ScriptUnderTest {
+        name: "lock_release",
+        text: include_str!("../../src/scripts/lock_release.lua"),
+        scenarios: &["lock", "election", "redlock"],
+    },
+    ScriptUnderTest {
+        name: "lock_extend",
+        text: include_str!("../../src/scripts/lock_extend.lua"),
+        scenarios: &["election", "lock", "redlock"],
+    },
+    ScriptUnderTest {
+        name: "fenced_write",
+        text: include_str!("../../src/scripts/fenced_write.lua"),
+        scenarios: &["fencing", "lock", "election"],
+    },
+    ScriptUnderTest {
+        name: "sliding_log",
+        text: include_str!("../../src/scripts/sliding_log.lua"),
+        scenarios: &["rate-limit"],
+    },
+    ScriptUnderTest {
+        name: "sliding_counter",
+        text: include_str!("../../src/scripts/sliding_counter.lua"),
+        scenarios: &["rate-limit-counter"],
+    },
+];
+
+/// Mutants known to change nothing observable: `(script, mutated line
+/// (trimmed), reason)`. A survivor listed here is reported as equivalent,
+/// not as a gap.
+pub const EQUIVALENT: &[(&str, &str, &str)] = &[];
+
+/// One mutant: a single edit to one line of one script.
+#[derive(Debug, Clone, Serialize)]
+pub struct Mutant {
+    /// Script name.
+    pub script: &'static str,
+    /// 1-based line number.
+    pub line: usize,
+    /// The operator applied (`<= -> <`, `1 -> 2`, …).
+    pub operator: String,
+    /// The line before (trimmed).
+    pub original: String,
+    /// The line after (trimmed).
+    pub mutated: String,
+    /// The whole mutated script.
+    #[serde(skip)]
+    pub text: String,
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.lua:{} [{}] `{}`", self.script, self.line, self.operator, self.mutated)
+    }
+}
+
+/// Token replacements: `(from, to)`, applied one occurrence at a time.
+/// Longer operators come first so `<=` is not also read as `<`.
+const SWAPS: &[(&str, &str)] = &[
+    ("<=", "<"),
+    (">=", ">"),
+    ("==", "~="),
+    ("~=", "=="),
+    ("<", "<="),
+    (">", ">="),
+    (" + ", " - "),
+    (" - ", " + "),
+    (" and ", " or "),
+    (" or ", " and "),
+    ("not ", ""),
+];
+
+/// Every mutant of `script`: each swap at each place it applies, and each
+/// integer literal one up and one down (which covers `KEYS[1]` → `KEYS[2]`
+/// and off-by-one bounds). Comments and string literals are left alone.
+pub fn generate(script: &ScriptUnderTest) -> Vec<Mutant> {
+    let lines: Vec<&str> = script.text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code_end = code_end(line);
+        let code = &line[..code_end];
+        if code.trim().is_empty() {
+            continue;
+        }
+        let mut edits: Vec<(usize, usize, String, String)> = Vec::new(); // (at, len, replacement, operator)
+        for (from, to) in SWAPS {
+            let mut start = 0;
+            while let Some(pos) = code[start..].find(from) {
+                let at = start + pos;
+                start = at + from.len();
+                if in_string(code, at) || overlaps_longer(code, at, from) {
+                    continue;
+                }
+                edits.push((at, from.len(), to.to_string(), format!("{} -> {}", from.trim(), display(to))));
+            }
+        }
+        for (at, len, n) in integers(code) {
+            edits.push((at, len, (n + 1).to_string(), format!("{n} -> {}", n + 1)));
+            if n > 0 {
+                edits.push((at, len, (n - 1).to_string(), format!("{n} -> {}", n - 1)));
+            }
+        }
+        edits.sort_by_key(|(at, ..)| *at);
+        for (at, len, replacement, operator) in edits {
+            let mutated_line = format!("{}{}{}", &line[..at], replacement, &line[at + len..]);
+            let mut text = String::with_capacity(script.text.len() + 4);
+            for (j, l) in lines.iter().enumerate() {
+                text.push_str(if j == i { &mutated_line } else { l });
+                text.push('\n');
+            }
+            out.push(Mutant {
+                script: script.name,
+                line: i + 1,
+                operator,
+                original: line.trim().to_string(),
+                mutated: mutated_line.trim().to_string(),
+                text,
+            });
+        }
+    }
+    out
+}
+
+fn display(to: &str) -> &str {
+    if to.is_empty() {
+        "(removed)"
+    } else {
+        to.trim()
+    }
+}
+
+/// Where the code of a line ends (before a `--` comment outside a string).
+fn code_end(line: &str) -> usize {
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        if bytes[i] == b'-' && bytes[i + 1] == b'-' && !in_string(line, i) {
+            return i;
+        }
+        i += 1;
+    }
+    line.len()
+}
+
+/// Whether byte `at` of `code` is inside a '…' or "…" literal.
+fn in_string(code: &str, at: usize) -> bool {
+    let mut quote = None;
+    for (i, c) in code.char_indices() {
+        if i >= at {
+            break;
+        }
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+    }
+    quote.is_some()
+}
+
+/// Whether the one-character operator at `at` is part of a longer one
+/// (`<` of `<=`, `=` runs), which has swaps of its own.
+fn overlaps_longer(code: &str, at: usize, from: &str) -> bool {
+    if from.len() != 1 {
+        return false;
+    }
+    let next = code.as_bytes().get(at + 1).copied();
+    let prev = at.checked_sub(1).map(|p| code.as_bytes()[p]);
+    next == Some(b'=') || prev == Some(b'<') || prev == Some(b'>') || prev == Some(b'-')
+}
+
+/// Integer literals in `code` outside strings: `(at, len, value)`. A digit
+/// run glued to a name (`x1`) or to a `.` is not a literal.
+fn integers(code: &str) -> Vec<(usize, usize, u64)> {
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let glued_before = start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_' || bytes[start - 1] == b'.');
+            let glued_after = i < bytes.len() && (bytes[i].is_ascii_alphabetic() || bytes[i] == b'_' || bytes[i] == b'.');
+            if !glued_before && !glued_after && !in_string(code, start) {
+                if let Ok(n) = code[start..i].parse() {
+                    out.push((start, i - start, n));
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// What happened to one mutant.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "verdict")]
+pub enum Verdict {
+    /// A checker caught it.
+    Killed {
+        /// The scenario that caught it.
+        scenario: String,
+        /// The first seed that violated.
+        seed: u64,
+        /// The invariant.
+        invariant: String,
+    },
+    /// Listed in [`EQUIVALENT`].
+    Equivalent {
+        /// Why it changes nothing observable.
+        reason: String,
+    },
+    /// No checker caught it on the pinned seeds: a gap in the harness.
+    Survived,
+    /// The child run failed to set up (exit 2): the mutant was not judged.
+    Error {
+        /// What the child printed.
+        message: String,
+    },
+}
+
+/// One row of the mutation report.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutantResult {
+    /// The mutant.
+    pub mutant: Mutant,
+    /// Its fate.
+    pub verdict: Verdict,
+}
+
+/// Runs one mutant: each of the script's scenarios over `seeds` seeds from
+/// 0, stopping at the first violation, in a child `rp-sim` process
+/// (`rp_sim`) with the mutated text at `scratch`.
+pub fn judge(rp_sim: &Path, scratch: &Path, mutant: &Mutant, scenarios: &[&str], seeds: u64) -> std::io::Result<Verdict> {
+    if let Some((_, _, reason)) = EQUIVALENT.iter().find(|(s, line, _)| *s == mutant.script && *line == mutant.mutated) {
+        return Ok(Verdict::Equivalent { reason: reason.to_string() });
+    }
+    std::fs::write(scratch, &mutant.text)?;
+    for scenario in scenarios {
+        let out = Command::new(rp_sim)
+            .args(["explore", "--scenario", scenario, "--seeds", &seeds.to_string(), "--fail-fast", "--json"])
+            .env("RP_MUTANT_SCRIPT", mutant.script)
+            .env("RP_MUTANT_FILE", scratch)
+            .output()?;
+        match out.status.code() {
+            Some(0) => continue,
+            Some(1) => {
+                let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+                let first = &json["violations"][0];
+                return Ok(Verdict::Killed {
+                    scenario: scenario.to_string(),
+                    seed: first["seed"].as_u64().unwrap_or(0),
+                    invariant: first["invariant"].as_str().unwrap_or("?").to_string(),
+                });
+            }
+            _ => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                // A mutant that makes the process panic is caught too: the
+                // panic is the harness noticing (an unparseable reply).
+                if stderr.contains("panicked") {
+                    return Ok(Verdict::Killed {
+                        scenario: scenario.to_string(),
+                        seed: 0,
+                        invariant: "panic".to_string(),
+                    });
+                }
+                return Ok(Verdict::Error { message: stderr.lines().last().unwrap_or("").to_string() });
+            }
+        }
+    }
+    Ok(Verdict::Survived)
+}
+
+/// The scratch file a run's mutated scripts are written to.
+pub fn scratch_file() -> PathBuf {
+    std::env::temp_dir().join(format!("rp-sim-mutant-{}.lua", std::process::id()))
+}
+
+/// The Markdown report of a mutation run.
+pub fn markdown(results: &[MutantResult], seeds: u64) -> String {
+    use std::fmt::Write as _;
+    let count = |f: fn(&Verdict) -> bool| results.iter().filter(|r| f(&r.verdict)).count();
+    let killed = count(|v| matches!(v, Verdict::Killed { .. }));
+    let equivalent = count(|v| matches!(v, Verdict::Equivalent { .. }));
+    let survived = count(|v| matches!(v, Verdict::Survived));
+    let errors = count(|v| matches!(v, Verdict::Error { .. }));
+    let judged = results.len() - equivalent - errors;
+    let mut md = String::new();
+    let _ = writeln!(md, "## Script mutants (`rp-sim mutants --seeds {seeds}`)\n");
+    let _ = writeln!(
+        md,
+        "{} mutants of the library's {} Lua scripts; {killed} killed, {survived} survived, {equivalent} equivalent, {errors} not judged (set-up error). Kill rate over non-equivalent mutants: **{:.1} %**.\n",
+        results.len(),
+        SCRIPTS.len(),
+        if judged == 0 { 100.0 } else { 100.0 * killed as f64 / judged as f64 }
+    );
+    let _ = writeln!(md, "| script | line | operator | mutated line | verdict |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for r in results {
+        let verdict = match &r.verdict {
+            Verdict::Killed { scenario, seed, invariant } => format!("killed by `{scenario}` seed {seed} ({invariant})"),
+            Verdict::Equivalent { reason } => format!("equivalent: {reason}"),
+            Verdict::Survived => "**survived**".to_string(),
+            Verdict::Error { message } => format!("error: {message}"),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | `{}` | `{}` | {} |",
+            r.mutant.script,
+            r.mutant.line,
+            r.mutant.operator,
+            r.mutant.mutated.replace('|', "\\|"),
+            verdict
+        );
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOY: ScriptUnderTest = ScriptUnderTest {
+        name: "toy",
+        text: "-- a comment with < and 1\nif x <= 1 and y == 'a<b' then\n  return KEYS[2]\nend\n",
+        scenarios: &[],
+    };
+
+    #[test]
+    fn mutants_skip_comments_and_strings_and_change_one_thing_each() {
+        let ms = generate(&TOY);
+        let lines: Vec<String> = ms.iter().map(|m| m.mutated.clone()).collect();
+        assert!(lines.contains(&"if x < 1 and y == 'a<b' then".to_string()), "{lines:?}");
+        assert!(lines.contains(&"if x <= 1 or y == 'a<b' then".to_string()), "{lines:?}");
+        assert!(lines.contains(&"if x <= 1 and y ~= 'a<b' then".to_string()), "{lines:?}");
+        assert!(lines.contains(&"if x <= 2 and y == 'a<b' then".to_string()), "{lines:?}");
+        assert!(lines.contains(&"return KEYS[1]".to_string()), "{lines:?}");
+        assert!(lines.contains(&"return KEYS[3]".to_string()), "{lines:?}");
+        // Nothing from the comment line or inside the string literal.
+        assert!(ms.iter().all(|m| m.line != 1), "{lines:?}");
+        assert!(lines.iter().all(|l| !l.contains("'a<=b'")), "{lines:?}");
+        // `<=` is not also mutated as `<` followed by `=`.
+        assert!(lines.iter().all(|l| !l.contains("<==")), "{lines:?}");
+        for m in &ms {
+            assert_ne!(m.text, TOY.text);
+            assert_eq!(m.text.lines().count(), TOY.text.lines().count());
+        }
+    }
+
+    #[test]
+    fn every_library_script_has_mutants_and_a_scenario() {
+        for s in SCRIPTS {
+            assert!(!generate(s).is_empty(), "{} has no mutants", s.name);
+            assert!(!s.scenarios.is_empty(), "{} is exercised by no scenario", s.name);
+            for name in s.scenarios {
+                assert!(crate::scenarios::find(name).is_some(), "{}: unknown scenario {name}", s.name);
+            }
+        }
+    }
+}
