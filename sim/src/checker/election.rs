@@ -80,7 +80,20 @@ pub fn check_liveness(events: &[Event], election: &str, healed: Millis, bound: M
         return Vec::new();
     }
     let rs = reigns(events, election);
-    if rs.iter().any(|r| r.from <= at && at < r.to) {
+    if let Some(r) = rs.iter().find(|r| r.from <= at && at < r.to) {
+        // Healed and quiet: the leader must also keep leading (its renewals
+        // confirmed) until the run ends, not step down and re-campaign.
+        let end = events.last().map_or(0, |e| e.time).min(length);
+        if r.to < end {
+            return vec![Violation::new(
+                LIVENESS,
+                Some(r.to),
+                format!(
+                    "{election}: {} led at {at}ms, after the faults had healed at {healed}ms, but stopped leading at {}ms with no fault to explain it (renewals must keep a healthy leader leading)",
+                    r.process, r.to
+                ),
+            )];
+        }
         return Vec::new();
     }
     let last = rs.iter().filter(|r| r.from <= at).max_by_key(|r| r.to);
