@@ -82,6 +82,10 @@ pub struct ScenarioRow {
     pub digest: String,
     /// Histograms with full percentiles.
     pub histograms: BTreeMap<String, Percentiles>,
+    /// Situation → seeds that reached it (every declared situation).
+    pub coverage: BTreeMap<String, u64>,
+    /// Public library operation → invocations.
+    pub operations: BTreeMap<String, u64>,
 }
 
 /// The speed benchmark.
@@ -153,6 +157,8 @@ fn row(s: &Scenario, ex: &Exploration) -> ScenarioRow {
         speedup: ex.speedup(),
         digest: ex.digest.to_string(),
         histograms: ex.histograms.percentiles().into_iter().filter(|(_, p)| p.summary.count > 0).collect(),
+        coverage: ex.coverage.clone(),
+        operations: ex.operations.clone(),
     }
 }
 
@@ -276,6 +282,37 @@ pub fn markdown(r: &Report) -> String {
         }
         let _ = writeln!(m);
     }
+
+    let _ = writeln!(m, "## Coverage: the situations each scenario exists to reach\n");
+    let _ = writeln!(
+        m,
+        "Seeds (of each scenario's run above) that reached each declared situation. A situation no \
+         seed reached is marked **unreached**: the scenario no longer gets where it should, and \
+         `sim/tests/coverage.rs` fails when its pinned seeds stop reaching one.\n"
+    );
+    let _ = writeln!(m, "| scenario | situation | seeds |");
+    let _ = writeln!(m, "|---|---|---:|");
+    for s in &r.scenarios {
+        for (situation, n) in &s.coverage {
+            let n = if *n == 0 { "**unreached**".to_string() } else { n.to_string() };
+            let _ = writeln!(m, "| `{}` | {} | {} |", s.scenario, situation, n);
+        }
+    }
+    let _ = writeln!(m);
+    let _ = writeln!(m, "## Operations: which public library calls each scenario makes\n");
+    let mut ops: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
+    for s in &r.scenarios {
+        for (op, n) in &s.operations {
+            ops.entry(op.as_str()).or_default().push((s.scenario.as_str(), *n));
+        }
+    }
+    let _ = writeln!(m, "| operation | scenarios (calls) |");
+    let _ = writeln!(m, "|---|---|");
+    for (op, uses) in &ops {
+        let uses: Vec<String> = uses.iter().map(|(s, n)| format!("`{s}` ({n})")).collect();
+        let _ = writeln!(m, "| `{op}` | {} |", uses.join(", "));
+    }
+    let _ = writeln!(m);
 
     let _ = writeln!(m, "## Histograms (simulated time)\n");
     let _ = writeln!(m, "All seeds of a scenario merged. What each measures:\n");
