@@ -30,6 +30,7 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
+use crate::instant::after;
 use crate::lease::Lease;
 use crate::lock::Lock;
 use crate::token::FencingToken;
@@ -47,7 +48,7 @@ impl KeepAlive {
     /// than `ttl` minus the lock's drift allowance, or the lease would reach
     /// its local deadline between two extensions.
     pub fn new<C: Connection>(lock: &Lock<C>, ttl: Ttl, every: Duration) -> Result<KeepAlive> {
-        let usable = ttl.as_duration().saturating_sub(lock.drift().allowance(ttl.as_duration()));
+        let usable = lock.drift().usable(ttl);
         if every.is_zero() {
             return Err(Error::invalid("extend interval", "must be greater than zero"));
         }
@@ -117,7 +118,7 @@ impl<C: Connection> Lock<C> {
     /// `lease` is updated after each confirmed extension.
     pub async fn keep_alive(&self, lease: &mut Lease, policy: KeepAlive) -> LeaseLoss {
         loop {
-            let next = (lease.sent_at + policy.every).min(lease.deadline);
+            let next = after(lease.sent_at, policy.every).min(lease.deadline);
             sleep_until(next).await;
             if Instant::now() >= lease.deadline {
                 return LeaseLoss::DeadlineReached;

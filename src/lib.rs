@@ -24,6 +24,7 @@
 //! | `ttl.rs`, `token.rs`, `drift.rs`, `owner.rs`, `keys.rs` | value types: [`Ttl`], [`FencingToken`], [`Drift`], [`Owner`], key prefixes |
 //! | `connection.rs` | the [`Connection`] bound |
 //! | `lock.rs`, `lease.rs`, `guard.rs` | [`Lock`], [`Lease`], the lease-loss signal |
+//! | `instant.rs` | deadline arithmetic that cannot panic |
 //! | `retry.rs` | [`Retry`], the opt-in retry policy |
 //! | `fenced_store.rs` | [`FencedStore`] |
 //! | `rate_limit/` | [`rate_limit::SlidingWindowLog`], [`rate_limit::SlidingWindowCounter`], their [`rate_limit::Limit`] and [`rate_limit::Decision`] |
@@ -39,6 +40,7 @@ pub mod election;
 mod error;
 mod fenced_store;
 mod guard;
+mod instant;
 mod keys;
 mod lease;
 mod lock;

@@ -31,6 +31,7 @@ use tokio::time::Instant;
 use crate::connection::Connection;
 use crate::drift::Drift;
 use crate::error::{Error, Result};
+use crate::instant::after;
 use crate::keys::Prefix;
 use crate::lease::Lease;
 use crate::owner::OwnerSource;
@@ -155,6 +156,10 @@ impl<C: Connection> Lock<C> {
         let key = self.key(name)?;
         let fence = format!("{key}:fence");
         let owner = self.owners.next_owner(16);
+        // Everything that depends only on the input is computed before the
+        // request is sent: nothing after the send may fail except parsing
+        // the reply, and that failure is a typed error, never a panic.
+        let usable = self.drift.usable(ttl);
         let mut conn = self.conn.clone();
         let sent_at = Instant::now();
         let reply: Option<i64> = ACQUIRE
@@ -177,7 +182,7 @@ impl<C: Connection> Lock<C> {
             token: FencingToken::new(token),
             ttl,
             sent_at,
-            deadline: self.deadline(sent_at, ttl),
+            deadline: after(sent_at, usable),
         }))
     }
 
@@ -199,6 +204,7 @@ impl<C: Connection> Lock<C> {
     /// the lease's TTL and local deadline move forward, measured from the
     /// moment this request was sent.
     pub async fn extend(&self, lease: &mut Lease, ttl: Ttl) -> Result<bool> {
+        let usable = self.drift.usable(ttl);
         let mut conn = self.conn.clone();
         let sent_at = Instant::now();
         let n: i64 = EXTEND
@@ -211,7 +217,7 @@ impl<C: Connection> Lock<C> {
         if n == 1 {
             lease.ttl = ttl;
             lease.sent_at = sent_at;
-            lease.deadline = self.deadline(sent_at, ttl);
+            lease.deadline = after(sent_at, usable);
             Ok(true)
         } else {
             Ok(false)
@@ -266,11 +272,6 @@ impl<C: Connection> Lock<C> {
                 detail: format!("PTTL {other}: the lock key has no expiry; something else wrote it"),
             }),
         }
-    }
-
-    pub(crate) fn deadline(&self, sent_at: Instant, ttl: Ttl) -> Instant {
-        let ttl = ttl.as_duration();
-        sent_at + ttl.saturating_sub(self.drift.allowance(ttl))
     }
 
     pub(crate) fn connection(&self) -> &C {

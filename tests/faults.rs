@@ -131,3 +131,41 @@ async fn timed_out_request_is_outcome_unknown_and_may_still_run() {
     assert!(observer.remaining_ttl("late").await.unwrap().is_some(), "the timed-out acquire took the lock");
     assert_eq!(observer.current_token("late").await.unwrap(), Some(FencingToken::new(1)));
 }
+
+/// Issue 13: `Drift::new(10, Duration::MAX)` was accepted and later
+/// panicked inside `acquire` — after the script had taken the lock. A drift
+/// is now validated whole, and the largest accepted one works with the
+/// largest TTL everywhere without a panic.
+#[tokio::test]
+async fn drift_is_validated_whole_and_the_largest_accepted_one_never_panics() {
+    use redis_primitives::election::Election;
+    use redis_primitives::redlock::{Redlock, RedlockConfig};
+    is_invalid(Drift::new(10, Duration::MAX), "drift constant");
+    is_invalid(Drift::new(0, Drift::MAX_CONSTANT + Duration::from_nanos(1)), "drift constant");
+    assert_eq!(Drift::new(999, Duration::MAX).err().map(|e| e.to_string().contains("drift")), Some(true));
+    // The public allowance is total for any Duration.
+    let widest = Drift::new(999, Drift::MAX_CONSTANT).unwrap();
+    assert!(widest.allowance(Duration::MAX) > widest.allowance(Duration::from_secs(1 << 62)));
+
+    let s = server();
+    let conn = connect(&s).await;
+    let ttl = Ttl::from_millis(Ttl::MAX_MILLIS).unwrap();
+    let lock = Lock::builder(conn.clone()).drift(widest).build().unwrap();
+    let lease = lock.acquire("wide", ttl).await.unwrap().expect("free");
+    assert!(!lease.is_trusted(), "an allowance larger than the TTL leaves nothing to trust");
+    assert!(lock.release(&lease).await.unwrap(), "and the lease is ours to release: no orphan");
+    is_invalid(KeepAlive::new(&lock, ttl, Duration::from_secs(1)), "extend interval");
+    is_invalid(Election::builder(conn.clone(), "wide").drift(widest).lease_ttl(ttl.as_duration()).build(), "lease_ttl");
+    let config = RedlockConfig::new(ttl).drift(widest);
+    is_invalid(Redlock::connect(vec![conn.clone()], config).await, "redlock drift");
+
+    // The default drift with the largest TTL: a lease trusted for ~285 000 years.
+    let lock = Lock::new(conn.clone());
+    let mut lease = lock.acquire("long", ttl).await.unwrap().unwrap();
+    assert!(lease.is_trusted());
+    assert!(lock.extend(&mut lease, ttl).await.unwrap());
+    assert!(lock.release(&lease).await.unwrap());
+    let redlock = Redlock::connect(vec![conn], RedlockConfig::new(ttl)).await.unwrap();
+    let held = redlock.acquire("long").await.unwrap().into_lease().expect("one master, free");
+    assert_eq!(redlock.release(&held).await.deleted, 1);
+}

@@ -18,7 +18,6 @@
 //! in order, so a late extension cannot keep the lease alive behind the
 //! node's back.
 
-use core::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
@@ -27,6 +26,8 @@ use crate::election::config::Demotion;
 use crate::election::state::DemotionReason;
 use crate::election::{Election, Shared};
 use crate::error::{Error, Result};
+// `at + d` that cannot panic: a huge interval is valid input.
+use crate::instant::after as later;
 use crate::lease::Lease;
 
 /// How a term ended, from the loop's point of view.
@@ -185,14 +186,6 @@ async fn stop_requested(stop: &mut watch::Receiver<bool>) {
     // receiver the loop holds, so this cannot fail; the guard it returns is
     // dropped here rather than held across the caller's next await.
     let _ = stop.wait_for(|s| *s).await;
-}
-
-/// `at + d`, or a year after `at` if that overflows (a huge interval is
-/// valid input and must not panic).
-fn later(at: Instant, d: Duration) -> Instant {
-    at.checked_add(d)
-        .or_else(|| at.checked_add(Duration::from_secs(365 * 24 * 3600)))
-        .unwrap_or(at)
 }
 
 /// Marks a `run()` as active for as long as it lives.

@@ -96,6 +96,7 @@ pub use vote::{Acquisition, Extension, MasterVote, Refusal, RefusalReason, Relea
 use crate::connection::Connection;
 use crate::drift::Drift;
 use crate::error::{Error, Result};
+use crate::instant::after;
 use crate::keys::Prefix;
 use crate::owner::{Owner, OwnerSource};
 use crate::retry::Retry;
@@ -324,7 +325,7 @@ impl<C: Connection> Redlock<C> {
                 lease.started_at = round.started;
                 lease.acquired_at = round.finished;
                 lease.validity = validity;
-                lease.valid_until = round.finished + validity;
+                lease.valid_until = after(round.finished, validity);
                 lease.votes = round.yes();
                 lease.ttl = self.ttl;
                 lease.masters = round.votes;
@@ -352,7 +353,7 @@ impl<C: Connection> Redlock<C> {
                 started_at: round.started,
                 acquired_at: round.finished,
                 validity,
-                valid_until: round.finished + validity,
+                valid_until: after(round.finished, validity),
                 votes: round.yes(),
                 quorum: self.quorum,
                 masters: round.votes,
