@@ -25,7 +25,7 @@ use std::future::Future;
 use std::sync::LazyLock;
 
 use core::time::Duration;
-use redis::Script;
+use redis::{Script, Value};
 use tokio::time::Instant;
 
 use crate::connection::Connection;
@@ -152,6 +152,11 @@ impl<C: Connection> Lock<C> {
     ///
     /// On `Err(e)` with `e.outcome_is_unknown()`, the lock may have been
     /// taken: it will expire after `ttl` at the latest.
+    ///
+    /// A key of another type at `lock:{name}` or its counter is
+    /// [`Error::WrongType`]; a counter that is not a positive integer `INCR`
+    /// can advance is [`Error::CorruptState`]. Neither takes the lock or
+    /// changes the counter.
     pub async fn acquire(&self, name: &str, ttl: Ttl) -> Result<Option<Lease>> {
         let key = self.key(name)?;
         let fence = format!("{key}:fence");
@@ -162,24 +167,24 @@ impl<C: Connection> Lock<C> {
         let usable = self.drift.usable(ttl);
         let mut conn = self.conn.clone();
         let sent_at = Instant::now();
-        let reply: Option<i64> = ACQUIRE
+        let reply: Value = ACQUIRE
             .key(&key)
             .key(&fence)
             .arg(owner.as_str())
             .arg(ttl.as_millis())
             .invoke_async(&mut conn)
             .await
-            .map_err(|e| Error::from_redis(e, &key))?;
-        let Some(raw) = reply else { return Ok(None) };
-        let token = u64::try_from(raw).map_err(|_| Error::UnexpectedReply {
-            key: fence.clone(),
-            detail: format!("fence counter returned {raw}, expected a positive integer"),
-        })?;
+            .map_err(|e| match Error::from_redis(e, &key) {
+                // The script reports the counter, not the lock key.
+                Error::CorruptState { detail, .. } => Error::corrupt(&fence, detail),
+                other => other,
+            })?;
+        let Some(token) = token_from_reply(reply, &fence)? else { return Ok(None) };
         Ok(Some(Lease {
             name: name.to_string(),
             key,
             owner,
-            token: FencingToken::new(token),
+            token,
             ttl,
             sent_at,
             deadline: after(sent_at, usable),
@@ -244,15 +249,24 @@ impl<C: Connection> Lock<C> {
     }
 
     /// The last fencing token issued for `name` (the holder's, if held).
+    /// A counter that is not a canonical decimal in `0..=2^63 − 1` is
+    /// [`Error::CorruptState`].
     pub async fn current_token(&self, name: &str) -> Result<Option<FencingToken>> {
         let fence = self.fence_key(name)?;
         let mut conn = self.conn.clone();
-        let raw: Option<u64> = redis::cmd("GET")
+        let raw: Option<Vec<u8>> = redis::cmd("GET")
             .arg(&fence)
             .query_async(&mut conn)
             .await
             .map_err(|e| Error::from_redis(e, &fence))?;
-        Ok(raw.map(FencingToken::new))
+        // The counter is a Redis integer: INCR never takes it past 2^63 − 1.
+        raw.map(|text| {
+            FencingToken::parse_canonical(&text).filter(|t| i64::try_from(t.get()).is_ok()).ok_or_else(|| {
+                let text = String::from_utf8_lossy(&text);
+                Error::corrupt(&fence, format!("fence counter {text:?} is not an integer in 0..=2^63 − 1"))
+            })
+        })
+        .transpose()
     }
 
     /// The server-side time left on `name`'s lease; `None` when not held.
@@ -267,10 +281,10 @@ impl<C: Connection> Lock<C> {
         match pttl {
             -2 => Ok(None),
             ms if ms >= 0 => Ok(Some(Duration::from_millis(ms as u64))),
-            other => Err(Error::UnexpectedReply {
-                key,
-                detail: format!("PTTL {other}: the lock key has no expiry; something else wrote it"),
-            }),
+            other => Err(Error::corrupt(
+                &key,
+                format!("PTTL {other}: the lock key has no expiry; something else wrote it"),
+            )),
         }
     }
 
@@ -287,5 +301,30 @@ impl<C: Connection> Lock<C> {
             drift: self.drift,
             owners: self.owners.clone(),
         }
+    }
+}
+
+/// The acquire script's reply: nil when held, else the token as an integer
+/// (below 2^53) or as its exact decimal string (from 2^53 on; ADR 0006).
+fn token_from_reply(reply: Value, fence: &str) -> Result<Option<FencingToken>> {
+    let token = match reply {
+        Value::Nil => return Ok(None),
+        Value::Int(n) => u64::try_from(n).ok().map(FencingToken::new),
+        Value::BulkString(text) => FencingToken::parse_canonical(&text),
+        other => {
+            return Err(Error::UnexpectedReply {
+                key: fence.to_string(),
+                detail: format!("acquire script returned {other:?}"),
+            })
+        }
+    };
+    // The script refuses counters below 1 itself; a zero or an unparsable
+    // token here means the reply was not the counter's.
+    match token {
+        Some(t) if t.get() > 0 => Ok(Some(t)),
+        _ => Err(Error::UnexpectedReply {
+            key: fence.to_string(),
+            detail: "acquire script returned a token that is not a positive integer".into(),
+        }),
     }
 }
