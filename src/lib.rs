@@ -23,7 +23,7 @@
 //! | `error.rs` | the one [`Error`] enum |
 //! | `ttl.rs`, `token.rs`, `drift.rs`, `owner.rs`, `keys.rs` | value types: [`Ttl`], [`FencingToken`], [`Drift`], [`Owner`], key prefixes |
 //! | `connection.rs` | the [`Connection`] bound |
-//! | `lock.rs`, `lease.rs`, `guard.rs` | [`Lock`], [`Lease`], the lease-loss signal |
+//! | `lock.rs`, `lease.rs`, `guard.rs`, `release.rs` | [`Lock`], [`Lease`], the lease-loss signal, the fate of a release ([`Release`]) |
 //! | `instant.rs` | deadline arithmetic that cannot panic |
 //! | `retry.rs` | [`Retry`], the opt-in retry policy |
 //! | `fenced_store.rs` | [`FencedStore`] |
@@ -47,6 +47,7 @@ mod lock;
 pub mod naive;
 mod owner;
 pub mod rate_limit;
+mod release;
 pub mod redlock;
 mod retry;
 mod script_source;
@@ -61,6 +62,7 @@ pub use guard::{GuardedOutcome, KeepAlive, LeaseLoss};
 pub use keys::validate_name;
 pub use lease::Lease;
 pub use lock::{Lock, LockBuilder, LockOutcome};
+pub use release::Release;
 pub use owner::{Owner, OwnerSource};
 pub use retry::Retry;
 pub use token::FencingToken;

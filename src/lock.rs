@@ -35,6 +35,7 @@ use crate::instant::after;
 use crate::keys::Prefix;
 use crate::lease::Lease;
 use crate::owner::OwnerSource;
+use crate::release::Release;
 use crate::script_source;
 use crate::token::FencingToken;
 use crate::ttl::Ttl;
@@ -65,7 +66,7 @@ pub struct LockBuilder<C> {
 }
 
 /// What [`Lock::with_lock`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum LockOutcome<T> {
     /// The lock was taken by someone else; the body did not run.
     NotAcquired,
@@ -75,10 +76,10 @@ pub enum LockOutcome<T> {
         output: T,
         /// The lease's fencing token.
         token: FencingToken,
-        /// Whether the release deleted our lease. `false` means the lease had
-        /// already expired (and perhaps passed to someone else, whose lease
-        /// was left untouched): the body outlived its protection.
-        released: bool,
+        /// What the release did: [`Release::AlreadyGone`] means the body
+        /// outlived its lease; [`Release::Unknown`] means the release got no
+        /// clear answer (the body's output is here all the same).
+        release: Release,
     },
 }
 
@@ -231,9 +232,16 @@ impl<C: Connection> Lock<C> {
 
     /// Acquires `name`, runs `body` with the lease, then releases.
     /// The body does not run when the lock is taken. Nothing stops the body
-    /// when the lease expires under it: `released: false` in the outcome
-    /// reports that afterwards. For a body that must stop in time, use
-    /// [`Lock::with_lock_guarded`].
+    /// when the lease expires under it: [`Release::AlreadyGone`] in the
+    /// outcome reports that afterwards. For a body that must stop in time,
+    /// use [`Lock::with_lock_guarded`].
+    ///
+    /// `Err` only comes from the acquire (the body did not run). Once the
+    /// body has run, its output is always returned, in
+    /// [`LockOutcome::Ran`], beside the release's fate: a release that fails
+    /// or times out is [`Release::Unknown`], not an error. The release waits
+    /// as long as the connection lets it: give the connection a response
+    /// timeout.
     pub async fn with_lock<T, F, Fut>(&self, name: &str, ttl: Ttl, body: F) -> Result<LockOutcome<T>>
     where
         F: FnOnce(Lease) -> Fut,
@@ -244,8 +252,8 @@ impl<C: Connection> Lock<C> {
         };
         let token = lease.token;
         let output = body(lease.clone()).await;
-        let released = self.release(&lease).await?;
-        Ok(LockOutcome::Ran { output, token, released })
+        let release = Release::from_reply(self.release(&lease).await);
+        Ok(LockOutcome::Ran { output, token, release })
     }
 
     /// The last fencing token issued for `name` (the holder's, if held).
