@@ -9,13 +9,15 @@
 -- than as Lua numbers, which are doubles and lose precision above 2^53.
 -- That order is numeric order only for canonical decimals, so the stored
 -- token is checked to be one (a pattern match in Lua, no extra redis.call);
--- ARGV[2] always is (the client formats a u64).
+-- ARGV[2] always is (the client formats a u64). The check is skipped when
+-- the two are equal (then the stored one is canonical too): the current
+-- holder's repeated writes, the common case, pay nothing for it.
 local highest = redis.call('HGET', KEYS[1], 'token')
-if highest then
+local t = ARGV[2]
+if highest and highest ~= t then
   if highest ~= '0' and not string.find(highest, '^[1-9]%d*$') then
     return redis.error_reply('CORRUPT stored token of ' .. KEYS[1] .. ' is not a canonical decimal')
   end
-  local t = ARGV[2]
   if #highest > #t or (#highest == #t and highest > t) then
     return {0, highest}
   end
