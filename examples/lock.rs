@@ -6,7 +6,7 @@ mod support;
 
 use core::time::Duration;
 
-use redis_primitives::{KeepAlive, Lock, LockOutcome, GuardedOutcome, Ttl};
+use redis_primitives::{KeepAlive, Lock, LockOutcome, GuardedOutcome, Release, Ttl};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -24,17 +24,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => println!("someone else is running the report"),
     }
 
-    // Or let the lock run a closure and release afterwards.
-    if let LockOutcome::Ran { token, released, .. } =
-        lock.with_lock("nightly-report", ttl, |_lease| async { /* work */ }).await?
+    // Or let the lock run a closure and release afterwards. Once the body
+    // has run, its output comes back whatever the release did.
+    if let LockOutcome::Ran { output, token, release } =
+        lock.with_lock("nightly-report", ttl, |_lease| async { "report written" }).await?
     {
-        println!("with_lock ran with token {token}, released: {released}");
+        match release {
+            Release::Released => println!("with_lock ran with token {token}: {output}; released"),
+            Release::AlreadyGone => println!("{output}, but the lease expired first: rely on fencing"),
+            Release::Unknown(e) => println!("{output}; release unconfirmed ({e}), the lease expires by itself"),
+        }
     }
 
     // For work that must stop when the lease can't be trusted any more:
     let policy = KeepAlive::thirds(&lock, ttl)?;
     match lock.with_lock_guarded("nightly-report", policy, |_lease| async { 42 }).await? {
-        GuardedOutcome::Completed { output, .. } => println!("guarded body returned {output}"),
+        GuardedOutcome::Completed { output, release, .. } => {
+            println!("guarded body returned {output}; released: {}", release.is_released())
+        }
         GuardedOutcome::Cancelled { reason, .. } => println!("stopped early: {reason:?}"),
         GuardedOutcome::NotAcquired => println!("busy"),
     }

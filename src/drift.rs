@@ -6,10 +6,18 @@
 //! (Redlock's classic defaults are 1 % and 2 ms). The local deadline of a
 //! lease is `sent_at + ttl − drift`, measured from when the request was
 //! *sent*, because the server may have started the TTL at any point after that.
+//!
+//! Validated whole: [`Drift::new`] refuses a constant above the largest TTL
+//! ([`Drift::MAX_CONSTANT`]), so the allowance for any valid [`Ttl`] is at
+//! most about 2^54 ms — far inside `Duration`, and far inside what a deadline
+//! `Instant` can hold. [`Drift::allowance`] takes any `Duration` and
+//! saturates rather than overflows, so no accepted value can panic later,
+//! in particular not after a request has been sent (issue 13).
 
 use core::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::ttl::Ttl;
 
 /// Clock-drift allowance: `ttl × factor_per_mille / 1000 + constant`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +33,21 @@ impl Drift {
     /// No allowance at all (only for experiments: real clocks drift).
     pub const NONE: Drift = Drift { per_mille: 0, constant: Duration::ZERO };
 
+    /// The largest accepted constant: the largest TTL ([`Ttl::MAX_MILLIS`]).
+    /// A constant beyond it would leave no lease of any valid TTL usable.
+    pub const MAX_CONSTANT: Duration = Duration::from_millis(Ttl::MAX_MILLIS);
+
     /// `factor_per_mille` thousandths of the TTL plus `constant`.
-    /// The factor must be below 1000 (an allowance of the whole TTL leaves nothing).
+    /// The factor must be below 1000 (an allowance of the whole TTL leaves
+    /// nothing) and the constant at most [`Drift::MAX_CONSTANT`].
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use redis_primitives::Drift;
+    /// assert!(Drift::new(10, Duration::from_millis(2)).is_ok());
+    /// assert!(Drift::new(1000, Duration::ZERO).is_err());
+    /// assert!(Drift::new(10, Duration::MAX).is_err()); // would overflow a deadline
+    /// ```
     pub fn new(factor_per_mille: u32, constant: Duration) -> Result<Drift> {
         if factor_per_mille >= 1000 {
             return Err(Error::invalid(
@@ -34,12 +55,36 @@ impl Drift {
                 format!("{factor_per_mille}‰ must be below 1000‰ of the TTL"),
             ));
         }
+        if constant > Drift::MAX_CONSTANT {
+            return Err(Error::invalid(
+                "drift constant",
+                format!(
+                    "{constant:?} exceeds the largest TTL ({} ms): no lease could ever be trusted",
+                    Ttl::MAX_MILLIS
+                ),
+            ));
+        }
         Ok(Drift { per_mille: factor_per_mille, constant })
     }
 
-    /// The allowance for a lease of `ttl`.
+    /// The allowance for a lease of `ttl`: `ttl × factor / 1000 + constant`,
+    /// rounded down to the nanosecond. Saturates at `Duration::MAX` instead
+    /// of overflowing (only reachable with a `ttl` far beyond any [`Ttl`]).
     pub fn allowance(self, ttl: Duration) -> Duration {
-        ttl * self.per_mille / 1000 + self.constant
+        // u128 nanoseconds hold ttl × 999 for every Duration: no overflow here.
+        let nanos = ttl.as_nanos() * u128::from(self.per_mille) / 1000 + self.constant.as_nanos();
+        let secs = nanos / 1_000_000_000;
+        match u64::try_from(secs) {
+            Ok(secs) => Duration::new(secs, (nanos % 1_000_000_000) as u32),
+            Err(_) => Duration::MAX,
+        }
+    }
+
+    /// What is left of a lease of `ttl` on the holder's clock:
+    /// `ttl − allowance`, zero when the allowance takes it all.
+    pub(crate) fn usable(self, ttl: Ttl) -> Duration {
+        let ttl = ttl.as_duration();
+        ttl.saturating_sub(self.allowance(ttl))
     }
 
     /// The factor, in thousandths of the TTL.

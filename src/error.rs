@@ -8,6 +8,10 @@
 
 use redis::RedisError;
 
+/// The error code our Lua scripts reply with when they find a value they
+/// never write (see [`Error::CorruptState`]).
+pub(crate) const CORRUPT: &str = "CORRUPT";
+
 /// Convenience alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -66,8 +70,25 @@ pub enum Error {
         source: RedisError,
     },
 
-    /// Redis answered with something this library never produces, which
-    /// means the key space was modified behind its back.
+    /// A key of this primitive holds a value of the right type that this
+    /// library never writes: a fence counter that is not a positive integer
+    /// (or has reached 2^63 − 1, the most `INCR` can count to), a stored token
+    /// that is not a canonical decimal number, a half-written entry, a lock
+    /// key without an expiry. Something else writes to our key space. The
+    /// call changed nothing; retrying cannot help until the key is repaired
+    /// (or deleted, with the consequences the README's non-guarantees list
+    /// for a lost fence counter).
+    #[error("corrupt state in `{key}`: {detail}")]
+    CorruptState {
+        /// The key holding the bad value.
+        key: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+
+    /// Redis answered with a reply of a shape none of this library's
+    /// commands or scripts produce (not a value merely out of range: that is
+    /// [`Error::CorruptState`]).
     #[error("unexpected reply for `{key}`: {detail}")]
     UnexpectedReply {
         /// The key involved.
@@ -93,6 +114,11 @@ impl Error {
             || source.is_io_error()
         {
             Error::ConnectionLost { source }
+        } else if source.code() == Some(CORRUPT) {
+            // Raised by our own scripts (`redis.error_reply('CORRUPT …')`)
+            // when they find a value they never write.
+            let detail = source.detail().unwrap_or("corrupt value").to_string();
+            Error::CorruptState { key: key.to_string(), detail }
         } else if source.code() == Some("WRONGTYPE")
             || source.detail().is_some_and(|d| d.contains("WRONGTYPE"))
         {
@@ -100,6 +126,10 @@ impl Error {
         } else {
             Error::Redis { source }
         }
+    }
+
+    pub(crate) fn corrupt(key: &str, detail: impl Into<String>) -> Error {
+        Error::CorruptState { key: key.to_string(), detail: detail.into() }
     }
 
     pub(crate) fn invalid(what: &'static str, why: impl Into<String>) -> Error {

@@ -10,6 +10,11 @@
 //! expired can still write *before* the new holder's first write, and is
 //! accepted (reference case 13). Fencing orders writes; it does not know time.
 //!
+//! Tokens are compared exactly over the whole `u64` range (as canonical
+//! decimal strings, never as Lua numbers: ADR 0006). A stored token this
+//! library could not have written is [`Error::CorruptState`], from `write`
+//! and `read` alike.
+//!
 //! ```no_run
 //! # async fn demo(conn: redis::aio::MultiplexedConnection, lease: redis_primitives::Lease) -> redis_primitives::Result<()> {
 //! use redis_primitives::{FencedStore, WriteOutcome};
@@ -83,6 +88,8 @@ impl<C: Connection> FencedStore<C> {
     }
 
     /// Writes `value` under `key` unless a higher token has written before.
+    /// A stored token that is not a canonical decimal `u64` is
+    /// [`Error::CorruptState`], and nothing is written.
     pub async fn write(&self, key: &str, value: impl AsRef<[u8]>, token: FencingToken) -> Result<WriteOutcome> {
         let rkey = self.redis_key(key)?;
         let mut conn = self.conn.clone();
@@ -96,18 +103,17 @@ impl<C: Connection> FencedStore<C> {
         if accepted == 1 {
             return Ok(WriteOutcome::Accepted);
         }
-        let highest_seen = highest.parse::<u64>().map_err(|_| Error::UnexpectedReply {
-            key: rkey.clone(),
-            detail: format!("stored token {highest:?} is not an unsigned integer"),
-        })?;
-        Ok(WriteOutcome::Rejected { rejected_token: token, highest_seen: FencingToken::new(highest_seen) })
+        let highest_seen = parse_stored(highest.as_bytes(), &rkey)?;
+        Ok(WriteOutcome::Rejected { rejected_token: token, highest_seen })
     }
 
-    /// The current value and the token that wrote it; `None` if never written.
+    /// The current value and the token that wrote it; `None` if never
+    /// written. A corrupt stored token or a half-written entry is
+    /// [`Error::CorruptState`], as in [`FencedStore::write`].
     pub async fn read(&self, key: &str) -> Result<Option<Stored>> {
         let rkey = self.redis_key(key)?;
         let mut conn = self.conn.clone();
-        let (token, value): (Option<u64>, Option<Vec<u8>>) = redis::cmd("HMGET")
+        let (token, value): (Option<Vec<u8>>, Option<Vec<u8>>) = redis::cmd("HMGET")
             .arg(&rkey)
             .arg("token")
             .arg("value")
@@ -115,9 +121,19 @@ impl<C: Connection> FencedStore<C> {
             .await
             .map_err(|e| Error::from_redis(e, &rkey))?;
         match (token, value) {
-            (Some(t), Some(v)) => Ok(Some(Stored { value: v, token: FencingToken::new(t) })),
+            (Some(t), Some(v)) => Ok(Some(Stored { value: v, token: parse_stored(&t, &rkey)? })),
             (None, None) => Ok(None),
-            _ => Err(Error::UnexpectedReply { key: rkey, detail: "half-written fenced entry".into() }),
+            _ => Err(Error::corrupt(&rkey, "half-written fenced entry (a token without a value or the reverse)")),
         }
     }
+}
+
+/// A stored token, which the write script only ever stores in canonical form.
+fn parse_stored(text: &[u8], key: &str) -> Result<FencingToken> {
+    FencingToken::parse_canonical(text).ok_or_else(|| {
+        Error::corrupt(
+            key,
+            format!("stored token {:?} is not a canonical decimal u64", String::from_utf8_lossy(text)),
+        )
+    })
 }

@@ -22,6 +22,20 @@
 //!
 //! [`Lock::keep_alive`] is the extension loop on its own: a future the caller
 //! drives (the library spawns nothing), which the harness can freeze.
+//!
+//! # The release afterwards is bounded
+//!
+//! Once the body has finished or been dropped, the lease is handed back with
+//! a compare-and-delete that is awaited for **at most one extend interval**
+//! ([`KeepAlive::every`]). A frozen server or a dead link therefore cannot
+//! hold the caller (and the body's output) hostage: the call returns at most
+//! one interval after the body stopped, whatever the connection's response
+//! timeout. The interval is the policy's own measure of how long a request
+//! may go unanswered before the next one is due; a release still unanswered
+//! then is reported as [`Release::Unknown`] (after a completed body) and
+//! may still run later — it was sent, and on a multiplexed connection it
+//! runs after any extension sent before it, so a late extension cannot
+//! outlive it. If it never runs, the lease expires after its TTL.
 
 use std::future::Future;
 
@@ -30,8 +44,10 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
+use crate::instant::after;
 use crate::lease::Lease;
 use crate::lock::Lock;
+use crate::release::Release;
 use crate::token::FencingToken;
 use crate::ttl::Ttl;
 
@@ -47,7 +63,7 @@ impl KeepAlive {
     /// than `ttl` minus the lock's drift allowance, or the lease would reach
     /// its local deadline between two extensions.
     pub fn new<C: Connection>(lock: &Lock<C>, ttl: Ttl, every: Duration) -> Result<KeepAlive> {
-        let usable = ttl.as_duration().saturating_sub(lock.drift().allowance(ttl.as_duration()));
+        let usable = lock.drift().usable(ttl);
         if every.is_zero() {
             return Err(Error::invalid("extend interval", "must be greater than zero"));
         }
@@ -70,7 +86,8 @@ impl KeepAlive {
         self.ttl
     }
 
-    /// The interval between extensions.
+    /// The interval between extensions, and the longest
+    /// [`Lock::with_lock_guarded`] waits for its final release.
     pub fn every(&self) -> Duration {
         self.every
     }
@@ -98,8 +115,9 @@ pub enum GuardedOutcome<T> {
         output: T,
         /// The lease's fencing token.
         token: FencingToken,
-        /// Whether the release deleted our lease.
-        released: bool,
+        /// What the release did; [`Release::Unknown`] when it failed or was
+        /// not answered within one extend interval (see the module docs).
+        release: Release,
     },
     /// The lease stopped being trustworthy and the body was dropped.
     Cancelled {
@@ -117,7 +135,7 @@ impl<C: Connection> Lock<C> {
     /// `lease` is updated after each confirmed extension.
     pub async fn keep_alive(&self, lease: &mut Lease, policy: KeepAlive) -> LeaseLoss {
         loop {
-            let next = (lease.sent_at + policy.every).min(lease.deadline);
+            let next = after(lease.sent_at, policy.every).min(lease.deadline);
             sleep_until(next).await;
             if Instant::now() >= lease.deadline {
                 return LeaseLoss::DeadlineReached;
@@ -141,7 +159,11 @@ impl<C: Connection> Lock<C> {
 
     /// Acquires `name`, runs `body` while extending the lease per `policy`,
     /// and drops the body as soon as the lease can no longer be trusted (see
-    /// the module docs). Releases afterwards in every case.
+    /// the module docs). Releases afterwards in every case, waiting at most
+    /// `policy.every()` for the release's answer.
+    ///
+    /// `Err` only comes from the acquire (the body did not run). A body that
+    /// completed always has its output returned, beside the release's fate.
     pub async fn with_lock_guarded<T, F, Fut>(
         &self,
         name: &str,
@@ -166,16 +188,30 @@ impl<C: Connection> Lock<C> {
         };
         match outcome {
             Ok(output) => {
-                let released = self.release(&kept).await?;
-                Ok(GuardedOutcome::Completed { output, token, released })
+                let release = self.release_within(&kept, policy.every).await;
+                Ok(GuardedOutcome::Completed { output, token, release })
             }
             Err((reason, at)) => {
                 // Best effort: if the lease is still ours, hand it back now
                 // rather than at expiry. A failure here changes nothing the
                 // caller can act on; the lease expires by itself.
-                let _ = self.release(&kept).await;
+                let _ = self.release_within(&kept, policy.every).await;
                 Ok(GuardedOutcome::Cancelled { token, reason, at })
             }
+        }
+    }
+
+    /// Releases `lease`, waiting at most `wait` for the answer. The request
+    /// is sent on the first poll, so a release abandoned here may still run.
+    async fn release_within(&self, lease: &Lease, wait: Duration) -> Release {
+        match tokio::time::timeout(wait, self.release(lease)).await {
+            Ok(reply) => Release::from_reply(reply),
+            Err(_elapsed) => Release::Unknown(Error::OutcomeUnknown {
+                source: redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("release not answered within {wait:?} (one extend interval); it may still run"),
+                )),
+            }),
         }
     }
 }

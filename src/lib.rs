@@ -23,7 +23,8 @@
 //! | `error.rs` | the one [`Error`] enum |
 //! | `ttl.rs`, `token.rs`, `drift.rs`, `owner.rs`, `keys.rs` | value types: [`Ttl`], [`FencingToken`], [`Drift`], [`Owner`], key prefixes |
 //! | `connection.rs` | the [`Connection`] bound |
-//! | `lock.rs`, `lease.rs`, `guard.rs` | [`Lock`], [`Lease`], the lease-loss signal |
+//! | `lock.rs`, `lease.rs`, `guard.rs`, `release.rs` | [`Lock`], [`Lease`], the lease-loss signal, the fate of a release ([`Release`]) |
+//! | `instant.rs` | deadline arithmetic that cannot panic |
 //! | `retry.rs` | [`Retry`], the opt-in retry policy |
 //! | `fenced_store.rs` | [`FencedStore`] |
 //! | `rate_limit/` | [`rate_limit::SlidingWindowLog`], [`rate_limit::SlidingWindowCounter`], their [`rate_limit::Limit`] and [`rate_limit::Decision`] |
@@ -39,12 +40,14 @@ pub mod election;
 mod error;
 mod fenced_store;
 mod guard;
+mod instant;
 mod keys;
 mod lease;
 mod lock;
 pub mod naive;
 mod owner;
 pub mod rate_limit;
+mod release;
 pub mod redlock;
 mod retry;
 mod script_source;
@@ -59,6 +62,7 @@ pub use guard::{GuardedOutcome, KeepAlive, LeaseLoss};
 pub use keys::validate_name;
 pub use lease::Lease;
 pub use lock::{Lock, LockBuilder, LockOutcome};
+pub use release::Release;
 pub use owner::{Owner, OwnerSource};
 pub use retry::Retry;
 pub use token::FencingToken;

@@ -25,15 +25,17 @@ use std::future::Future;
 use std::sync::LazyLock;
 
 use core::time::Duration;
-use redis::Script;
+use redis::{Script, Value};
 use tokio::time::Instant;
 
 use crate::connection::Connection;
 use crate::drift::Drift;
 use crate::error::{Error, Result};
+use crate::instant::after;
 use crate::keys::Prefix;
 use crate::lease::Lease;
 use crate::owner::OwnerSource;
+use crate::release::Release;
 use crate::script_source;
 use crate::token::FencingToken;
 use crate::ttl::Ttl;
@@ -64,7 +66,7 @@ pub struct LockBuilder<C> {
 }
 
 /// What [`Lock::with_lock`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum LockOutcome<T> {
     /// The lock was taken by someone else; the body did not run.
     NotAcquired,
@@ -74,10 +76,10 @@ pub enum LockOutcome<T> {
         output: T,
         /// The lease's fencing token.
         token: FencingToken,
-        /// Whether the release deleted our lease. `false` means the lease had
-        /// already expired (and perhaps passed to someone else, whose lease
-        /// was left untouched): the body outlived its protection.
-        released: bool,
+        /// What the release did: [`Release::AlreadyGone`] means the body
+        /// outlived its lease; [`Release::Unknown`] means the release got no
+        /// clear answer (the body's output is here all the same).
+        release: Release,
     },
 }
 
@@ -151,33 +153,42 @@ impl<C: Connection> Lock<C> {
     ///
     /// On `Err(e)` with `e.outcome_is_unknown()`, the lock may have been
     /// taken: it will expire after `ttl` at the latest.
+    ///
+    /// A key of another type at `lock:{name}` or its counter is
+    /// [`Error::WrongType`]; a counter that is not a positive integer `INCR`
+    /// can advance is [`Error::CorruptState`]. Neither takes the lock or
+    /// changes the counter.
     pub async fn acquire(&self, name: &str, ttl: Ttl) -> Result<Option<Lease>> {
         let key = self.key(name)?;
         let fence = format!("{key}:fence");
         let owner = self.owners.next_owner(16);
+        // Everything that depends only on the input is computed before the
+        // request is sent: nothing after the send may fail except parsing
+        // the reply, and that failure is a typed error, never a panic.
+        let usable = self.drift.usable(ttl);
         let mut conn = self.conn.clone();
         let sent_at = Instant::now();
-        let reply: Option<i64> = ACQUIRE
+        let reply: Value = ACQUIRE
             .key(&key)
             .key(&fence)
             .arg(owner.as_str())
             .arg(ttl.as_millis())
             .invoke_async(&mut conn)
             .await
-            .map_err(|e| Error::from_redis(e, &key))?;
-        let Some(raw) = reply else { return Ok(None) };
-        let token = u64::try_from(raw).map_err(|_| Error::UnexpectedReply {
-            key: fence.clone(),
-            detail: format!("fence counter returned {raw}, expected a positive integer"),
-        })?;
+            .map_err(|e| match Error::from_redis(e, &key) {
+                // The script reports the counter, not the lock key.
+                Error::CorruptState { detail, .. } => Error::corrupt(&fence, detail),
+                other => other,
+            })?;
+        let Some(token) = token_from_reply(reply, &fence)? else { return Ok(None) };
         Ok(Some(Lease {
             name: name.to_string(),
             key,
             owner,
-            token: FencingToken::new(token),
+            token,
             ttl,
             sent_at,
-            deadline: self.deadline(sent_at, ttl),
+            deadline: after(sent_at, usable),
         }))
     }
 
@@ -199,6 +210,7 @@ impl<C: Connection> Lock<C> {
     /// the lease's TTL and local deadline move forward, measured from the
     /// moment this request was sent.
     pub async fn extend(&self, lease: &mut Lease, ttl: Ttl) -> Result<bool> {
+        let usable = self.drift.usable(ttl);
         let mut conn = self.conn.clone();
         let sent_at = Instant::now();
         let n: i64 = EXTEND
@@ -211,7 +223,7 @@ impl<C: Connection> Lock<C> {
         if n == 1 {
             lease.ttl = ttl;
             lease.sent_at = sent_at;
-            lease.deadline = self.deadline(sent_at, ttl);
+            lease.deadline = after(sent_at, usable);
             Ok(true)
         } else {
             Ok(false)
@@ -220,9 +232,16 @@ impl<C: Connection> Lock<C> {
 
     /// Acquires `name`, runs `body` with the lease, then releases.
     /// The body does not run when the lock is taken. Nothing stops the body
-    /// when the lease expires under it: `released: false` in the outcome
-    /// reports that afterwards. For a body that must stop in time, use
-    /// [`Lock::with_lock_guarded`].
+    /// when the lease expires under it: [`Release::AlreadyGone`] in the
+    /// outcome reports that afterwards. For a body that must stop in time,
+    /// use [`Lock::with_lock_guarded`].
+    ///
+    /// `Err` only comes from the acquire (the body did not run). Once the
+    /// body has run, its output is always returned, in
+    /// [`LockOutcome::Ran`], beside the release's fate: a release that fails
+    /// or times out is [`Release::Unknown`], not an error. The release waits
+    /// as long as the connection lets it: give the connection a response
+    /// timeout.
     pub async fn with_lock<T, F, Fut>(&self, name: &str, ttl: Ttl, body: F) -> Result<LockOutcome<T>>
     where
         F: FnOnce(Lease) -> Fut,
@@ -233,20 +252,29 @@ impl<C: Connection> Lock<C> {
         };
         let token = lease.token;
         let output = body(lease.clone()).await;
-        let released = self.release(&lease).await?;
-        Ok(LockOutcome::Ran { output, token, released })
+        let release = Release::from_reply(self.release(&lease).await);
+        Ok(LockOutcome::Ran { output, token, release })
     }
 
     /// The last fencing token issued for `name` (the holder's, if held).
+    /// A counter that is not a canonical decimal in `0..=2^63 − 1` is
+    /// [`Error::CorruptState`].
     pub async fn current_token(&self, name: &str) -> Result<Option<FencingToken>> {
         let fence = self.fence_key(name)?;
         let mut conn = self.conn.clone();
-        let raw: Option<u64> = redis::cmd("GET")
+        let raw: Option<Vec<u8>> = redis::cmd("GET")
             .arg(&fence)
             .query_async(&mut conn)
             .await
             .map_err(|e| Error::from_redis(e, &fence))?;
-        Ok(raw.map(FencingToken::new))
+        // The counter is a Redis integer: INCR never takes it past 2^63 − 1.
+        raw.map(|text| {
+            FencingToken::parse_canonical(&text).filter(|t| i64::try_from(t.get()).is_ok()).ok_or_else(|| {
+                let text = String::from_utf8_lossy(&text);
+                Error::corrupt(&fence, format!("fence counter {text:?} is not an integer in 0..=2^63 − 1"))
+            })
+        })
+        .transpose()
     }
 
     /// The server-side time left on `name`'s lease; `None` when not held.
@@ -261,16 +289,11 @@ impl<C: Connection> Lock<C> {
         match pttl {
             -2 => Ok(None),
             ms if ms >= 0 => Ok(Some(Duration::from_millis(ms as u64))),
-            other => Err(Error::UnexpectedReply {
-                key,
-                detail: format!("PTTL {other}: the lock key has no expiry; something else wrote it"),
-            }),
+            other => Err(Error::corrupt(
+                &key,
+                format!("PTTL {other}: the lock key has no expiry; something else wrote it"),
+            )),
         }
-    }
-
-    pub(crate) fn deadline(&self, sent_at: Instant, ttl: Ttl) -> Instant {
-        let ttl = ttl.as_duration();
-        sent_at + ttl.saturating_sub(self.drift.allowance(ttl))
     }
 
     pub(crate) fn connection(&self) -> &C {
@@ -286,5 +309,30 @@ impl<C: Connection> Lock<C> {
             drift: self.drift,
             owners: self.owners.clone(),
         }
+    }
+}
+
+/// The acquire script's reply: nil when held, else the token as an integer
+/// (below 2^53) or as its exact decimal string (from 2^53 on; ADR 0006).
+fn token_from_reply(reply: Value, fence: &str) -> Result<Option<FencingToken>> {
+    let token = match reply {
+        Value::Nil => return Ok(None),
+        Value::Int(n) => u64::try_from(n).ok().map(FencingToken::new),
+        Value::BulkString(text) => FencingToken::parse_canonical(&text),
+        other => {
+            return Err(Error::UnexpectedReply {
+                key: fence.to_string(),
+                detail: format!("acquire script returned {other:?}"),
+            })
+        }
+    };
+    // The script refuses counters below 1 itself; a zero or an unparsable
+    // token here means the reply was not the counter's.
+    match token {
+        Some(t) if t.get() > 0 => Ok(Some(t)),
+        _ => Err(Error::UnexpectedReply {
+            key: fence.to_string(),
+            detail: "acquire script returned a token that is not a positive integer".into(),
+        }),
     }
 }

@@ -9,6 +9,11 @@
 //!
 //! Jitter comes from a caller-visible RNG seed when one is set
 //! ([`Retry::seeded`]), so the simulation stays deterministic.
+//!
+//! Every `Duration` is accepted whole: delays are drawn in microseconds and
+//! a cap beyond `u64::MAX` µs (about 585 000 years) is clamped to it, never
+//! wrapped, and the deadline check saturates. A huge delay therefore means
+//! "wait that long", not "wrap around to a few microseconds" (issue 13).
 
 use core::num::NonZeroU32;
 use core::time::Duration;
@@ -75,7 +80,7 @@ impl Retry {
             None => rand::rngs::StdRng::from_os_rng(),
         };
         let out_of_time = |extra: Duration| {
-            self.deadline.is_some_and(|d| start.elapsed() + extra >= d)
+            self.deadline.is_some_and(|d| start.elapsed().saturating_add(extra) >= d)
         };
         for n in 0..self.attempts.get() {
             if n > 0 && out_of_time(Duration::ZERO) {
@@ -91,7 +96,10 @@ impl Retry {
                 .base_delay
                 .saturating_mul(1u32.checked_shl(n.min(16)).unwrap_or(u32::MAX))
                 .min(self.max_delay);
-            let delay = Duration::from_micros(rng.random_range(0..=cap.as_micros() as u64));
+            // Clamped, not `as u64`: a cap of 2^64 µs or more must not wrap
+            // to a tiny one.
+            let cap_micros = u64::try_from(cap.as_micros()).unwrap_or(u64::MAX);
+            let delay = Duration::from_micros(rng.random_range(0..=cap_micros));
             if out_of_time(delay) {
                 break;
             }

@@ -5,6 +5,12 @@
 //! (as long as the counter is not lost: see the crate's non-guarantees). A
 //! resource that remembers the highest token it accepted can refuse writes
 //! from a holder whose lease has silently expired: see [`crate::FencedStore`].
+//!
+//! Tokens are exact over the whole `u64` range: they cross the Lua scripts as
+//! decimal strings, never as Lua numbers (doubles), which round above 2^53
+//! (`docs/decisions/0006-exact-tokens-past-2-53.md`). A lock's counter is a
+//! Redis integer, so a lock issues tokens up to 2^63 − 1; a `FencedStore`
+//! compares any `u64`.
 
 use core::fmt;
 
@@ -22,6 +28,27 @@ impl FencingToken {
     /// The raw value.
     pub const fn get(self) -> u64 {
         self.0
+    }
+}
+
+impl FencingToken {
+    /// Parses a token exactly as the scripts store it: a canonical decimal
+    /// (ASCII digits, no sign, no leading zero except `0` itself) of at most
+    /// `u64::MAX`. Anything else is `None`: a value this library never
+    /// writes, which the caller reports as [`crate::Error::CorruptState`].
+    /// Canonical form is what makes the store's string comparison (length,
+    /// then bytes) agree with numeric order, so it is checked, not assumed.
+    pub(crate) fn parse_canonical(text: &[u8]) -> Option<FencingToken> {
+        let canonical = match text {
+            [b'0'] => true,
+            [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+            _ => false,
+        };
+        if !canonical {
+            return None;
+        }
+        // ASCII digits are valid UTF-8; `parse` catches values past u64::MAX.
+        core::str::from_utf8(text).ok()?.parse().ok().map(FencingToken)
     }
 }
 

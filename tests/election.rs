@@ -727,3 +727,45 @@ async fn builder_on_an_existing_lock_keeps_its_prefix() {
     a.stop().await;
     task.await.unwrap().unwrap();
 }
+
+/// Issue 13: epochs are lock tokens, and past 2^53 they used to repeat
+/// (two leaders with one epoch). Now each term's epoch is exact and larger.
+#[tokio::test]
+async fn epochs_past_2_pow_53_are_exact_and_strictly_increase() {
+    let s = server();
+    let a = node(connect(&s).await, "big").build().unwrap();
+    let b = node(connect(&s).await, "big").build().unwrap();
+    let fence = a.lock().fence_key("big").unwrap();
+    s.command(&["SET", &fence, &((1u64 << 53) - 1).to_string()]).unwrap();
+    let ta = a.start();
+    let (ea, _) = until_leader(&a).await;
+    a.stop().await;
+    ta.await.unwrap().unwrap();
+    let tb = b.start();
+    let (eb, _) = until_leader(&b).await;
+    b.stop().await;
+    tb.await.unwrap().unwrap();
+    assert_eq!((ea.get(), eb.get()), (1 << 53, (1 << 53) + 1), "a double would give both 2^53");
+}
+
+/// Issue 13: a hash at `election:{name}` made every campaign look like
+/// "someone else leads", so the node never led and said nothing. Now
+/// `run()` ends with the typed error; so does a corrupt fence counter.
+#[tokio::test]
+async fn a_broken_election_key_ends_run_with_a_typed_error() {
+    let s = server();
+    let conn = connect(&s).await;
+    let hashed = node(conn.clone(), "hashed").build().unwrap();
+    s.command(&["HSET", &hashed.lock().key("hashed").unwrap(), "f", "v"]).unwrap();
+    let corrupt = node(conn.clone(), "corrupt").build().unwrap();
+    s.command(&["SET", &corrupt.lock().fence_key("corrupt").unwrap(), "-7"]).unwrap();
+    match timeout(Duration::from_secs(2), hashed.run()).await.expect("run() ends by itself") {
+        Err(Error::WrongType { .. }) => {}
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    match timeout(Duration::from_secs(2), corrupt.run()).await.expect("run() ends by itself") {
+        Err(Error::CorruptState { .. }) => {}
+        other => panic!("expected CorruptState, got {other:?}"),
+    }
+    assert!(!hashed.is_leader() && !corrupt.is_leader());
+}

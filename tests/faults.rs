@@ -131,3 +131,113 @@ async fn timed_out_request_is_outcome_unknown_and_may_still_run() {
     assert!(observer.remaining_ttl("late").await.unwrap().is_some(), "the timed-out acquire took the lock");
     assert_eq!(observer.current_token("late").await.unwrap(), Some(FencingToken::new(1)));
 }
+
+/// Issue 13: `acquire` looked for the lock key with EXISTS, so a hash there
+/// read as "held" (`Ok(None)`) and an election on the name never led.
+#[tokio::test]
+async fn a_hash_at_the_lock_key_is_wrongtype_not_held() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let key = lock.key("h").unwrap();
+    s.command(&["HSET", &key, "field", "value"]).unwrap();
+    match lock.acquire("h", ms(1000)).await {
+        Err(Error::WrongType { key: k, .. }) => assert_eq!(k, key),
+        other => panic!("expected WrongType, got {other:?}"),
+    }
+    assert_eq!(s.command(&["EXISTS", &lock.fence_key("h").unwrap()]).unwrap(), ":0\r\n", "no token issued");
+}
+
+/// Issue 13: a negative counter used to be `INCR`ed and the lock key set
+/// before the client noticed (the key then sat there for the whole TTL); a
+/// non-numeric one was a generic `Redis` error. Each is now
+/// `CorruptState`, and neither the lock key nor the counter changes.
+#[tokio::test]
+async fn a_corrupt_fence_counter_is_corrupt_state_and_changes_nothing() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    for (i, bad) in ["-5", "-1", "abc", "1.5", "9223372036854775808"].into_iter().enumerate() {
+        let name = format!("c{i}");
+        let (key, fence) = (lock.key(&name).unwrap(), lock.fence_key(&name).unwrap());
+        s.command(&["SET", &fence, bad]).unwrap();
+        match lock.acquire(&name, ms(60_000)).await {
+            Err(Error::CorruptState { key: k, .. }) => assert_eq!(k, fence, "counter {bad}"),
+            other => panic!("counter {bad}: expected CorruptState, got {other:?}"),
+        }
+        assert_eq!(s.command(&["EXISTS", &key]).unwrap(), ":0\r\n", "counter {bad}: lock key untouched");
+        assert_eq!(s.command(&["GET", &fence]).unwrap(), format!("${}\r\n{bad}\r\n", bad.len()), "counter unchanged");
+        assert!(
+            matches!(lock.current_token(&name).await, Err(Error::CorruptState { .. })),
+            "current_token of {bad}"
+        );
+    }
+    // A counter at zero is a fresh one (1 is the first token), not corrupt.
+    s.command(&["SET", &lock.fence_key("zero").unwrap(), "0"]).unwrap();
+    assert_eq!(lock.acquire("zero", ms(1000)).await.unwrap().unwrap().token(), FencingToken::new(1));
+}
+
+/// Issue 13: `FencedStore::write` reported a corrupt stored token as
+/// `UnexpectedReply` and `read` as a generic `Redis` error; both are now
+/// `CorruptState`, and a write never lands over one.
+#[tokio::test]
+async fn fenced_store_read_and_write_report_a_corrupt_token_alike() {
+    let s = server();
+    let store = FencedStore::new(connect(&s).await);
+    for (i, bad) in ["abc", "007", "-3", "18446744073709551616", "1e3"].into_iter().enumerate() {
+        let doc = format!("doc{i}");
+        let key = store.redis_key(&doc).unwrap();
+        s.command(&["HSET", &key, "token", bad, "value", "old"]).unwrap();
+        for token in [0, 1, 1000, u64::MAX] {
+            match store.write(&doc, b"new", FencingToken::new(token)).await {
+                Err(Error::CorruptState { key: k, .. }) => assert_eq!(k, key),
+                other => panic!("stored {bad}, write {token}: expected CorruptState, got {other:?}"),
+            }
+        }
+        match store.read(&doc).await {
+            Err(Error::CorruptState { key: k, .. }) => assert_eq!(k, key),
+            other => panic!("stored {bad}: read expected CorruptState, got {other:?}"),
+        }
+        assert_eq!(s.command(&["HGET", &key, "value"]).unwrap(), "$3\r\nold\r\n", "nothing written over {bad}");
+    }
+    // Half-written entries are the same kind of problem.
+    let key = store.redis_key("half").unwrap();
+    s.command(&["HSET", &key, "token", "5"]).unwrap();
+    assert!(matches!(store.read("half").await, Err(Error::CorruptState { .. })));
+}
+
+/// Issue 13: `Drift::new(10, Duration::MAX)` was accepted and later
+/// panicked inside `acquire` — after the script had taken the lock. A drift
+/// is now validated whole, and the largest accepted one works with the
+/// largest TTL everywhere without a panic.
+#[tokio::test]
+async fn drift_is_validated_whole_and_the_largest_accepted_one_never_panics() {
+    use redis_primitives::election::Election;
+    use redis_primitives::redlock::{Redlock, RedlockConfig};
+    is_invalid(Drift::new(10, Duration::MAX), "drift constant");
+    is_invalid(Drift::new(0, Drift::MAX_CONSTANT + Duration::from_nanos(1)), "drift constant");
+    assert_eq!(Drift::new(999, Duration::MAX).err().map(|e| e.to_string().contains("drift")), Some(true));
+    // The public allowance is total for any Duration.
+    let widest = Drift::new(999, Drift::MAX_CONSTANT).unwrap();
+    assert!(widest.allowance(Duration::MAX) > widest.allowance(Duration::from_secs(1 << 62)));
+
+    let s = server();
+    let conn = connect(&s).await;
+    let ttl = Ttl::from_millis(Ttl::MAX_MILLIS).unwrap();
+    let lock = Lock::builder(conn.clone()).drift(widest).build().unwrap();
+    let lease = lock.acquire("wide", ttl).await.unwrap().expect("free");
+    assert!(!lease.is_trusted(), "an allowance larger than the TTL leaves nothing to trust");
+    assert!(lock.release(&lease).await.unwrap(), "and the lease is ours to release: no orphan");
+    is_invalid(KeepAlive::new(&lock, ttl, Duration::from_secs(1)), "extend interval");
+    is_invalid(Election::builder(conn.clone(), "wide").drift(widest).lease_ttl(ttl.as_duration()).build(), "lease_ttl");
+    let config = RedlockConfig::new(ttl).drift(widest);
+    is_invalid(Redlock::connect(vec![conn.clone()], config).await, "redlock drift");
+
+    // The default drift with the largest TTL: a lease trusted for ~285 000 years.
+    let lock = Lock::new(conn.clone());
+    let mut lease = lock.acquire("long", ttl).await.unwrap().unwrap();
+    assert!(lease.is_trusted());
+    assert!(lock.extend(&mut lease, ttl).await.unwrap());
+    assert!(lock.release(&lease).await.unwrap());
+    let redlock = Redlock::connect(vec![conn], RedlockConfig::new(ttl)).await.unwrap();
+    let held = redlock.acquire("long").await.unwrap().into_lease().expect("one master, free");
+    assert_eq!(redlock.release(&held).await.deleted, 1);
+}

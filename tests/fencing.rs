@@ -149,3 +149,77 @@ async fn single_instance_restart_loses_the_lease_and_the_counter_documented_non_
     assert_eq!(second.token(), FencingToken::new(1), "the counter went backwards");
     assert!(second.token() < holder.token());
 }
+
+/// Issue 13: the acquire script used to return INCR's reply through a Lua
+/// number (a double), so past 2^53 two leases got the same token and the
+/// stale holder's write was accepted. Now every token is exact.
+#[tokio::test]
+async fn tokens_past_2_pow_53_are_exact_and_still_fence_the_stale_holder() {
+    const TWO_53: u64 = 1 << 53;
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let store = FencedStore::new(connect(&s).await);
+    let fence = lock.fence_key("big").unwrap();
+    s.command(&["SET", &fence, &(TWO_53 - 1).to_string()]).unwrap();
+
+    let a = lock.acquire("big", ms(100)).await.unwrap().expect("free");
+    assert_eq!(a.token().get(), TWO_53);
+    sleep(Duration::from_millis(200)).await; // A's lease expires
+    let b = lock.acquire("big", ms(5000)).await.unwrap().expect("A expired");
+    assert_eq!(b.token().get(), TWO_53 + 1, "a double would have rounded this to 2^53 again");
+    assert!(b.token() > a.token());
+    assert_eq!(s.command(&["GET", &fence]).unwrap(), format!("$16\r\n{}\r\n", TWO_53 + 1));
+    assert_eq!(lock.current_token("big").await.unwrap(), Some(b.token()));
+
+    // B writes, then stale A: refused, because its token is strictly lower.
+    assert_eq!(store.write("doc", b"from B", b.token()).await.unwrap(), WriteOutcome::Accepted);
+    assert_eq!(
+        store.write("doc", b"from A", a.token()).await.unwrap(),
+        WriteOutcome::Rejected { rejected_token: a.token(), highest_seen: b.token() }
+    );
+    let stored = store.read("doc").await.unwrap().unwrap();
+    assert_eq!((stored.value.as_slice(), stored.token), (&b"from B"[..], b.token()));
+}
+
+/// The counter is a Redis integer: it issues tokens up to 2^63 − 1, each
+/// exact, and then refuses (typed, nothing taken) instead of wrapping.
+#[tokio::test]
+async fn the_last_token_is_2_pow_63_minus_1_then_acquire_refuses_without_taking_the_lock() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let fence = lock.fence_key("end").unwrap();
+    let max = i64::MAX as u64;
+    s.command(&["SET", &fence, &(max - 1).to_string()]).unwrap();
+    let last = lock.acquire("end", ms(1000)).await.unwrap().unwrap();
+    assert_eq!(last.token().get(), max);
+    assert!(lock.release(&last).await.unwrap());
+    match lock.acquire("end", ms(1000)).await {
+        Err(redis_primitives::Error::CorruptState { key, detail }) => {
+            assert_eq!(key, fence);
+            assert!(detail.contains("overflow"), "{detail}");
+        }
+        other => panic!("expected CorruptState, got {other:?}"),
+    }
+    assert_eq!(s.command(&["EXISTS", &lock.key("end").unwrap()]).unwrap(), ":0\r\n", "no lock taken");
+    assert_eq!(lock.current_token("end").await.unwrap(), Some(FencingToken::new(max)));
+}
+
+/// The store compares tokens exactly over the whole u64 range, including
+/// pairs a double cannot tell apart.
+#[tokio::test]
+async fn fenced_store_orders_neighbouring_tokens_near_u64_max_exactly() {
+    let s = server();
+    let store = FencedStore::new(connect(&s).await);
+    for (i, high) in [u64::MAX, (1 << 53) + 1, 10_000_000_000_000_000_001].into_iter().enumerate() {
+        let key = format!("k{i}");
+        let (high, low) = (FencingToken::new(high), FencingToken::new(high - 1));
+        assert_eq!(store.write(&key, b"high", high).await.unwrap(), WriteOutcome::Accepted);
+        assert_eq!(
+            store.write(&key, b"low", low).await.unwrap(),
+            WriteOutcome::Rejected { rejected_token: low, highest_seen: high },
+            "{low} must lose to {high}"
+        );
+        assert_eq!(store.write(&key, b"again", high).await.unwrap(), WriteOutcome::Accepted, "equal tokens pass");
+        assert_eq!(store.read(&key).await.unwrap().unwrap().token, high);
+    }
+}

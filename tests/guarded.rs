@@ -7,7 +7,7 @@ use core::time::Duration;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use redis_primitives::{Error, GuardedOutcome, KeepAlive, LeaseLoss, Lock};
+use redis_primitives::{Error, GuardedOutcome, KeepAlive, LeaseLoss, Lock, Release};
 use support::{connect, ms, server};
 use tokio::time::{sleep, Instant};
 
@@ -34,7 +34,7 @@ async fn body_longer_than_the_ttl_completes_while_extensions_succeed() {
         .await
         .unwrap();
     match outcome {
-        GuardedOutcome::Completed { released, .. } => assert!(released),
+        GuardedOutcome::Completed { release, .. } => assert!(release.is_released(), "{release:?}"),
         other => panic!("expected Completed, got {other:?}"),
     }
 }
@@ -150,4 +150,60 @@ async fn not_acquired_runs_nothing() {
     let outcome = lock.with_lock_guarded("busy", policy, |_| async { ran = true }).await.unwrap();
     assert!(matches!(outcome, GuardedOutcome::NotAcquired));
     assert!(!ran);
+}
+
+/// Issue 13: `with_lock_guarded` awaited its final release without bound, so
+/// a frozen server with no response timeout held the body's output (or,
+/// after a cancellation, the caller) until the server woke up. The release
+/// is now awaited for at most one extend interval.
+#[tokio::test]
+async fn completed_body_keeps_its_output_when_the_release_is_not_answered() {
+    let s = server();
+    let lock = Lock::new(support::connect_url(&s.url(), None).await); // no response timeout
+    let policy = KeepAlive::new(&lock, ms(600), Duration::from_millis(100)).unwrap();
+    let started = Instant::now();
+    let outcome = lock
+        .with_lock_guarded("paused", policy, |_| async {
+            s.command(&["CLIENT", "PAUSE", "2000", "ALL"]).unwrap();
+            "done"
+        })
+        .await
+        .unwrap();
+    let returned = started.elapsed();
+    match outcome {
+        GuardedOutcome::Completed { output, release: Release::Unknown(e), .. } => {
+            assert_eq!(output, "done");
+            assert!(e.outcome_is_unknown(), "{e:?}");
+        }
+        other => panic!("expected Completed with an unknown release, got {other:?}"),
+    }
+    println!("returned {returned:?} after the start, with the server paused for 2 s");
+    assert!(returned < Duration::from_millis(600), "bounded by one interval, not the pause: {returned:?}");
+}
+
+#[tokio::test]
+async fn cancelled_body_returns_within_one_interval_even_with_no_response_timeout() {
+    let s = server();
+    let lock = Lock::new(support::connect_url(&s.url(), None).await); // no response timeout
+    let policy = KeepAlive::new(&lock, ms(600), Duration::from_millis(100)).unwrap();
+    let pause = async {
+        sleep(Duration::from_millis(50)).await;
+        s.command(&["CLIENT", "PAUSE", "3000", "ALL"]).unwrap();
+    };
+    let started = Instant::now();
+    let guarded = lock.with_lock_guarded("frozen", policy, |_| async {
+        sleep(Duration::from_secs(60)).await;
+    });
+    let ((), outcome) = tokio::join!(pause, guarded);
+    let returned = Instant::now();
+    let GuardedOutcome::Cancelled { reason: LeaseLoss::DeadlineReached, at, .. } = outcome.unwrap() else {
+        panic!("expected a cancellation at the deadline");
+    };
+    println!(
+        "body dropped {:?} after the start, call returned {:?} later (server paused 3 s)",
+        at - started,
+        returned - at
+    );
+    assert!(returned - at <= Duration::from_millis(100) + Duration::from_millis(150), "{:?}", returned - at);
+    assert!(returned - started < Duration::from_millis(1500));
 }

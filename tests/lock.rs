@@ -6,7 +6,7 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use redis_primitives::naive::NaiveLock;
-use redis_primitives::{Lock, LockOutcome};
+use redis_primitives::{Lock, LockOutcome, Release};
 use support::{connect, ms, server};
 use tokio::time::sleep;
 
@@ -121,9 +121,9 @@ async fn case07_with_lock_runs_body_with_its_token_and_releases() {
         .await
         .unwrap();
     match outcome {
-        LockOutcome::Ran { output, token, released } => {
+        LockOutcome::Ran { output, token, release } => {
             assert_eq!(output, token, "the body saw the lease's own token");
-            assert!(released);
+            assert!(matches!(release, Release::Released), "{release:?}");
         }
         LockOutcome::NotAcquired => panic!("lock was free"),
     }
@@ -137,7 +137,7 @@ async fn case08_with_lock_skips_body_when_taken() {
     let _held = lock.acquire("t", ms(5000)).await.unwrap().unwrap();
     let mut ran = false;
     let outcome = lock.with_lock("t", ms(1000), |_| async { ran = true }).await.unwrap();
-    assert_eq!(outcome, LockOutcome::NotAcquired);
+    assert!(matches!(outcome, LockOutcome::NotAcquired), "{outcome:?}");
     assert!(!ran, "the body must not run");
 }
 
@@ -153,8 +153,8 @@ async fn case09_with_lock_releases_nothing_when_body_outlives_lease() {
     let body = lock.with_lock("o", ms(100), |_| sleep(Duration::from_millis(250)));
     let (b, outcome) = tokio::join!(thief, body);
     match outcome.unwrap() {
-        LockOutcome::Ran { released, token, .. } => {
-            assert!(!released, "A's release must report it deleted nothing");
+        LockOutcome::Ran { release, token, .. } => {
+            assert!(matches!(release, Release::AlreadyGone), "A's release must report it deleted nothing: {release:?}");
             assert!(b.token() > token);
         }
         LockOutcome::NotAcquired => panic!("lock was free"),
@@ -183,4 +183,38 @@ async fn keys_share_one_hash_tag_and_prefix_is_configurable() {
     assert_eq!(s.command(&["EXISTS", "app:lk:{orders}"]).unwrap(), ":1\r\n");
     assert_eq!(s.command(&["PTTL", "app:lk:{orders}:fence"]).unwrap(), ":-1\r\n", "the fence counter never expires");
     assert_eq!(lease.owner().as_str().len(), 32, "128-bit owner value, hex");
+}
+
+/// Issue 13: when the final release timed out, `with_lock` returned
+/// `Err(OutcomeUnknown)` and dropped the body's output, although the body
+/// had run. Now the output comes back beside `Release::Unknown`.
+#[tokio::test]
+async fn with_lock_returns_the_output_when_the_release_times_out() {
+    let s = server();
+    let lock = Lock::new(support::connect_with_timeout(&s, Duration::from_millis(150)).await);
+    let admin = &s;
+    // Load the release script first: on a cold server the late EVALSHA
+    // would meet NOSCRIPT and (this time) not run.
+    let warm = lock.acquire("warm-up", ms(1000)).await.unwrap().unwrap();
+    assert!(lock.release(&warm).await.unwrap());
+    let outcome = lock
+        .with_lock("paused", ms(10_000), |lease| async move {
+            // Freeze every client (this one included) for 800 ms right
+            // after the work: the release is sent into the pause.
+            admin.command(&["CLIENT", "PAUSE", "800", "ALL"]).unwrap();
+            lease.token().get() * 10
+        })
+        .await
+        .expect("the body ran: no Err may hide its output");
+    let LockOutcome::Ran { output, token, release } = outcome else { panic!("lock was free") };
+    assert_eq!(output, token.get() * 10);
+    match release {
+        Release::Unknown(e) => assert!(e.outcome_is_unknown(), "{e:?}"),
+        other => panic!("expected Release::Unknown, got {other:?}"),
+    }
+    // The timed-out release was not cancelled: it ran once the pause ended
+    // (seen from a fresh connection, queued behind it on the server).
+    sleep(Duration::from_millis(900)).await;
+    let observer = Lock::new(connect(&s).await);
+    assert_eq!(observer.remaining_ttl("paused").await.unwrap(), None, "the late release deleted the lease");
 }

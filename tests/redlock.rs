@@ -112,7 +112,7 @@ fn pttl(server: &RedisServer, key: &str) -> i64 {
         .expect("integer reply")
 }
 
-fn invalid_what(result: Result<Redlock<MultiplexedConnection>, Error>) -> (&'static str, String) {
+fn invalid_what<C>(result: Result<Redlock<C>, Error>) -> (&'static str, String) {
     match result {
         Err(Error::InvalidInput { what, why }) => (what, why),
         Err(e) => panic!("expected InvalidInput, got {e}"),
@@ -1008,4 +1008,88 @@ async fn delay_proxy_adds_latency_and_stop_closes_everything() {
     assert!(matches!(after, Ok(Err(_))), "{after:?}");
     assert!(std::net::TcpStream::connect(proxy.addr()).is_err());
     proxy.stop(); // idempotent
+}
+
+/// A connection that answers `INFO` the way a redis-rs cluster connection
+/// does. The cluster client (`cluster-async`) routes `INFO` to every primary
+/// and, having no way to merge the replies (its "special" response policy),
+/// returns `Value::Map` of `node address → that node's reply`
+/// (redis-rs 1.8, `cluster_handling/async_connection/mod.rs`). Every reply
+/// in the map comes from a real redis-server; everything other than `INFO`
+/// goes to the first node. This reproduces the reply shape without the
+/// cluster feature, which the workspace does not build.
+#[derive(Clone)]
+struct InfoFanOut {
+    nodes: Vec<(String, MultiplexedConnection)>,
+}
+
+impl redis::aio::ConnectionLike for InfoFanOut {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        Box::pin(async move {
+            let is_info = cmd.args_iter().next().is_some_and(|arg| {
+                matches!(arg, redis::Arg::Simple(name) if name.eq_ignore_ascii_case(b"INFO"))
+            });
+            if !is_info {
+                return self.nodes[0].1.req_packed_command(cmd).await;
+            }
+            let mut replies = Vec::new();
+            for (addr, conn) in &mut self.nodes {
+                let reply = conn.req_packed_command(cmd).await?;
+                replies.push((redis::Value::BulkString(addr.clone().into_bytes()), reply));
+            }
+            Ok(redis::Value::Map(replies))
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        self.nodes[0].1.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+async fn fan_out(servers: &[&RedisServer]) -> InfoFanOut {
+    let mut nodes = Vec::new();
+    for s in servers {
+        nodes.push((s.addr().to_string(), connect_url(&s.url()).await));
+    }
+    InfoFanOut { nodes }
+}
+
+/// Issue 13: a cluster connection's `INFO server` reply is a map, which
+/// was read as a `String`, failed, and left `run_id` as `None`: the same
+/// cluster given twice was not detected. Every `run_id` in the reply is read
+/// now, and masters that share a server are refused.
+#[tokio::test]
+async fn a_cluster_shaped_info_reply_is_read_and_a_shared_server_is_refused() {
+    let servers = servers(4);
+    let cluster = [&servers[0], &servers[1], &servers[2]];
+    let single = fan_out(&[&servers[3]]).await;
+
+    // Two connections to the same "cluster" (nodes listed in another order).
+    let twice = vec![fan_out(&cluster).await, fan_out(&[&servers[2], &servers[0], &servers[1]]).await, single.clone()];
+    let (what, why) = invalid_what(Redlock::connect(twice, defaults(1000)).await);
+    assert_eq!(what, "redlock masters");
+    assert!(why.contains("masters 0 and 1"), "{why}");
+
+    // A plain master that is one of the cluster's nodes is refused too.
+    let overlap = vec![fan_out(&cluster).await, fan_out(&[&servers[1]]).await];
+    let (_, why) = invalid_what(Redlock::connect(overlap, defaults(1000)).await);
+    assert!(why.contains("masters 0 and 1"), "{why}");
+
+    // Independent masters are accepted; the cluster's identity lists all three ids.
+    let ok = Redlock::connect(vec![fan_out(&cluster).await, single], defaults(1000)).await.unwrap();
+    assert!(ok.unverified_masters().is_empty());
+    let ids = ok.run_ids()[0].as_deref().expect("verified");
+    assert_eq!(ids.split(',').count(), 3, "{ids}");
+    assert!(ids.split(',').all(|id| id.len() == 40), "{ids}");
+    let lease = ok.acquire(NAME).await.unwrap().into_lease().expect("free");
+    assert_eq!(ok.release(&lease).await.deleted, 2);
 }

@@ -72,3 +72,29 @@ async fn retrying_acquire_gets_the_lock_once_the_holder_lets_go() {
     let lease = got.unwrap().expect("acquired after the release");
     assert!(lease.token() > held.token());
 }
+
+/// Issue 13: a `max_delay` of 2^64 µs or more wrapped (`as_micros() as u64`),
+/// so 20 attempts "585 000 years apart" finished in milliseconds. The cap
+/// is now clamped, so the second attempt really is that far away.
+#[tokio::test]
+async fn a_cap_past_2_pow_64_micros_is_clamped_not_wrapped() {
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let _held = lock.acquire("busy", ms(60_000)).await.unwrap().unwrap();
+    let huge = Duration::from_micros(u64::MAX) + Duration::from_micros(2); // wrapped to 1 µs before
+    for retry in [
+        Retry::new(NonZeroU32::new(20).unwrap(), huge, huge).unwrap().seeded(1),
+        Retry::new(NonZeroU32::new(20).unwrap(), huge, Duration::MAX).unwrap().seeded(2).deadline(Duration::MAX),
+    ] {
+        let attempts = Arc::new(Mutex::new(0u32));
+        let a = Arc::clone(&attempts);
+        let lock = &lock;
+        let run = retry.run(move || {
+            *a.lock().unwrap() += 1;
+            async move { lock.acquire("busy", ms(1000)).await }
+        });
+        let outcome = tokio::time::timeout(Duration::from_millis(300), run).await;
+        assert!(outcome.is_err(), "still waiting between attempts, not done: {outcome:?}");
+        assert_eq!(*attempts.lock().unwrap(), 1, "only the first attempt ran");
+    }
+}

@@ -203,7 +203,7 @@ impl<C: Connection> ElectionBuilder<C> {
     fn timing(&self, lock: &Lock<C>) -> Result<Timing> {
         let lease_ttl = Ttl::named("lease_ttl", self.lease_ttl)?;
         let ttl = lease_ttl.as_duration();
-        let usable = ttl.saturating_sub(lock.drift().allowance(ttl));
+        let usable = lock.drift().usable(lease_ttl);
         if usable.is_zero() {
             return Err(Error::invalid(
                 "lease_ttl",

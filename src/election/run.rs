@@ -18,7 +18,6 @@
 //! in order, so a late extension cannot keep the lease alive behind the
 //! node's back.
 
-use core::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
@@ -27,6 +26,8 @@ use crate::election::config::Demotion;
 use crate::election::state::DemotionReason;
 use crate::election::{Election, Shared};
 use crate::error::{Error, Result};
+// `at + d` that cannot panic: a huge interval is valid input.
+use crate::instant::after as later;
 use crate::lease::Lease;
 
 /// How a term ended, from the loop's point of view.
@@ -56,8 +57,14 @@ impl<C: Connection> Election<C> {
     /// Returns `Ok(())` once stopped with the lease handed back (or not
     /// held). Returns `Err` if the hand-back at stop failed (the lease then
     /// expires by itself after its TTL), or, at once, if another `run()` of
-    /// this node is already active. Campaign failures are not errors: the
-    /// node simply tries again at the next campaign interval.
+    /// this node is already active. Campaign faults (timeouts, a lost
+    /// connection, a Redis error) are not errors: the node simply tries
+    /// again at the next campaign interval. A campaign that finds the
+    /// election's keys unusable — [`Error::WrongType`] (a hash at
+    /// `election:{name}`) or [`Error::CorruptState`] (a fence counter that
+    /// is not a positive integer) — ends `run()` with that error: no later
+    /// campaign could succeed until the key is repaired, and a node that
+    /// silently never leads hides the problem.
     ///
     /// Dropping the future while leading demotes the node with
     /// [`DemotionReason::Dropped`]; the lease is not released (a drop cannot
@@ -77,6 +84,8 @@ impl<C: Connection> Election<C> {
             next_campaign = later(sent_at, campaign_every);
             let lease = match self.shared.lock.acquire(&self.shared.name, self.shared.timing.lease_ttl).await {
                 Ok(Some(lease)) => lease,
+                // The key space is broken, not busy: retrying cannot help.
+                Err(e @ (Error::WrongType { .. } | Error::CorruptState { .. })) => return Err(e),
                 // Someone else leads, or the attempt failed: a follower has
                 // nothing to lose, so it just tries again next time.
                 Ok(None) | Err(_) => continue,
@@ -185,14 +194,6 @@ async fn stop_requested(stop: &mut watch::Receiver<bool>) {
     // receiver the loop holds, so this cannot fail; the guard it returns is
     // dropped here rather than held across the caller's next await.
     let _ = stop.wait_for(|s| *s).await;
-}
-
-/// `at + d`, or a year after `at` if that overflows (a huge interval is
-/// valid input and must not panic).
-fn later(at: Instant, d: Duration) -> Instant {
-    at.checked_add(d)
-        .or_else(|| at.checked_add(Duration::from_secs(365 * 24 * 3600)))
-        .unwrap_or(at)
 }
 
 /// Marks a `run()` as active for as long as it lives.

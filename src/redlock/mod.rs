@@ -77,6 +77,7 @@
 //! ```
 
 mod config;
+mod identity;
 mod join;
 mod lease;
 mod vote;
@@ -96,6 +97,7 @@ pub use vote::{Acquisition, Extension, MasterVote, Refusal, RefusalReason, Relea
 use crate::connection::Connection;
 use crate::drift::Drift;
 use crate::error::{Error, Result};
+use crate::instant::after;
 use crate::keys::Prefix;
 use crate::owner::{Owner, OwnerSource};
 use crate::retry::Retry;
@@ -145,22 +147,22 @@ impl<C: Connection> Redlock<C> {
     pub async fn connect(masters: Vec<C>, config: RedlockConfig) -> Result<Redlock<C>> {
         let prefix = config.validate(masters.len())?;
         let handshake = config.handshake_timeout;
-        let run_ids = join_all(
+        let identities = join_all(
             masters
                 .iter()
                 .cloned()
-                .map(|conn| run_id(conn, handshake))
+                .map(|conn| identity::run_ids(conn, handshake))
                 .collect(),
         )
         .await;
-        for (i, a) in run_ids.iter().enumerate() {
-            for (j, b) in run_ids.iter().enumerate().skip(i + 1) {
+        for (i, a) in identities.iter().enumerate() {
+            for (j, b) in identities.iter().enumerate().skip(i + 1) {
                 if let (Some(a), Some(b)) = (a, b) {
-                    if a == b {
+                    if let Some(id) = identity::shared(a, b) {
                         return Err(Error::invalid(
                             "redlock masters",
                             format!(
-                                "masters {i} and {j} are the same redis-server (run_id {a}); \
+                                "masters {i} and {j} are the same redis-server (run_id {id}); \
                                  Redlock needs independent masters, or one failure counts twice"
                             ),
                         ));
@@ -168,6 +170,7 @@ impl<C: Connection> Redlock<C> {
                 }
             }
         }
+        let run_ids = identities.into_iter().map(|ids| ids.map(|ids| ids.join(","))).collect();
         let quorum = masters.len() / 2 + 1;
         Ok(Redlock {
             masters,
@@ -217,6 +220,8 @@ impl<C: Connection> Redlock<C> {
     }
 
     /// Each master's `run_id` as seen at connect (`None`: not verified).
+    /// A connection that reaches several servers (a cluster connection, which
+    /// sends `INFO` to every primary) has their ids sorted and joined by `,`.
     pub fn run_ids(&self) -> &[Option<String>] {
         &self.run_ids
     }
@@ -324,7 +329,7 @@ impl<C: Connection> Redlock<C> {
                 lease.started_at = round.started;
                 lease.acquired_at = round.finished;
                 lease.validity = validity;
-                lease.valid_until = round.finished + validity;
+                lease.valid_until = after(round.finished, validity);
                 lease.votes = round.yes();
                 lease.ttl = self.ttl;
                 lease.masters = round.votes;
@@ -352,7 +357,7 @@ impl<C: Connection> Redlock<C> {
                 started_at: round.started,
                 acquired_at: round.finished,
                 validity,
-                valid_until: round.finished + validity,
+                valid_until: after(round.finished, validity),
                 votes: round.yes(),
                 quorum: self.quorum,
                 masters: round.votes,
@@ -500,19 +505,4 @@ async fn pexpire_if_owner<C: Connection>(
         .query_async(&mut conn)
         .await?;
     Ok(n == 1)
-}
-
-/// The server's `run_id`, or `None` when it cannot be read in time.
-async fn run_id<C: Connection>(mut conn: C, timeout: Duration) -> Option<String> {
-    let info: String = tokio::time::timeout(
-        timeout,
-        redis::cmd("INFO").arg("server").query_async(&mut conn),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    info.lines()
-        .find_map(|line| line.strip_prefix("run_id:"))
-        .map(|id| id.trim().to_string())
-        .filter(|id| !id.is_empty())
 }
