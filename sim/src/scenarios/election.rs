@@ -542,6 +542,12 @@ pub fn run_planned(
     violations.extend(checker::stale_overwrite::check(events));
     if variant == Variant::Election {
         violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
+        violations.extend(checker::election::check_deadlines(
+            events,
+            ELECTION_NAME,
+            trusted_ms(planned.lease_ms),
+            MIN_ROUND_TRIP_MS,
+        ));
     }
     // Liveness after healing: the last fault, stall or stop() ends at
     // `healed`; a leader must hold from `healed + bound` on.
@@ -559,6 +565,18 @@ pub fn run_planned(
     reach_from_history(&mut outcome, variant, &failovers, &handovers, &markers, planned.lease_ms);
     outcome.histograms = h;
     Ok(outcome)
+}
+
+/// The shortest round trip on the scenario's links (1 ms each way at least).
+const MIN_ROUND_TRIP_MS: u64 = 2;
+
+/// `lease − drift` in whole milliseconds, rounded up, for the default drift
+/// every node uses: its documented rule is a factor of the lease (per mille)
+/// plus a constant.
+fn trusted_ms(lease_ms: u64) -> u64 {
+    let d = redis_primitives::Drift::DEFAULT;
+    let allowance_us = lease_ms * 1000 * u64::from(d.factor_per_mille()) / 1000 + d.constant().as_micros() as u64;
+    (lease_ms * 1000).saturating_sub(allowance_us).div_ceil(1000)
 }
 
 /// Round trips and scheduling slack allowed on top of lease + campaign
