@@ -141,6 +141,10 @@ pub struct ElectionPlan {
     /// write (a targeted fault: the write leaves with an ended term's epoch).
     #[serde(default)]
     pub stall_mid_write: bool,
+    /// The election's fence counter starts at this value (`None`: absent,
+    /// so the first epoch is 1). Seeds use 2^53 − 2, so epochs cross 2^53.
+    #[serde(default)]
+    pub epoch_base: Option<u64>,
     /// The node leading at this time calls `stop()` (a clean hand-over).
     pub stop_at: Option<Millis>,
 }

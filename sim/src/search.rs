@@ -410,6 +410,7 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
                         // Kept out of the search space so committed
                         // regression seeds still draw the plans they did.
                         stall_mid_write: false,
+                        epoch_base: None,
                         stop_at,
                     })
                 })

@@ -95,6 +95,8 @@ struct Plan {
     stall: Option<(u64, u64)>,
     /// The stall lands between the leader's check and its next write.
     stall_mid_write: bool,
+    /// The fence counter starts here (epochs then cross 2^53 in the run).
+    epoch_base: Option<u64>,
     /// The node leading at this time calls `stop()`.
     stop: Option<u64>,
     /// Node i starts campaigning at `i * stagger_ms`.
@@ -268,6 +270,17 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
         sleep(Duration::from_millis(start_at)).await;
     }
     let node = Arc::new(build_node(plan.variant, actor.connection(0), actor.seed(), plan.timing)?);
+    if let (Some(base), Node::Fenced { election, .. }) = (plan.epoch_base, node.as_ref()) {
+        // Every node presets the counter if nobody has yet (NX), before its
+        // own first campaign: no acquire can precede the preset.
+        let key = election.lock().fence_key(ELECTION_NAME)?;
+        let mut conn = actor.connection(0);
+        let set: redis::RedisResult<Option<String>> =
+            redis::cmd("SET").arg(&key).arg(base).arg("NX").query_async(&mut conn).await;
+        if let Ok(Some(_)) = set {
+            actor.note(format!("fence counter {key} preset to {base}"));
+        }
+    }
     let runner = {
         let node = Arc::clone(&node);
         let actor = actor.clone();
@@ -481,6 +494,9 @@ pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
     let (stop_lo, stop_hi) = (stall_at + stall_for + 100, LENGTH - QUIET_TAIL - 100);
     let stop_at = (stop_lo <= stop_hi).then(|| rng.random_range(stop_lo..=stop_hi));
     let stall_mid_write = rng.random_bool(0.5);
+    // A quarter of the seeds start the fence counter just below 2^53, where
+    // a token passed through a Lua number (a double) would repeat.
+    let epoch_base = rng.random_bool(0.25).then_some((1u64 << 53) - 2);
     let plan = ElectionPlan {
         nodes: NODES as u32,
         lease_ms: LEASE_MS,
@@ -490,6 +506,7 @@ pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
         stagger_ms: 0,
         stall: Some(LeaderStall { at: stall_at, ms: stall_for }),
         stall_mid_write,
+        epoch_base,
         stop_at,
     };
     let mut profile = Profile::new(NODES as u32, 1, LENGTH);
@@ -520,6 +537,7 @@ pub fn run_planned(
         end_ms: planned.length_ms,
         stall: planned.stall.map(|s| (s.at, s.ms)),
         stall_mid_write: planned.stall_mid_write,
+        epoch_base: planned.epoch_base,
         stop: planned.stop_at,
         stagger_ms: planned.stagger_ms,
         timing: (planned.lease_ms, planned.renew_ms, planned.campaign_ms),
@@ -603,6 +621,7 @@ pub const SITUATIONS: &[Situation] = &[
         meaning: "a frozen leader's reign ended at its local deadline, while it was still frozen",
     },
     Situation { name: "renewal-confirmed", meaning: "a leader's renewal was confirmed and its deadline moved on" },
+    EPOCHS_PAST_2_POW_53,
     Situation {
         name: "stale-leader-write-refused",
         meaning: "the fenced store refused a write carrying an older epoch",
@@ -614,10 +633,17 @@ pub const SITUATIONS: &[Situation] = &[
     Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
 ];
 
+/// Epochs past the exact range of a Lua number (a double).
+const EPOCHS_PAST_2_POW_53: Situation = Situation {
+    name: "epochs-past-2-pow-53",
+    meaning: "a leader was elected with an epoch above 2^53 (the counter was preset just below it)",
+};
+
 /// What `election-renew-only` exists to reach.
 pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
     COMMON[0],
     COMMON[1],
+    EPOCHS_PAST_2_POW_53,
     Situation {
         name: "stale-leader-write-refused",
         meaning: "the fenced store refused a write carrying an older epoch",
@@ -660,13 +686,17 @@ fn reach_from_history(
     }
     let mut refused = false;
     let mut renewed = false;
+    let mut past_2_pow_53 = false;
     let mut deadlines: std::collections::BTreeMap<(&str, Option<u64>), u64> = Default::default();
     for e in &outcome.history {
         match &e.op {
             Op::Write { result: Some(WriteResult::Rejected { .. }), .. } => refused = true,
-            Op::Role { role: Role::Leader, epoch, deadline: Some(d), .. } => {
-                if let Some(old) = deadlines.insert((e.process.as_str(), *epoch), *d) {
-                    renewed |= *d > old;
+            Op::Role { role: Role::Leader, epoch, deadline, .. } => {
+                past_2_pow_53 |= epoch.is_some_and(|e| e > 1 << 53);
+                if let Some(d) = deadline {
+                    if let Some(old) = deadlines.insert((e.process.as_str(), *epoch), *d) {
+                        renewed |= *d > old;
+                    }
                 }
             }
             _ => {}
@@ -677,6 +707,9 @@ fn reach_from_history(
     }
     if renewed {
         outcome.reach("renewal-confirmed");
+    }
+    if past_2_pow_53 {
+        outcome.reach(EPOCHS_PAST_2_POW_53.name);
     }
 }
 
@@ -793,6 +826,7 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
             end_ms: end,
             stall,
             stall_mid_write: false,
+            epoch_base: None,
             stop,
             stagger_ms: 10,
             timing: (LEASE_MS, RENEW_MS, CAMPAIGN_MS),
