@@ -569,10 +569,13 @@ pub fn run_planned(
     }
     // Liveness after healing: the last fault, stall or stop() ends at
     // `healed`; a leader must hold from `healed + bound` on.
-    let healed = planned
-        .stall
-        .map(|s| s.at + s.ms)
-        .into_iter()
+    // The stall's actual end (from the markers): a stall handed to the
+    // writer lands at its next write, which may be later than planned.
+    let stall_end = markers.iter().filter_map(|m| match m {
+        Marker::Stall { at, duration, .. } => Some(at + duration),
+        Marker::Stop { .. } => None,
+    });
+    let healed = stall_end
         .chain(planned.stop_at)
         .chain(schedule_end)
         .max()
