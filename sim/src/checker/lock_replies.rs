@@ -51,7 +51,7 @@
 use std::collections::BTreeMap;
 
 use super::{Violation, LOCK_REPLIES};
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
 
 const MAX_REPORTED: usize = 5;
 
@@ -119,6 +119,9 @@ struct Lease<'a> {
     releases: Vec<usize>,
     /// End of a keep-alive loop the history cannot see into.
     hidden_until: Option<Millis>,
+    /// A cancelled guarded call releases its lease (best effort, not
+    /// recorded) from this instant on.
+    hidden_release_from: Option<Millis>,
 }
 
 struct Model<'a> {
@@ -173,19 +176,32 @@ impl<'a> Model<'a> {
                     extends: Vec::new(),
                     releases: Vec::new(),
                     hidden_until: None,
+                    hidden_release_from: None,
                 });
             }
         }
         for (i, c) in calls.iter().enumerate() {
-            let (name, token) = match c.op {
-                Op::Extend { name, token, .. } | Op::Release { name, token } => (name.as_str(), *token),
-                Op::Guarded { name, .. } => match c.result() {
-                    Op::Guarded { token, .. } => (name.as_str(), *token),
-                    _ => continue,
+            let l = match c.op {
+                Op::Extend { name, token, .. } | Op::Release { name, token } => {
+                    match by_key.get(&(name.as_str(), c.process, *token)) {
+                        Some(&l) => l,
+                        None => continue,
+                    }
+                }
+                // A guarded call's lease is the first one its process was
+                // granted after invoking it (its token may be unknown when
+                // the call failed).
+                Op::Guarded { name, .. } => match leases
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.name == name && l.process == c.process && l.invoked >= c.invoked && l.done <= c.done_at())
+                    .min_by_key(|(_, l)| l.invoked)
+                {
+                    Some((l, _)) => l,
+                    None => continue,
                 },
                 _ => continue,
             };
-            let Some(&l) = by_key.get(&(name, c.process, token)) else { continue };
             match c.op {
                 Op::Extend { .. } => leases[l].extends.push(i),
                 Op::Release { .. } => leases[l].releases.push(i),
@@ -193,6 +209,15 @@ impl<'a> Model<'a> {
                     let end = c.done_at();
                     let h = leases[l].hidden_until.get_or_insert(end);
                     *h = (*h).max(end);
+                    let release_from = match c.result() {
+                        Op::Guarded { outcome: Some(GuardedResult::Cancelled { at }), .. } => Some(*at),
+                        Op::Guarded { outcome: Some(_), .. } if c.ok() => None,
+                        _ => Some(c.invoked),
+                    };
+                    if let Some(r) = release_from {
+                        let h = leases[l].hidden_release_from.get_or_insert(r);
+                        *h = (*h).min(r);
+                    }
                 }
             }
         }
@@ -269,7 +294,8 @@ impl<'a> Model<'a> {
             return None;
         }
         self.leases.iter().enumerate().find_map(|(i, l)| {
-            let sent_release = l.releases.iter().any(|&r| self.calls[r].invoked <= until);
+            let sent_release = l.releases.iter().any(|&r| self.calls[r].invoked <= until)
+                || l.hidden_release_from.is_some_and(|r| r <= until);
             (Some(i) != except
                 && l.name == name
                 && l.done < from
