@@ -191,11 +191,16 @@ impl<'a> Model<'a> {
                 // A guarded call's lease is the first one its process was
                 // granted after invoking it (its token may be unknown when
                 // the call failed).
-                Op::Guarded { name, .. } => match leases
+                Op::Guarded { name, .. } => match match c.result() {
+                    Op::Guarded { token: Some(t), .. } => by_key.get(&(name.as_str(), c.process, Some(*t))).map(|&l| (l, ())),
+                    _ => None,
+                }
+                .or_else(|| leases
                     .iter()
                     .enumerate()
                     .filter(|(_, l)| l.name == name && l.process == c.process && l.invoked >= c.invoked && l.done <= c.done_at())
                     .min_by_key(|(_, l)| l.invoked)
+                    .map(|(l, _)| (l, ())))
                 {
                     Some((l, _)) => l,
                     None => continue,
