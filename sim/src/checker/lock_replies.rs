@@ -384,13 +384,11 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                     }
                 }
             }
-            (Op::Acquire { name, .. }, EventKind::Fail) => {
-                if m.definitely_free(name, c.invoked, done, Some(ci)) {
-                    push(done, format!(
-                        "{}: acquire of {name} refused over [{}ms, {done}ms] while the lock was definitely free (every earlier lease expired or released)",
-                        c.process, c.invoked
-                    ));
-                }
+            (Op::Acquire { name, .. }, EventKind::Fail) if m.definitely_free(name, c.invoked, done, Some(ci)) => {
+                push(done, format!(
+                    "{}: acquire of {name} refused over [{}ms, {done}ms] while the lock was definitely free (every earlier lease expired or released)",
+                    c.process, c.invoked
+                ));
             }
             (Op::Acquire { name, .. }, EventKind::Ok) => {
                 let me = m.by_key.get(&(name.as_str(), c.process, match result {
