@@ -111,6 +111,21 @@ pub enum Role {
     Resigned,
 }
 
+/// How a guarded body ended ([`Op::Guarded`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GuardedResult {
+    /// The lock was held by someone else; the body did not run.
+    NotAcquired,
+    /// The body finished while the lease was trusted.
+    Completed,
+    /// The lease stopped being trustworthy at `at` (simulated ms) and the
+    /// body was dropped there.
+    Cancelled {
+        /// When the body was dropped.
+        at: Millis,
+    },
+}
+
 /// One operation: its arguments, and (on the completion event) its result.
 ///
 /// Result fields are `Option`s: `None` on the invoke event, filled on an `Ok`
@@ -229,6 +244,44 @@ pub enum Op {
         /// Lock name.
         name: String,
     },
+    /// `Retry::run` around `Lock::acquire` (each attempt is its own
+    /// `Acquire`, invoked and completed inside this operation): `Ok` =
+    /// granted, `Fail` = attempts or deadline ran out.
+    Retry {
+        /// Lock name.
+        name: String,
+        /// Attempts the policy allows.
+        attempts: u32,
+        /// The policy's total deadline (ms), if any.
+        deadline_ms: Option<u64>,
+        /// Token granted (on `Ok`).
+        token: Option<u64>,
+    },
+    /// `Lock::with_lock_guarded` or a caller-driven `Lock::keep_alive`
+    /// around a body: the body's steps are the same process's writes
+    /// invoked inside this operation, with this token.
+    Guarded {
+        /// Lock name.
+        name: String,
+        /// Lease token (known once the inner acquire succeeded).
+        token: Option<u64>,
+        /// How it ended (on completion).
+        outcome: Option<GuardedResult>,
+    },
+    /// `Lock::current_token`: the fence counter (`None` = never issued).
+    CurrentToken {
+        /// Lock name.
+        name: String,
+        /// The counter read (on `Ok`).
+        token: Option<u64>,
+    },
+    /// `Lock::remaining_ttl`: the server-side time left (`None` = not held).
+    RemainingTtl {
+        /// Lock name.
+        name: String,
+        /// Milliseconds left (on `Ok`; `None` = no lease).
+        ms: Option<u64>,
+    },
     /// A fault injected (or healed) by the nemesis, or the harness itself.
     Fault {
         /// Readable description, e.g. `pause client-1 for 1500ms`.
@@ -262,6 +315,10 @@ impl Op {
             Op::Role { .. } => "role",
             Op::RedlockAcquire { .. } => "redlock-acquire",
             Op::RedlockRelease { .. } => "redlock-release",
+            Op::Retry { .. } => "retry",
+            Op::Guarded { .. } => "guarded",
+            Op::CurrentToken { .. } => "current-token",
+            Op::RemainingTtl { .. } => "remaining-ttl",
             Op::Fault { .. } => "fault",
             Op::Reached { .. } => "reached",
             Op::Note { .. } => "note",
@@ -339,6 +396,27 @@ impl fmt::Display for Op {
                 opt(validity_ms)
             ),
             Op::RedlockRelease { name } => write!(f, "redlock-release {name}"),
+            Op::Retry { name, attempts, deadline_ms, token } => {
+                write!(f, "retry acquire {name} attempts={attempts}")?;
+                if let Some(d) = deadline_ms {
+                    write!(f, " deadline={d}ms")?;
+                }
+                write!(f, " token={}", opt(token))
+            }
+            Op::Guarded { name, token, outcome } => {
+                write!(f, "guarded {name} token={}", opt(token))?;
+                match outcome {
+                    Some(GuardedResult::NotAcquired) => write!(f, " -> not acquired"),
+                    Some(GuardedResult::Completed) => write!(f, " -> completed"),
+                    Some(GuardedResult::Cancelled { at }) => write!(f, " -> cancelled at {at}ms"),
+                    None => Ok(()),
+                }
+            }
+            Op::CurrentToken { name, token } => write!(f, "current-token {name} -> {}", opt(token)),
+            Op::RemainingTtl { name, ms } => match ms {
+                Some(ms) => write!(f, "remaining-ttl {name} -> {ms}ms"),
+                None => write!(f, "remaining-ttl {name} -> not held"),
+            },
             Op::Fault { description } => write!(f, "fault: {description}"),
             Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::Note { text } => write!(f, "note: {text}"),

@@ -17,6 +17,9 @@ use crate::history::Millis;
 
 pub mod election;
 pub mod fencing_tokens;
+pub mod guarded_body;
+pub mod lock_liveness;
+pub mod lock_replies;
 pub mod mutual_exclusion;
 pub mod order;
 pub mod rate_limit;
@@ -43,6 +46,11 @@ pub const SELF_FENCING: &str = "self-fencing";
 /// Name of the liveness property: after the faults heal, every primitive
 /// makes progress within a stated bound.
 pub const LIVENESS: &str = "liveness";
+
+/// Name of the lock-replies invariant: every `Lock` answer (acquire,
+/// extend, release, current_token, remaining_ttl, `Retry::run`) is
+/// justified by the history, in both directions.
+pub const LOCK_REPLIES: &str = "lock-replies";
 
 /// Every invariant name with its one-line meaning (for `--help`, the report
 /// and the README).
@@ -74,6 +82,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         SELF_FENCING,
         "under self-fencing (Demotion::AtDeadline, with_lock_guarded), no two nodes trust a lease at the same simulated instant, and no guarded body runs past its local deadline",
+    ),
+    (
+        LOCK_REPLIES,
+        "every Lock reply is justified by the history both ways: true only if the lease could still be ours, false only if it could be gone; a refused acquire only if a lease could be present",
     ),
     (
         LIVENESS,

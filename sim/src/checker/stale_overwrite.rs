@@ -8,6 +8,20 @@
 //! - the final value (the last successful `Read`) belongs to a write whose
 //!   token is at least the highest token the store definitely accepted.
 //!
+//! Rejections are judged too (a store that refuses good writes is as broken
+//! as one that accepts stale ones). A fenced write rejected with
+//! `highest_seen = h` needs:
+//!
+//! - `h` greater than its own token (equal tokens are accepted);
+//! - some write carrying `h` that could have been accepted before the
+//!   rejection completed: accepted and invoked before then, or of unknown
+//!   outcome (`Info`, or never completed: a dropped body) invoked before then;
+//! - no later acceptance of a token below `h` invoked after the rejection
+//!   completed (the store's highest never goes down).
+//!
+//! And the final value of a fenced store must be the value of a write that
+//! carried exactly the token stored with it.
+//!
 //! A write whose outcome is unknown (`Info`) may land at any later time, so it
 //! is never convicted by the first rule; but if its value turns up in the
 //! final read with a stale token, the second rule catches it. An unfenced
@@ -31,6 +45,69 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
     // final value when the store does not return a token with it.
     let mut written: BTreeMap<(&str, &str), Vec<u64>> = BTreeMap::new();
     let mut last_read: BTreeMap<&str, (&Event, Millis)> = BTreeMap::new();
+    let mut out = Vec::new();
+    // Every fenced write that may have been applied: (key, token, value,
+    // invoked, definitely-accepted completion or None when unknown).
+    let mut candidates: Vec<(&str, u64, &str, Millis, Option<Millis>)> = Vec::new();
+    let mut rejections: Vec<(&Event, Millis, u64, u64)> = Vec::new();
+    {
+        let mut pending: BTreeMap<u64, &Event> = BTreeMap::new();
+        for e in events {
+            if e.kind == EventKind::Invoke && matches!(e.op, Op::Write { fenced: true, token: Some(_), .. }) {
+                pending.insert(e.op_id.0, e);
+            } else if let Some(inv) = pending.remove(&e.op_id.0) {
+                let Op::Write { key, value, token: Some(token), result, .. } = &e.op else { continue };
+                match (e.kind, result) {
+                    (EventKind::Ok, Some(WriteResult::Accepted)) => {
+                        candidates.push((key.as_str(), *token, value.as_str(), inv.time, Some(e.time)))
+                    }
+                    (EventKind::Ok, Some(WriteResult::Rejected { highest_seen })) => {
+                        rejections.push((e, inv.time, *token, *highest_seen))
+                    }
+                    (EventKind::Info, _) => candidates.push((key.as_str(), *token, value.as_str(), inv.time, None)),
+                    _ => {}
+                }
+            }
+        }
+        for inv in pending.values() {
+            if let Op::Write { key, value, token: Some(token), .. } = &inv.op {
+                candidates.push((key.as_str(), *token, value.as_str(), inv.time, None));
+            }
+        }
+    }
+    for &(e, _, token, highest) in &rejections {
+        let Op::Write { key, .. } = &e.op else { continue };
+        if highest <= token {
+            out.push(Violation::new(
+                NO_STALE_OVERWRITE,
+                Some(e.time),
+                format!("{key}: store rejected token {token} from {} saying the highest it accepted is {highest}, which is not higher", e.process),
+            ));
+            continue;
+        }
+        if !candidates.iter().any(|&(k, t, _, inv, _)| k == key && t == highest && inv < e.time) {
+            out.push(Violation::new(
+                NO_STALE_OVERWRITE,
+                Some(e.time),
+                format!(
+                    "{key}: store rejected token {token} from {} at {}ms citing highest {highest}, but no write with token {highest} could have been accepted by then",
+                    e.process, e.time
+                ),
+            ));
+        }
+        for &(k, t, _, inv, acc) in &candidates {
+            if k == key && t < highest && acc.is_some() && inv > e.time {
+                out.push(Violation::new(
+                    NO_STALE_OVERWRITE,
+                    acc,
+                    format!(
+                        "{key}: store accepted token {t} (invoked {inv}ms) after rejecting token {token} at {}ms because it had accepted {highest}",
+                        e.time
+                    ),
+                ));
+            }
+        }
+    }
     for c in completed(events) {
         match &c.done.op {
             Op::Write { key, value, token: Some(token), result, .. } => {
@@ -52,7 +129,6 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
             _ => {}
         }
     }
-    let mut out = Vec::new();
     for (key, writes) in &accepted {
         // Rule 1, in real-time order (the same sweep as the token checker).
         for (a, b) in order::regressions(writes) {
@@ -80,7 +156,16 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                 ));
                 continue;
             }
-            (Some(_), Some(t)) => Some(*t),
+            (Some(v), Some(t)) => {
+                if !candidates.iter().any(|&(k, ct, cv, inv, _)| k == *key && ct == *t && cv == v && inv < read.time) {
+                    out.push(Violation::new(
+                        NO_STALE_OVERWRITE,
+                        Some(read.time),
+                        format!("{key}: final value {v:?} with token {t} matches no write that carried that token"),
+                    ));
+                }
+                Some(*t)
+            }
             // Unfenced: attribute by value (scenarios write unique values).
             (Some(v), None) => written.get(&(*key, v.as_str())).and_then(|ts| ts.iter().max().copied()),
         };
@@ -153,6 +238,28 @@ mod tests {
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v[0].detail.contains("accepted token 1 from a at 12ms after it had accepted token 2"), "{v:?}");
         assert!(v[1].detail.contains("final value \"a-1\" was written with token 1"), "{v:?}");
+    }
+
+    #[test]
+    fn unjustified_rejections_fail() {
+        let h = History::new();
+        write(&h, "a", 0, 2, 2, true, EventKind::Ok, ACC);
+        // Equal token rejected; a rejection citing a token nobody wrote.
+        write(&h, "a", 5, 6, 2, true, EventKind::Ok, Some(WriteResult::Rejected { highest_seen: 2 }));
+        write(&h, "b", 7, 8, 1, true, EventKind::Ok, Some(WriteResult::Rejected { highest_seen: 5 }));
+        let v = check(&h.events());
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v[0].detail.contains("which is not higher"), "{v:?}");
+        assert!(v[1].detail.contains("no write with token 5"), "{v:?}");
+    }
+
+    #[test]
+    fn a_final_value_that_no_write_carried_fails() {
+        let h = History::new();
+        write(&h, "a", 0, 2, 2, true, EventKind::Ok, ACC);
+        read(&h, 20, "b-2", Some(2));
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub fn workload() -> LockWorkload {
             kind: FaultKind::ServerRestart,
             target: Target::Node(0),
         }],
+        modes: false,
         ..base
     }
 }

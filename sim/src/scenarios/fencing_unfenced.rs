@@ -17,6 +17,7 @@ pub fn workload() -> LockWorkload {
         lock: LockKind::Fenced,
         store: StoreKind::Unfenced,
         check_deadline: false,
+        modes: false,
         policy: Policy::MeasureOnly,
         ..LockWorkload::lock()
     }

@@ -27,6 +27,9 @@
 //! every seed exercises the case fencing exists for. A reader reads the
 //! resource once everything has healed.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
 use core::time::Duration;
 use rand::{Rng, SeedableRng};
 use redis_primitives::naive::{NaiveLock, UnfencedStore};
@@ -34,8 +37,8 @@ use redis_primitives::{FencedStore, Lock, OwnerSource, Ttl, WriteOutcome};
 
 use super::Outcome;
 use crate::checker::mutual_exclusion::{self, Policy};
-use crate::checker::{fencing_tokens, stale_overwrite};
-use crate::history::{Op, WriteResult};
+use crate::checker::{fencing_tokens, guarded_body, lock_liveness, lock_replies, stale_overwrite};
+use crate::history::{GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, FaultClass, Profile, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
@@ -102,6 +105,13 @@ pub struct LockWorkload {
     pub always: Vec<Fault>,
     /// Which lock overlaps are violations.
     pub policy: Policy,
+    /// Whether each attempt draws a workload mode exercising every public
+    /// `Lock` operation (extend, release after expiry, `with_lock`,
+    /// `with_lock_guarded`, `keep_alive`, `Retry::run`, `current_token`,
+    /// `remaining_ttl`), and the run ends with a liveness probe. Only the
+    /// correct scenarios enable it; the modes draw from their own RNG stream
+    /// so the broken variants' seeds are unaffected.
+    pub modes: bool,
 }
 
 impl LockWorkload {
@@ -121,16 +131,19 @@ impl LockWorkload {
             lock: LockKind::Fenced,
             store: StoreKind::Fenced,
             check_deadline: true,
-            profile: Profile::new(3, 1, length_ms).classes(&[
-                FaultClass::ClientPause,
-                FaultClass::Partition,
-                FaultClass::PartitionOneWay,
-                FaultClass::Hold,
-                FaultClass::Latency,
-                FaultClass::ServerPause,
-            ]),
+            profile: Profile::new(3, 1, length_ms)
+                .classes(&[
+                    FaultClass::ClientPause,
+                    FaultClass::Partition,
+                    FaultClass::PartitionOneWay,
+                    FaultClass::Hold,
+                    FaultClass::Latency,
+                    FaultClass::ServerPause,
+                ])
+                .swarm(),
             always: Vec::new(),
             policy: Policy::ForbidTrustedOverlap,
+            modes: true,
         }
     }
 
@@ -169,18 +182,30 @@ impl LockWorkload {
         stall: Option<(u32, u32)>,
     ) -> Result<Outcome, SetupError> {
         let mut world = World::new(servers, WorldConfig::new(seed).nodes(self.nodes))?;
+        let done = Arc::new(AtomicU32::new(0));
         for i in 0..self.clients {
             let w = self.clone();
             let stall_at = stall.filter(|(c, _)| *c == i && self.stall_ms > 0).map(|(_, hold)| hold);
-            world.actor(format!("client-{i}"), move |actor| client(actor, w, stall_at));
+            let done = Arc::clone(&done);
+            world.actor(format!("client-{i}"), move |actor| async move {
+                let r = client(actor, w, stall_at).await;
+                done.fetch_add(1, Ordering::Relaxed);
+                r
+            });
         }
         // The reader: once every fault has healed. Writes still in flight
         // then are fine: the checker compares the final value only with
         // writes that completed before the read was sent.
         let last_fault = schedule.faults.iter().map(Fault::end).max().unwrap_or(0);
-        let read_at = (self.length_ms + 500).max(last_fault + 200);
+        let read_at = if self.modes {
+            // The liveness probe waits for requests still in flight at the
+            // last heal to land (latency faults add up to 300 ms).
+            (self.length_ms + 500).max(last_fault + 400)
+        } else {
+            (self.length_ms + 500).max(last_fault + 200)
+        };
         let w = self.clone();
-        world.actor("reader", move |actor| reader(actor, w, read_at));
+        world.actor("reader", move |actor| reader(actor, w, read_at, done));
         world.nemesis(schedule.clone());
         let run = world.run()?;
         // The workload's own stall is a fault too: list it with the schedule.
@@ -191,7 +216,7 @@ impl LockWorkload {
             .filter_map(|e| match &e.op {
                 Op::Note { text } if text.starts_with(STALL_NOTE) => Some((
                     e.time,
-                    format!("at {}ms for {}ms: {} stalls inside its critical section (workload), then resumes", e.time, self.stall_ms, e.process),
+                    format!("at {}ms: {} {text}, then resumes", e.time, e.process),
                 )),
                 _ => None,
             })
@@ -201,6 +226,16 @@ impl LockWorkload {
         outcome.violations.extend(fencing_tokens::check(&outcome.history));
         outcome.violations.extend(me.violations.iter().cloned());
         outcome.violations.extend(stale_overwrite::check(&outcome.history));
+        if self.lock == LockKind::Fenced && self.modes {
+            outcome.violations.extend(lock_replies::check(&outcome.history));
+            outcome.violations.extend(guarded_body::check(&outcome.history));
+            let live = lock_liveness::check(&outcome.history, "reader", self.ttl_ms);
+            if live.is_empty() && outcome.history.iter().any(|e| e.process == "reader" && matches!(e.op, Op::Retry { token: Some(_), .. })) {
+                outcome.reach(situation::LOCK_FREE_AFTER_HEAL);
+            }
+            outcome.violations.extend(live);
+            reach_post_hoc(&mut outcome);
+        }
         let mut h = Histograms::new();
         stats::record_acquire_latency(&outcome.history, &mut h);
         h.declare(UNSAFE);
@@ -252,10 +287,40 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let mut rng = actor.rng();
     let mut holds = 0u32;
     let mut writes = 0u32;
+    // The modes' own stream: the plain path's draws stay as they were.
+    let mut mode_rng = rand::rngs::StdRng::seed_from_u64(actor.seed_for("mode"));
+    let mut stall_at = stall_at;
 
     while actor.now() < w.length_ms {
+        if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
+            if mode_rng.random_bool(0.15) {
+                read_lock_state(&actor, l, &mut mode_rng).await;
+            }
+            let mode = Mode::draw(&mut mode_rng);
+            if mode != Mode::Plain {
+                let mut cx = Ctx {
+                    actor: &actor,
+                    w: &w,
+                    lock: l,
+                    store: &fenced,
+                    ttl,
+                    rng: &mut mode_rng,
+                    holds: &mut holds,
+                    writes: &mut writes,
+                    stall_at,
+                };
+                attempt(&mut cx, mode).await?;
+                stall_at = cx.stall_at;
+                sleep_ms(draw(&mut rng, w.think_ms)).await;
+                continue;
+            }
+        }
         let acquire_op = |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token, deadline };
-        let id = actor.invoke(acquire_op(None, None));
+        let api = match &lock {
+            AnyLock::Fenced(_) => "Lock::acquire",
+            AnyLock::Naive(_) => "NaiveLock::acquire",
+        };
+        let id = actor.call(api, acquire_op(None, None));
         let sent = actor.now();
         let got = match &lock {
             AnyLock::Fenced(l) => l.acquire(LOCK_NAME, ttl).await.map(|o| {
@@ -286,7 +351,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
         holds += 1;
 
         // The critical section: work, perhaps with a stall in the middle.
-        if stall_at == Some(holds) {
+        let stalled = stall_at == Some(holds);
+        if stalled {
+            stall_at = None;
             actor.note(format!("{STALL_NOTE} {}ms inside its critical section", w.stall_ms));
             actor.pause().pause_for(Duration::from_millis(w.stall_ms));
         }
@@ -297,6 +364,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             Held::Naive => true,
         };
         if w.check_deadline && !trusted {
+            if stalled && w.modes {
+                actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
+            }
             actor.observe(Op::LeaseLost {
                 name: LOCK_NAME.into(),
                 token,
@@ -311,7 +381,11 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
         write(&actor, &w, &fenced, &unfenced, &value, token).await;
 
         let release_op = Op::Release { name: LOCK_NAME.into(), token };
-        let id = actor.invoke(release_op.clone());
+        let api = match &lock {
+            AnyLock::Fenced(_) => "Lock::release",
+            AnyLock::Naive(_) => "NaiveLock::release",
+        };
+        let id = actor.call(api, release_op.clone());
         let released = match (&lock, &held) {
             (AnyLock::Fenced(l), Held::Fenced(lease)) => l.release(lease).await,
             (AnyLock::Naive(l), _) => l.release(LOCK_NAME).await,
@@ -337,11 +411,15 @@ async fn write(
 ) {
     let is_fenced = w.store == StoreKind::Fenced;
     let op = |result| Op::Write { key: RESOURCE_KEY.into(), value: value.into(), token, fenced: is_fenced, result };
-    let id = actor.invoke(op(None));
+    let api = if is_fenced { "FencedStore::write" } else { "UnfencedStore::write" };
+    let id = actor.call(api, op(None));
     match (w.store, token) {
         (StoreKind::Fenced, Some(t)) => match fenced.write(RESOURCE_KEY, value, redis_primitives::FencingToken::new(t)).await {
             Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
             Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
+                if w.modes {
+                    actor.reached(situation::STALE_WRITE_REFUSED);
+                }
                 actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
             }
             Err(_) => actor.info(id, op(None)),
@@ -353,14 +431,21 @@ async fn write(
     }
 }
 
-async fn reader(actor: Actor, w: LockWorkload, read_at: u64) -> ActorResult {
+async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32>) -> ActorResult {
     let now = actor.now();
     if read_at > now {
         sleep_ms(read_at - now).await;
     }
+    if w.modes {
+        liveness_probe(&actor, &w, &done).await?;
+    }
     let conn = actor.connection(w.store_node);
     let op = |value, token| Op::Read { key: RESOURCE_KEY.into(), value, token };
-    let id = actor.invoke(op(None, None));
+    let api = match w.store {
+        StoreKind::Fenced => "FencedStore::read",
+        StoreKind::Unfenced => "UnfencedStore::read",
+    };
+    let id = actor.call(api, op(None, None));
     match w.store {
         StoreKind::Fenced => match FencedStore::new(conn).read(RESOURCE_KEY).await {
             Ok(Some(s)) => actor.ok(id, op(Some(String::from_utf8_lossy(&s.value).into_owned()), Some(s.token.get()))),
@@ -373,4 +458,621 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64) -> ActorResult {
         },
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Workload modes (correct scenarios only, `LockWorkload::modes`).
+// ---------------------------------------------------------------------------
+
+/// What one attempt of a client does (drawn per attempt from the
+/// `mode` stream of the client's seed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// acquire, hold, write, release (the original workload).
+    Plain,
+    /// acquire, then one to three `Lock::extend`s mid-hold (some after the
+    /// local deadline, some across a pause right after the send).
+    Extend,
+    /// acquire, wait past the TTL, release (must return false).
+    ReleaseAfterExpiry,
+    /// `Lock::with_lock` with a body that writes.
+    WithLock,
+    /// `Lock::with_lock_guarded` with a multi-step body that may stall.
+    Guarded,
+    /// acquire, then a body raced against a caller-driven `Lock::keep_alive`.
+    KeepAlive,
+    /// `Retry::run` around `Lock::acquire`.
+    Retry,
+}
+
+impl Mode {
+    fn draw(rng: &mut impl Rng) -> Mode {
+        match rng.random_range(0..100u32) {
+            0..20 => Mode::Plain,
+            20..40 => Mode::Extend,
+            40..48 => Mode::ReleaseAfterExpiry,
+            48..60 => Mode::WithLock,
+            60..76 => Mode::Guarded,
+            76..86 => Mode::KeepAlive,
+            _ => Mode::Retry,
+        }
+    }
+}
+
+/// Situations the correct lock scenarios declare (see `SITUATIONS`).
+pub mod situation {
+    /// A holder's own pause ended after its lease's local deadline.
+    pub const LEASE_EXPIRED_WHILE_PAUSED: &str = "lease-expired-while-paused";
+    /// The fenced store rejected a write (a newer token had written).
+    pub const STALE_WRITE_REFUSED: &str = "stale-write-refused";
+    /// `Lock::extend` returned false.
+    pub const EXTENSION_REFUSED: &str = "extension-refused";
+    /// `Lock::extend` returned true.
+    pub const EXTENSION_CONFIRMED: &str = "extension-confirmed";
+    /// `Lock::release` after the TTL returned false.
+    pub const RELEASE_AFTER_EXPIRY: &str = "release-after-expiry";
+    /// A guarded body was dropped because the lease stopped being trusted.
+    pub const GUARD_CANCELLED_BODY: &str = "guard-cancelled-body";
+    /// A guarded body finished under its lease.
+    pub const GUARDED_BODY_COMPLETED: &str = "guarded-body-completed";
+    /// An acquire whose outcome was unknown consumed a token (a gap in the
+    /// granted tokens).
+    pub const ACQUIRE_TIMED_OUT_BUT_APPLIED: &str = "acquire-timed-out-but-applied";
+    /// `Retry::run` was granted on a second or later attempt.
+    pub const RETRY_ACQUIRED_AFTER_CONTENTION: &str = "retry-acquired-after-contention";
+    /// An extend confirmed after a pause, but past the local deadline: the
+    /// holder treated the success as a loss.
+    pub const STALE_SUCCESS_AFTER_PAUSE: &str = "stale-success-after-pause";
+    /// The liveness probe got the lock after every fault healed.
+    pub const LOCK_FREE_AFTER_HEAL: &str = "lock-free-after-heal";
+}
+
+use crate::scenarios::Situation;
+
+/// The situations of `lock` (and `fencing`).
+pub const SITUATIONS: &[Situation] = &[
+    Situation { name: situation::LEASE_EXPIRED_WHILE_PAUSED, meaning: "a holder resumed from a pause after its lease's local deadline" },
+    Situation { name: situation::STALE_WRITE_REFUSED, meaning: "the fenced store refused a write carrying an older token" },
+    Situation { name: situation::EXTENSION_REFUSED, meaning: "Lock::extend returned false (lease expired or taken)" },
+    Situation { name: situation::EXTENSION_CONFIRMED, meaning: "Lock::extend returned true" },
+    Situation { name: situation::RELEASE_AFTER_EXPIRY, meaning: "Lock::release after the TTL returned false" },
+    Situation { name: situation::GUARD_CANCELLED_BODY, meaning: "with_lock_guarded / keep_alive dropped a body when the lease stopped being trusted" },
+    Situation { name: situation::GUARDED_BODY_COMPLETED, meaning: "a guarded body finished under its lease" },
+    Situation { name: situation::ACQUIRE_TIMED_OUT_BUT_APPLIED, meaning: "an acquire of unknown outcome consumed a fencing token (gap in granted tokens)" },
+    Situation { name: situation::RETRY_ACQUIRED_AFTER_CONTENTION, meaning: "Retry::run was granted on its second or later attempt" },
+    Situation { name: situation::STALE_SUCCESS_AFTER_PAUSE, meaning: "an extend confirmed after the local deadline (paused between send and reply) was treated as a loss" },
+    Situation { name: situation::LOCK_FREE_AFTER_HEAL, meaning: "after the faults healed, the liveness probe was granted the lock in time" },
+];
+
+/// The situations the finished history shows (rather than an actor).
+fn reach_post_hoc(outcome: &mut Outcome) {
+    use crate::history::EventKind;
+    let mut granted: Vec<u64> = Vec::new();
+    let mut unknown = 0;
+    for e in &outcome.history {
+        match (&e.op, e.kind) {
+            (Op::Acquire { token: Some(t), .. }, EventKind::Ok) => granted.push(*t),
+            (Op::Acquire { .. }, EventKind::Info) => unknown += 1,
+            _ => {}
+        }
+    }
+    granted.sort_unstable();
+    let gap = granted.first().is_some_and(|&f| f > 1) || granted.windows(2).any(|w| w[1] > w[0] + 1);
+    if unknown > 0 && gap {
+        outcome.reach(situation::ACQUIRE_TIMED_OUT_BUT_APPLIED);
+    }
+}
+
+/// The liveness probe (see `checker::lock_liveness`): once every client
+/// has stopped, `Retry::run` around `Lock::acquire` must be granted within
+/// TTL + 150 ms; then it releases.
+async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> ActorResult {
+    while done.load(Ordering::Relaxed) < w.clients {
+        sleep_ms(10).await;
+    }
+    let lock = Lock::builder(actor.connection(w.lock_node)).owners(OwnerSource::seeded(actor.seed())).build()?;
+    let ttl = Ttl::from_millis(w.ttl_ms)?;
+    let bound = w.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
+    let retry = redis_primitives::Retry::new(
+        core::num::NonZeroU32::new(60).expect("non-zero"),
+        Duration::from_millis(5),
+        Duration::from_millis(20),
+    )?
+    .deadline(Duration::from_millis(bound - 20))
+    .seeded(actor.seed_for("probe"));
+    let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts: 60, deadline_ms: Some(bound - 20), token };
+    let rid = actor.call("Retry::run", rop(None));
+    let r = retry
+        .run(|| {
+            let (actor, lock) = (actor.clone(), lock.clone());
+            async move {
+                let op = |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token, deadline };
+                let id = actor.call("Lock::acquire", op(None, None));
+                let r = lock.acquire(LOCK_NAME, ttl).await;
+                match &r {
+                    Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),
+                    Ok(None) => actor.fail(id, op(None, None)),
+                    Err(_) => actor.info(id, op(None, None)),
+                }
+                r
+            }
+        })
+        .await;
+    match r {
+        Ok(Some(lease)) => {
+            actor.ok(rid, rop(Some(lease.token().get())));
+            let op = Op::Release { name: LOCK_NAME.into(), token: Some(lease.token().get()) };
+            let id = actor.call("Lock::release", op.clone());
+            match lock.release(&lease).await {
+                Ok(true) => actor.ok(id, op),
+                Ok(false) => actor.fail(id, op),
+                Err(_) => actor.info(id, op),
+            }
+        }
+        Ok(None) => actor.fail(rid, rop(None)),
+        Err(_) => actor.info(rid, rop(None)),
+    }
+    Ok(())
+}
+
+/// Awaits `fut`; with `pause = Some((after, ms))`, freezes the whole actor
+/// for `ms` once `after` ms have passed since the request was sent, so the
+/// reply arrives while the actor is frozen (design §4: a success that comes
+/// back after the lease's deadline proves nothing).
+async fn send_then_pause<F: std::future::Future>(actor: &Actor, fut: F, pause: Option<(u64, u64)>) -> F::Output {
+    let Some((after, ms)) = pause else { return fut.await };
+    tokio::pin!(fut);
+    tokio::select! {
+        biased;
+        r = &mut fut => r,
+        _ = sleep_ms(after) => {
+            actor.note(format!("{STALL_NOTE} {ms}ms right after sending a request (workload)"));
+            actor.pause().pause_for(Duration::from_millis(ms));
+            fut.await
+        }
+    }
+}
+
+/// Stalls the actor for `ms` here (a GC pause), noted like the workload stall.
+async fn stall(actor: &Actor, ms: u64, wherein: &str) {
+    actor.note(format!("{STALL_NOTE} {ms}ms {wherein}"));
+    actor.pause().pause_for(Duration::from_millis(ms));
+    // The pause takes effect at the next await.
+    tokio::task::yield_now().await;
+}
+
+/// What a mode attempt needs.
+struct Ctx<'a> {
+    actor: &'a Actor,
+    w: &'a LockWorkload,
+    lock: &'a Lock<SimConnection>,
+    store: &'a FencedStore<SimConnection>,
+    ttl: Ttl,
+    rng: &'a mut rand::rngs::StdRng,
+    /// This client's number of holds so far (for the workload stall).
+    holds: &'a mut u32,
+    writes: &'a mut u32,
+    stall_at: Option<u32>,
+}
+
+impl Ctx<'_> {
+    fn acquire_op(&self, token: Option<u64>, deadline: Option<Millis>) -> Op {
+        Op::Acquire { name: LOCK_NAME.into(), ttl_ms: self.w.ttl_ms, token, deadline }
+    }
+
+    fn deadline_ms(&self, lease: &redis_primitives::Lease) -> Millis {
+        self.actor.millis_of(lease.local_deadline())
+    }
+
+    /// One recorded `Lock::acquire` (optionally paused right after the send).
+    async fn acquire(&mut self, api: Option<&str>) -> Option<redis_primitives::Lease> {
+        let id = match api {
+            Some(api) => self.actor.call(api, self.acquire_op(None, None)),
+            None => self.actor.invoke(self.acquire_op(None, None)),
+        };
+        let pause = self.rng.random_bool(0.06).then(|| (self.rng.random_range(0..=2), self.rng.random_range(100..=500)));
+        match send_then_pause(self.actor, self.lock.acquire(LOCK_NAME, self.ttl), pause).await {
+            Ok(Some(lease)) => {
+                let d = self.deadline_ms(&lease);
+                self.actor.ok(id, self.acquire_op(Some(lease.token().get()), Some(d)));
+                *self.holds += 1;
+                Some(lease)
+            }
+            Ok(None) => {
+                self.actor.fail(id, self.acquire_op(None, None));
+                None
+            }
+            Err(e) => {
+                self.actor.info(id, self.acquire_op(None, None));
+                self.actor.note(format!("acquire: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The workload stall, if this is the hold it belongs in.
+    async fn maybe_workload_stall(&mut self) {
+        if self.stall_at == Some(*self.holds) && self.w.stall_ms > 0 {
+            self.stall_at = None;
+            stall(self.actor, self.w.stall_ms, "inside its critical section").await;
+        }
+    }
+
+    /// One fenced write with `token` (recorded), as a body step or a holder's write.
+    async fn write(&mut self, token: u64) {
+        *self.writes += 1;
+        let value = format!("{}-{}", self.actor.name(), *self.writes);
+        write_fenced(self.actor, self.store, &value, token).await;
+    }
+
+    /// Writes if the lease is still trusted; otherwise records the loss.
+    async fn write_if_trusted(&mut self, lease: &redis_primitives::Lease, paused_at: Option<Millis>) -> bool {
+        if lease.is_trusted() || !self.w.check_deadline {
+            self.write(lease.token().get()).await;
+            true
+        } else {
+            if paused_at.is_some() {
+                self.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
+            }
+            self.actor.observe(Op::LeaseLost {
+                name: LOCK_NAME.into(),
+                token: Some(lease.token().get()),
+                reason: "local deadline passed before the write".into(),
+            });
+            false
+        }
+    }
+
+    async fn release(&mut self, lease: &redis_primitives::Lease) -> Option<bool> {
+        let op = Op::Release { name: LOCK_NAME.into(), token: Some(lease.token().get()) };
+        let id = self.actor.call("Lock::release", op.clone());
+        match self.lock.release(lease).await {
+            Ok(true) => {
+                self.actor.ok(id, op);
+                Some(true)
+            }
+            Ok(false) => {
+                self.actor.fail(id, op);
+                Some(false)
+            }
+            Err(_) => {
+                self.actor.info(id, op);
+                None
+            }
+        }
+    }
+
+    /// A body of `steps` fenced writes with `token`, with short sleeps and
+    /// perhaps one stall (sometimes aimed across the lease's local deadline).
+    async fn body(&mut self, token: u64, deadline: Millis) -> u32 {
+        let steps = self.rng.random_range(2..=5u32);
+        let stall_step = self.rng.random_bool(0.4).then(|| self.rng.random_range(0..steps));
+        for i in 0..steps {
+            sleep_ms(self.rng.random_range(10..=120)).await;
+            if stall_step == Some(i) {
+                let now = self.actor.now();
+                // Either a stall that lands exactly across the (initial)
+                // deadline, or one long enough to outlast any extension.
+                let ms = if self.rng.random_bool(0.5) && deadline > now {
+                    deadline - now + self.rng.random_range(1..=15)
+                } else {
+                    self.rng.random_range(150..=700)
+                };
+                stall(self.actor, ms, "inside a guarded body").await;
+            }
+            self.maybe_workload_stall().await;
+            self.write(token).await;
+        }
+        steps
+    }
+}
+
+async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnection>, value: &str, token: u64) {
+    let op = |result| Op::Write { key: RESOURCE_KEY.into(), value: value.into(), token: Some(token), fenced: true, result };
+    let id = actor.call("FencedStore::write", op(None));
+    match store.write(RESOURCE_KEY, value, redis_primitives::FencingToken::new(token)).await {
+        Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
+        Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
+            actor.reached(situation::STALE_WRITE_REFUSED);
+            actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
+        }
+        Err(_) => actor.info(id, op(None)),
+    }
+}
+
+/// Reads `current_token` or `remaining_ttl` (recorded, checked by `lock-replies`).
+async fn read_lock_state(actor: &Actor, lock: &Lock<SimConnection>, rng: &mut impl Rng) {
+    if rng.random_bool(0.5) {
+        let op = |token| Op::CurrentToken { name: LOCK_NAME.into(), token };
+        let id = actor.call("Lock::current_token", op(None));
+        match lock.current_token(LOCK_NAME).await {
+            Ok(t) => actor.ok(id, op(t.map(|t| t.get()))),
+            Err(_) => actor.info(id, op(None)),
+        }
+    } else {
+        let op = |ms| Op::RemainingTtl { name: LOCK_NAME.into(), ms };
+        let id = actor.call("Lock::remaining_ttl", op(None));
+        match lock.remaining_ttl(LOCK_NAME).await {
+            Ok(d) => actor.ok(id, op(d.map(|d| d.as_millis() as u64))),
+            Err(_) => actor.info(id, op(None)),
+        }
+    }
+}
+
+/// One attempt in a non-plain mode.
+async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
+    let ttl_ms = cx.w.ttl_ms;
+    match mode {
+        Mode::Plain => {}
+        Mode::Extend => {
+            let Some(mut lease) = cx.acquire(Some("Lock::acquire")).await else { return Ok(()) };
+            cx.maybe_workload_stall().await;
+            let token = lease.token().get();
+            let mut paused_at = None;
+            for _ in 0..cx.rng.random_range(1..=3u32) {
+                let now = cx.actor.now();
+                let deadline = cx.deadline_ms(&lease);
+                // Mostly mid-hold; sometimes just past the local deadline
+                // (the server may or may not still have the key).
+                let wait = if cx.rng.random_bool(0.25) {
+                    deadline.saturating_sub(now) + cx.rng.random_range(0..=40)
+                } else {
+                    cx.rng.random_range(10..=ttl_ms / 2)
+                };
+                sleep_ms(wait).await;
+                let pause = cx.rng.random_bool(0.2).then(|| (cx.rng.random_range(0..=2), cx.rng.random_range(150..=700)));
+                if pause.is_some() {
+                    paused_at = Some(cx.actor.now());
+                }
+                let op = |deadline| Op::Extend { name: LOCK_NAME.into(), token: Some(token), ttl_ms, deadline };
+                let id = cx.actor.call("Lock::extend", op(None));
+                match send_then_pause(cx.actor, cx.lock.extend(&mut lease, cx.ttl), pause).await {
+                    Ok(true) => {
+                        let d = cx.deadline_ms(&lease);
+                        cx.actor.ok(id, op(Some(d)));
+                        cx.actor.reached(situation::EXTENSION_CONFIRMED);
+                        if !lease.is_trusted() {
+                            if pause.is_some() {
+                                cx.actor.reached(situation::STALE_SUCCESS_AFTER_PAUSE);
+                            }
+                            break;
+                        }
+                    }
+                    Ok(false) => {
+                        cx.actor.fail(id, op(None));
+                        cx.actor.reached(situation::EXTENSION_REFUSED);
+                        break;
+                    }
+                    Err(_) => {
+                        cx.actor.info(id, op(None));
+                        break;
+                    }
+                }
+            }
+            cx.write_if_trusted(&lease, paused_at).await;
+            cx.release(&lease).await;
+        }
+        Mode::ReleaseAfterExpiry => {
+            let Some(lease) = cx.acquire(Some("Lock::acquire")).await else { return Ok(()) };
+            cx.maybe_workload_stall().await;
+            if cx.rng.random_bool(0.5) {
+                cx.write_if_trusted(&lease, None).await;
+            }
+            sleep_ms(ttl_ms + cx.rng.random_range(5..=100)).await;
+            if cx.rng.random_bool(0.5) {
+                // A zombie write: the lease is gone, the token is not. The
+                // store must refuse it if a newer holder has written.
+                cx.write(lease.token().get()).await;
+            }
+            if cx.release(&lease).await == Some(false) {
+                cx.actor.reached(situation::RELEASE_AFTER_EXPIRY);
+            }
+        }
+        Mode::WithLock => {
+            let acquire_id = cx.actor.call("Lock::with_lock", cx.acquire_op(None, None));
+            let hold = cx.rng.random_range(cx.w.hold_ms.0..=cx.w.hold_ms.1);
+            let state = std::rc::Rc::new(std::cell::Cell::new(None::<(crate::history::OpId, u64)>));
+            let (actor, store, w) = (cx.actor.clone(), cx.store.clone(), cx.w.clone());
+            let writes = *cx.writes + 1;
+            *cx.writes += 1;
+            let st = state.clone();
+            let body = move |lease: redis_primitives::Lease| async move {
+                let token = lease.token().get();
+                let d = actor.millis_of(lease.local_deadline());
+                actor.ok(acquire_id, Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) });
+                sleep_ms(hold).await;
+                if lease.is_trusted() || !w.check_deadline {
+                    write_fenced(&actor, &store, &format!("{}-{writes}", actor.name()), token).await;
+                } else {
+                    actor.observe(Op::LeaseLost { name: LOCK_NAME.into(), token: Some(token), reason: "local deadline passed before the write".into() });
+                }
+                // with_lock releases right after the body returns.
+                st.set(Some((actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)));
+                token
+            };
+            let r = cx.lock.with_lock(LOCK_NAME, cx.ttl, body).await;
+            let rel = |token| Op::Release { name: LOCK_NAME.into(), token: Some(token) };
+            match (r, state.get()) {
+                (Ok(redis_primitives::LockOutcome::NotAcquired), _) => cx.actor.fail(acquire_id, cx.acquire_op(None, None)),
+                (Ok(redis_primitives::LockOutcome::Ran { output, released, .. }), Some((rid, _))) => {
+                    *cx.holds += 1;
+                    if released {
+                        cx.actor.ok(rid, rel(output));
+                    } else {
+                        cx.actor.fail(rid, rel(output));
+                    }
+                }
+                (Err(_), Some((rid, token))) => cx.actor.info(rid, rel(token)),
+                (Err(_), None) => cx.actor.info(acquire_id, cx.acquire_op(None, None)),
+                (Ok(_), None) => return Err("with_lock ran without its body".into()),
+            }
+        }
+        Mode::Guarded => {
+            let policy = if cx.rng.random_bool(0.5) {
+                redis_primitives::KeepAlive::thirds(cx.lock, cx.ttl)?
+            } else {
+                redis_primitives::KeepAlive::new(cx.lock, cx.ttl, Duration::from_millis(cx.rng.random_range(30..=ttl_ms * 2 / 3)))?
+            };
+            let gop = |token, outcome| Op::Guarded { name: LOCK_NAME.into(), token, outcome };
+            let gid = cx.actor.call("Lock::with_lock_guarded", gop(None, None));
+            let acquire_id = cx.actor.invoke(cx.acquire_op(None, None));
+            let state = std::rc::Rc::new(std::cell::Cell::new(None::<(crate::history::OpId, u64)>));
+            let st = state.clone();
+            let actor = cx.actor.clone();
+            let lock2 = cx.lock.clone();
+            let w = cx.w.clone();
+            let store = cx.store.clone();
+            let seed = cx.rng.random::<u64>();
+            let stall_here = (cx.stall_at == Some(*cx.holds + 1)).then_some(cx.w.stall_ms);
+            let body = move |lease: redis_primitives::Lease| async move {
+                let token = lease.token().get();
+                let d = actor.millis_of(lease.local_deadline());
+                actor.ok(acquire_id, Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) });
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+                let (mut holds, mut writes) = (0u32, 0u32);
+                let mut body_cx = Ctx {
+                    actor: &actor,
+                    w: &w,
+                    lock: &lock2,
+                    store: &store,
+                    ttl: Ttl::from_millis(w.ttl_ms).expect("ttl validated"),
+                    rng: &mut rng,
+                    holds: &mut holds,
+                    writes: &mut writes,
+                    stall_at: stall_here.map(|_| 0),
+                };
+                body_cx.body(token, d).await;
+                st.set(Some((actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)));
+                token
+            };
+            let r = cx.lock.with_lock_guarded(LOCK_NAME, policy, body).await;
+            match r {
+                Ok(redis_primitives::GuardedOutcome::NotAcquired) => {
+                    cx.actor.fail(acquire_id, cx.acquire_op(None, None));
+                    cx.actor.ok(gid, gop(None, Some(GuardedResult::NotAcquired)));
+                }
+                Ok(redis_primitives::GuardedOutcome::Completed { output, released, .. }) => {
+                    *cx.holds += 1;
+                    let rel = Op::Release { name: LOCK_NAME.into(), token: Some(output) };
+                    if let Some((rid, _)) = state.get() {
+                        if released {
+                            cx.actor.ok(rid, rel);
+                        } else {
+                            cx.actor.fail(rid, rel);
+                        }
+                    }
+                    cx.actor.reached(situation::GUARDED_BODY_COMPLETED);
+                    cx.actor.ok(gid, gop(Some(output), Some(GuardedResult::Completed)));
+                }
+                Ok(redis_primitives::GuardedOutcome::Cancelled { token, reason, at }) => {
+                    *cx.holds += 1;
+                    let at = cx.actor.millis_of(at);
+                    cx.actor.observe(Op::LeaseLost { name: LOCK_NAME.into(), token: Some(token.get()), reason: format!("guard: {reason:?}") });
+                    if matches!(reason, redis_primitives::LeaseLoss::DeadlineReached) {
+                        cx.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
+                    }
+                    cx.actor.reached(situation::GUARD_CANCELLED_BODY);
+                    cx.actor.ok(gid, gop(Some(token.get()), Some(GuardedResult::Cancelled { at })));
+                }
+                Err(_) => {
+                    match state.get() {
+                        // The body finished; the release failed.
+                        Some((rid, token)) => cx.actor.info(rid, Op::Release { name: LOCK_NAME.into(), token: Some(token) }),
+                        None => cx.actor.info(acquire_id, cx.acquire_op(None, None)),
+                    }
+                    cx.actor.info(gid, gop(None, None));
+                }
+            }
+        }
+        Mode::KeepAlive => {
+            let Some(mut lease) = cx.acquire(Some("Lock::acquire")).await else { return Ok(()) };
+            let token = lease.token().get();
+            let deadline = cx.deadline_ms(&lease);
+            let policy = redis_primitives::KeepAlive::thirds(cx.lock, cx.ttl)?;
+            let gop = |outcome| Op::Guarded { name: LOCK_NAME.into(), token: Some(token), outcome };
+            let gid = cx.actor.call("Lock::keep_alive", gop(None));
+            let lock = cx.lock.clone();
+            let loss = {
+                let keep = lock.keep_alive(&mut lease, policy);
+                tokio::pin!(keep);
+                let body = cx.body(token, deadline);
+                tokio::pin!(body);
+                tokio::select! {
+                    biased;
+                    loss = &mut keep => Some((loss, cx_now())),
+                    _ = &mut body => None,
+                }
+            };
+            match loss {
+                Some((reason, at)) => {
+                    cx.actor.observe(Op::LeaseLost { name: LOCK_NAME.into(), token: Some(token), reason: format!("keep_alive: {reason:?}") });
+                    if matches!(reason, redis_primitives::LeaseLoss::DeadlineReached) {
+                        cx.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
+                    }
+                    cx.actor.reached(situation::GUARD_CANCELLED_BODY);
+                    cx.actor.ok(gid, gop(Some(GuardedResult::Cancelled { at })));
+                }
+                None => {
+                    cx.actor.reached(situation::GUARDED_BODY_COMPLETED);
+                    cx.actor.ok(gid, gop(Some(GuardedResult::Completed)));
+                }
+            }
+            cx.release(&lease).await;
+        }
+        Mode::Retry => {
+            let attempts = cx.rng.random_range(2..=6u32);
+            let deadline_ms = cx.rng.random_bool(0.3).then(|| cx.rng.random_range(50..=400u64));
+            let mut retry = redis_primitives::Retry::new(
+                core::num::NonZeroU32::new(attempts).expect("at least 2"),
+                Duration::from_millis(5),
+                Duration::from_millis(60),
+            )?
+            .seeded(cx.actor.seed_for(&format!("retry-{}", cx.actor.now())));
+            if let Some(d) = deadline_ms {
+                retry = retry.deadline(Duration::from_millis(d));
+            }
+            let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token };
+            let rid = cx.actor.call("Retry::run", rop(None));
+            let tries = std::rc::Rc::new(std::cell::Cell::new(0u32));
+            let (actor, lock, ttl, w) = (cx.actor.clone(), cx.lock.clone(), cx.ttl, cx.w.clone());
+            let t2 = tries.clone();
+            let r = retry
+                .run(move || {
+                    let (actor, lock, w, t2) = (actor.clone(), lock.clone(), w.clone(), t2.clone());
+                    async move {
+                        t2.set(t2.get() + 1);
+                        let op = |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token, deadline };
+                        let id = actor.call("Lock::acquire", op(None, None));
+                        let r = lock.acquire(LOCK_NAME, ttl).await;
+                        match &r {
+                            Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),
+                            Ok(None) => actor.fail(id, op(None, None)),
+                            Err(_) => actor.info(id, op(None, None)),
+                        }
+                        r
+                    }
+                })
+                .await;
+            match r {
+                Ok(Some(lease)) => {
+                    *cx.holds += 1;
+                    cx.actor.ok(rid, rop(Some(lease.token().get())));
+                    if tries.get() >= 2 {
+                        cx.actor.reached(situation::RETRY_ACQUIRED_AFTER_CONTENTION);
+                    }
+                    cx.maybe_workload_stall().await;
+                    sleep_ms(cx.rng.random_range(cx.w.hold_ms.0..=cx.w.hold_ms.1)).await;
+                    cx.write_if_trusted(&lease, None).await;
+                    cx.release(&lease).await;
+                }
+                Ok(None) => cx.actor.fail(rid, rop(None)),
+                Err(_) => cx.actor.info(rid, rop(None)),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn cx_now() -> Millis {
+    crate::pause::sim_now().as_millis() as Millis
 }

@@ -20,6 +20,7 @@ pub fn workload() -> LockWorkload {
     LockWorkload {
         lock: LockKind::Naive,
         store: StoreKind::Unfenced,
+        modes: false,
         check_deadline: false,
         ..LockWorkload::lock()
     }

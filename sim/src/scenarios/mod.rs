@@ -195,7 +195,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lock",
         description: "Lock: contending clients with process pauses, partitions and latency; tokens increase, no two trusted holders",
         expect: Expect::Clean,
-        situations: &[],
+        situations: lock::SITUATIONS,
         run: Some(lock::run),
     },
     Scenario {
@@ -209,7 +209,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "fencing",
         description: "Lock + FencedStore: a paused holder's late write is refused; the final value has the highest token",
         expect: Expect::Clean,
-        situations: &[],
+        situations: lock::SITUATIONS,
         run: Some(fencing::run),
     },
     Scenario {

@@ -1,0 +1,178 @@
+//! `self-fencing` for guarded bodies: `Lock::with_lock_guarded` (and a
+//! body raced against `Lock::keep_alive`) never lets the body act once the
+//! lease may be someone else's.
+//!
+//! The body cannot see the extensions its keep-alive loop makes, so this is
+//! judged from the outside, per [`Op::Guarded`] call of process P with
+//! token t. Its *body steps* are P's writes carrying t invoked inside the
+//! call.
+//!
+//! - A step invoked at T is a violation if another process had been
+//!   granted the lock before T by an acquire invoked after P's own acquire
+//!   completed: that grant proves P's key was gone (expired or deleted), so
+//!   P's local deadline — which is never later than the server's expiry —
+//!   had passed, and the guard should have dropped the body.
+//! - `Cancelled { at }` ⇒ no step was invoked after `at`.
+//! - `Completed` ⇒ every step completed (the body was not dropped midway).
+
+use std::collections::BTreeMap;
+
+use super::{Violation, SELF_FENCING};
+use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
+
+const MAX_REPORTED: usize = 5;
+
+struct Call<'a> {
+    process: &'a str,
+    invoked: Millis,
+    done: Option<&'a Event>,
+    op: &'a Op,
+}
+
+/// Checks every guarded call in `events`.
+pub fn check(events: &[Event]) -> Vec<Violation> {
+    let mut calls: Vec<Call<'_>> = Vec::new();
+    let mut open: BTreeMap<u64, usize> = BTreeMap::new();
+    for e in events {
+        if e.kind == EventKind::Invoke {
+            open.insert(e.op_id.0, calls.len());
+            calls.push(Call { process: &e.process, invoked: e.time, done: None, op: &e.op });
+        } else if let Some(i) = open.remove(&e.op_id.0) {
+            calls[i].done = Some(e);
+        }
+    }
+    // Grants: (name, process, token, invoked, done).
+    let grants: Vec<(&str, &str, Option<u64>, Millis, Millis)> = calls
+        .iter()
+        .filter_map(|c| match c.done {
+            Some(Event { kind: EventKind::Ok, op: Op::Acquire { name, token, .. }, time, .. }) => {
+                Some((name.as_str(), c.process, *token, c.invoked, *time))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for g in &calls {
+        let Op::Guarded { name, .. } = g.op else { continue };
+        let Some(done) = g.done else { continue };
+        let Op::Guarded { token: Some(token), outcome, .. } = &done.op else { continue };
+        let Some(&(_, _, _, _, acquired)) =
+            grants.iter().find(|(n, p, t, i, _)| *n == name && *p == g.process && *t == Some(*token) && *i >= g.invoked)
+        else {
+            continue;
+        };
+        let steps = calls.iter().filter(|w| {
+            w.process == g.process
+                && matches!(w.op, Op::Write { token: Some(t), .. } if t == token)
+                && w.invoked >= g.invoked
+                && w.invoked <= done.time
+        });
+        for w in steps {
+            if let Some((_, other, t, _, at)) =
+                grants.iter().find(|(n, p, _, i, d)| *n == name && *p != g.process && *i > acquired && *d < w.invoked)
+            {
+                out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(w.invoked),
+                    format!(
+                        "{} (token {token}) ran a guarded body step at {}ms, but {other} had been granted {name} (token {}) at {at}ms: the body outlived its lease",
+                        g.process,
+                        w.invoked,
+                        t.map_or_else(|| "none".into(), |t| t.to_string())
+                    ),
+                ));
+            }
+            match outcome {
+                Some(GuardedResult::Cancelled { at }) if w.invoked > *at => out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(w.invoked),
+                    format!("{} (token {token}): guarded body step at {}ms after the body was cancelled at {at}ms", g.process, w.invoked),
+                )),
+                Some(GuardedResult::Completed) if w.done.is_none() => out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(done.time),
+                    format!(
+                        "{} (token {token}): guarded call reported Completed at {}ms, but its body step invoked at {}ms never completed",
+                        g.process, done.time, w.invoked
+                    ),
+                )),
+                _ => {}
+            }
+        }
+    }
+    if out.len() > MAX_REPORTED {
+        let more = out.len() - MAX_REPORTED;
+        out.truncate(MAX_REPORTED);
+        out.push(Violation::new(SELF_FENCING, None, format!("... and {more} more")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{History, OpId};
+
+    fn acq(h: &History, p: &str, t0: u64, t1: u64, token: u64) {
+        let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
+        let id = h.invoke_at(t0, p, op(None));
+        h.complete_at(t1, id, p, EventKind::Ok, op(Some(token)));
+    }
+
+    fn step(h: &History, p: &str, t: u64, token: u64, complete: bool) -> OpId {
+        let op = Op::Write { key: "k".into(), value: format!("{p}-{t}"), token: Some(token), fenced: true, result: None };
+        let id = h.invoke_at(t, p, op.clone());
+        if complete {
+            h.complete_at(t + 1, id, p, EventKind::Ok, op);
+        }
+        id
+    }
+
+    fn guarded(h: &History, t0: u64, build: impl FnOnce(&History), t1: u64, outcome: GuardedResult) {
+        let op = |token, outcome| Op::Guarded { name: "l".into(), token, outcome };
+        let id = h.invoke_at(t0, "a", op(None, None));
+        build(h);
+        h.complete_at(t1, id, "a", EventKind::Ok, op(Some(1), Some(outcome)));
+    }
+
+    #[test]
+    fn a_body_that_stops_in_time_passes() {
+        let h = History::new();
+        guarded(&h, 0, |h| {
+            acq(h, "a", 0, 2, 1);
+            step(h, "a", 10, 1, true);
+            step(h, "a", 50, 1, false); // dropped mid-flight at the cancel
+        }, 95, GuardedResult::Cancelled { at: 90 });
+        acq(&h, "b", 150, 152, 2);
+        assert_eq!(check(&h.events()), vec![]);
+    }
+
+    #[test]
+    fn a_body_step_after_someone_else_was_granted_fails() {
+        let h = History::new();
+        guarded(&h, 0, |h| {
+            acq(h, "a", 0, 2, 1);
+            step(h, "a", 10, 1, true);
+            acq(h, "b", 150, 152, 2);
+            step(h, "a", 160, 1, true);
+        }, 170, GuardedResult::Completed);
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("outlived its lease"), "{v:?}");
+    }
+
+    #[test]
+    fn steps_after_cancel_or_unfinished_on_completion_fail() {
+        let h = History::new();
+        guarded(&h, 0, |h| {
+            acq(h, "a", 0, 2, 1);
+            step(h, "a", 60, 1, true);
+        }, 70, GuardedResult::Cancelled { at: 50 });
+        guarded(&h, 100, |h| {
+            acq(h, "a", 100, 102, 1);
+            step(h, "a", 110, 1, false);
+        }, 120, GuardedResult::Completed);
+        let v = check(&h.events());
+        assert_eq!(v.len(), 2, "{v:?}");
+    }
+}

@@ -1,0 +1,652 @@
+//! `lock-replies`: every answer `Lock` gives is justified by the history,
+//! in both directions.
+//!
+//! The bridge runs each command synchronously at simulated time, and the
+//! server's clock is pinned to simulated time, so an operation that
+//! completed executed at some instant in `[invoke, completion]`; one whose
+//! outcome is unknown (`Info`, or an invoke with no completion: a dropped
+//! future) executed at most once, at some instant after its invoke. A key
+//! set at `s` with TTL `t` is visible up to and including `s + t` (Redis
+//! keeps a key alive while `now <= expiry`). From these facts alone, per
+//! lease (one granted acquire, identified by process and token):
+//!
+//! - **latest possible expiry** `alive_max`: the acquire's completion plus
+//!   its TTL, pushed on by every other extend (confirmed or unknown) that
+//!   could have run while the key was alive, and by extensions the history
+//!   cannot see (a `keep_alive` loop or `with_lock_guarded` body:
+//!   [`Op::Guarded`]) up to twice the TTL after that operation ended (the
+//!   loop stops there; one extension may still be in flight);
+//! - **earliest possible expiry** `alive_min`: the invoke of whichever
+//!   setter could have run last, plus its TTL.
+//!
+//! The rules (none convicts on an unknown outcome):
+//!
+//! 1. `extend`/`release` returned true ⇒ the key could still be ours: it was
+//!    invoked no later than `alive_max`, no release of ours had been
+//!    confirmed, and no other client had been granted the lock after our
+//!    acquire and before this invoke (a grant means the key was absent).
+//! 2. `extend`/`release` returned false ⇒ the key could be gone: a refusal
+//!    that completed before `alive_min`, with no release of ours sent, no
+//!    server restart and no clock step, is a violation.
+//! 3. `acquire` refused ⇒ some lease could be present during the call: a
+//!    refusal while every earlier lease is definitely gone (expired past
+//!    `alive_max`, or released) and every acquire of unknown outcome is
+//!    definitely expired (it may land until the faults settle, plus its
+//!    TTL) is a violation — it catches a lock that never grants or keeps
+//!    keys too long. `acquire` granted ⇒ no other lease was definitely
+//!    present throughout the call.
+//! 4. `current_token` lies between the number of grants completed before it
+//!    was invoked (and the highest such token) and the number of acquires
+//!    (granted or unknown) invoked before it completed.
+//! 5. `remaining_ttl` never exceeds the largest TTL requested so far;
+//!    `None` only if no lease was definitely present, `Some` only if one
+//!    could have been.
+//! 6. `Retry::run` gave up (no deadline set) only after making all its
+//!    attempts, and a grant it reports is its last attempt's.
+//!
+//! Rules 2, 3 (refusals) and 5 (`None`) assume no server restart and no
+//! clock step in the history (both end leases early); they are skipped
+//! otherwise.
+
+use std::collections::BTreeMap;
+
+use super::{Violation, LOCK_REPLIES};
+use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
+
+const MAX_REPORTED: usize = 5;
+
+/// After the last fault heals, a request still in flight is delivered
+/// within the largest link latency (300 ms) plus a margin.
+const SETTLE_MS: Millis = 350;
+
+/// One operation with its completion (if any).
+#[derive(Debug, Clone)]
+struct Call<'a> {
+    process: &'a str,
+    invoked: Millis,
+    /// `None`: never completed (a dropped future), like `Info`.
+    done: Option<(EventKind, Millis, &'a Op)>,
+    op: &'a Op,
+}
+
+impl<'a> Call<'a> {
+    fn ok(&self) -> bool {
+        matches!(self.done, Some((EventKind::Ok, ..)))
+    }
+    fn failed(&self) -> bool {
+        matches!(self.done, Some((EventKind::Fail, ..)))
+    }
+    fn unknown(&self) -> bool {
+        matches!(self.done, None | Some((EventKind::Info, ..)))
+    }
+    fn done_at(&self) -> Millis {
+        self.done.map_or(Millis::MAX, |(_, t, _)| t)
+    }
+    fn result(&self) -> &'a Op {
+        self.done.map_or(self.op, |(_, _, op)| op)
+    }
+}
+
+fn calls(events: &[Event]) -> Vec<Call<'_>> {
+    let mut out: Vec<Call<'_>> = Vec::new();
+    let mut open: BTreeMap<u64, usize> = BTreeMap::new();
+    for e in events {
+        if e.kind == EventKind::Invoke {
+            open.insert(e.op_id.0, out.len());
+            out.push(Call { process: &e.process, invoked: e.time, done: None, op: &e.op });
+        } else if let Some(i) = open.remove(&e.op_id.0) {
+            out[i].done = Some((e.kind, e.time, &e.op));
+        } else {
+            // An observation: invoked and completed at once.
+            out.push(Call { process: &e.process, invoked: e.time, done: Some((e.kind, e.time, &e.op)), op: &e.op });
+        }
+    }
+    out
+}
+
+/// A granted lease and what happened to it.
+#[derive(Debug)]
+struct Lease<'a> {
+    name: &'a str,
+    process: &'a str,
+    token: Option<u64>,
+    invoked: Millis,
+    done: Millis,
+    ttl: Millis,
+    /// Extends of this lease (indexes into the calls).
+    extends: Vec<usize>,
+    /// Releases of this lease.
+    releases: Vec<usize>,
+    /// End of a keep-alive loop the history cannot see into.
+    hidden_until: Option<Millis>,
+    /// A cancelled guarded call releases its lease (best effort, not
+    /// recorded) from this instant on.
+    hidden_release_from: Option<Millis>,
+}
+
+struct Model<'a> {
+    calls: Vec<Call<'a>>,
+    leases: Vec<Lease<'a>>,
+    /// Leases by (name, process, token).
+    by_key: BTreeMap<(&'a str, &'a str, Option<u64>), usize>,
+    /// When requests of unknown outcome have surely landed or been lost.
+    settled: Millis,
+    /// A restart or clock step happened: refusals are not judged.
+    leases_may_end_early: bool,
+}
+
+fn ttl_of(op: &Op) -> Millis {
+    match op {
+        Op::Acquire { ttl_ms, .. } | Op::Extend { ttl_ms, .. } => *ttl_ms,
+        _ => 0,
+    }
+}
+
+impl<'a> Model<'a> {
+    fn new(events: &'a [Event]) -> Model<'a> {
+        let calls = calls(events);
+        let mut settled = 0;
+        let mut leases_may_end_early = false;
+        for e in events {
+            if let Op::Fault { description } = &e.op {
+                settled = settled.max(e.time);
+                if description.starts_with("crash") || description.starts_with("clock-step") {
+                    leases_may_end_early = true;
+                }
+            }
+            // A workload stall ("stalls for N ms") is a fault too.
+            if let Op::Note { text } = &e.op {
+                if let Some(ms) = text.strip_prefix("stalls for ").and_then(|r| r.split("ms").next()).and_then(|n| n.parse::<Millis>().ok()) {
+                    settled = settled.max(e.time + ms);
+                }
+            }
+        }
+        let mut leases = Vec::new();
+        let mut by_key = BTreeMap::new();
+        for c in &calls {
+            if let (true, Op::Acquire { name, ttl_ms, token, .. }) = (c.ok(), c.result()) {
+                by_key.insert((name.as_str(), c.process, *token), leases.len());
+                leases.push(Lease {
+                    name,
+                    process: c.process,
+                    token: *token,
+                    invoked: c.invoked,
+                    done: c.done_at(),
+                    ttl: *ttl_ms,
+                    extends: Vec::new(),
+                    releases: Vec::new(),
+                    hidden_until: None,
+                    hidden_release_from: None,
+                });
+            }
+        }
+        for (i, c) in calls.iter().enumerate() {
+            let l = match c.op {
+                Op::Extend { name, token, .. } | Op::Release { name, token } => {
+                    match by_key.get(&(name.as_str(), c.process, *token)) {
+                        Some(&l) => l,
+                        None => continue,
+                    }
+                }
+                // A guarded call's lease is the first one its process was
+                // granted after invoking it (its token may be unknown when
+                // the call failed).
+                Op::Guarded { name, .. } => match match c.result() {
+                    Op::Guarded { token: Some(t), .. } => by_key.get(&(name.as_str(), c.process, Some(*t))).map(|&l| (l, ())),
+                    _ => None,
+                }
+                .or_else(|| leases
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.name == name && l.process == c.process && l.invoked >= c.invoked && l.done <= c.done_at())
+                    .min_by_key(|(_, l)| l.invoked)
+                    .map(|(l, _)| (l, ())))
+                {
+                    Some((l, _)) => l,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            match c.op {
+                Op::Extend { .. } => leases[l].extends.push(i),
+                Op::Release { .. } => leases[l].releases.push(i),
+                _ => {
+                    let end = c.done_at();
+                    let h = leases[l].hidden_until.get_or_insert(end);
+                    *h = (*h).max(end);
+                    let release_from = match c.result() {
+                        Op::Guarded { outcome: Some(GuardedResult::Cancelled { at }), .. } => Some(*at),
+                        Op::Guarded { outcome: Some(_), .. } if c.ok() => None,
+                        _ => Some(c.invoked),
+                    };
+                    if let Some(r) = release_from {
+                        let h = leases[l].hidden_release_from.get_or_insert(r);
+                        *h = (*h).min(r);
+                    }
+                }
+            }
+        }
+        Model { calls, leases, by_key, settled, leases_may_end_early }
+    }
+
+    fn lease_of(&self, c: &Call<'a>) -> Option<usize> {
+        let (name, token) = match c.op {
+            Op::Extend { name, token, .. } | Op::Release { name, token } => (name.as_str(), *token),
+            _ => return None,
+        };
+        self.by_key.get(&(name, c.process, token)).copied()
+    }
+
+    /// Latest instant the lease's key may still be visible, ignoring
+    /// deletions, using every extend except `skip` invoked before `until`.
+    fn alive_max(&self, l: &Lease<'_>, skip: Option<usize>, until: Millis) -> Millis {
+        let mut e = l.done.saturating_add(l.ttl);
+        if let Some(h) = l.hidden_until {
+            e = e.max(h.saturating_add(2 * l.ttl));
+        }
+        let mut ext: Vec<usize> = l.extends.iter().copied().filter(|&i| Some(i) != skip).collect();
+        ext.sort_by_key(|&i| self.calls[i].invoked);
+        for i in ext {
+            let c = &self.calls[i];
+            if c.invoked >= until || c.invoked > e || c.failed() {
+                continue;
+            }
+            let ran_by = if c.ok() { c.done_at().min(e) } else { e };
+            e = e.max(ran_by.saturating_add(ttl_of(c.op)));
+        }
+        e
+    }
+
+    /// Earliest instant the lease's key may expire (ignoring deletions), as
+    /// seen by an operation invoked at `from` and completed at `until`.
+    fn alive_min(&self, l: &Lease<'_>, from: Millis, until: Millis) -> Millis {
+        // Confirmed extends completed before `from`: the latest-invoked one
+        // ran after every other of them (a holder extends one at a time).
+        let confirmed: Vec<usize> = l
+            .extends
+            .iter()
+            .copied()
+            .filter(|&i| self.calls[i].ok() && self.calls[i].done_at() < from)
+            .collect();
+        let last_confirmed = confirmed.iter().copied().max_by_key(|&i| self.calls[i].invoked);
+        let mut m = if last_confirmed.is_some() { Millis::MAX } else { l.invoked.saturating_add(l.ttl) };
+        for &i in &l.extends {
+            let c = &self.calls[i];
+            if c.invoked >= until || c.failed() {
+                continue;
+            }
+            if c.ok() && c.done_at() < from && Some(i) != last_confirmed {
+                continue;
+            }
+            m = m.min(c.invoked.saturating_add(ttl_of(c.op)));
+        }
+        m
+    }
+
+    /// First confirmed deletion of the lease (its release's completion).
+    fn released_by(&self, l: &Lease<'_>) -> Millis {
+        l.releases.iter().map(|&i| &self.calls[i]).filter(|c| c.ok()).map(Call::done_at).min().unwrap_or(Millis::MAX)
+    }
+
+    /// The lease's key is definitely gone at every instant after this.
+    fn gone_after(&self, l: &Lease<'_>, until: Millis) -> Millis {
+        self.alive_max(l, None, until).min(self.released_by(l))
+    }
+
+    /// Some lease was definitely present over all of `[from, until]`.
+    fn definitely_held(&self, name: &str, from: Millis, until: Millis, except: Option<usize>) -> Option<&Lease<'a>> {
+        if self.leases_may_end_early {
+            return None;
+        }
+        self.leases.iter().enumerate().find_map(|(i, l)| {
+            let sent_release = l.releases.iter().any(|&r| self.calls[r].invoked <= until)
+                || l.hidden_release_from.is_some_and(|r| r <= until);
+            (Some(i) != except
+                && l.name == name
+                && l.done < from
+                && !sent_release
+                && until < self.alive_min(l, from, until))
+            .then_some(l)
+        })
+    }
+
+    /// No lease could be present at any instant of `[from, until]`: every
+    /// grant is gone before `from`, every unknown acquire has expired.
+    fn definitely_free(&self, name: &str, from: Millis, until: Millis, except_call: Option<usize>) -> bool {
+        if self.leases_may_end_early {
+            return false;
+        }
+        let leases_gone = self
+            .leases
+            .iter()
+            .filter(|l| l.name == name && l.invoked < until)
+            .all(|l| self.gone_after(l, until) < from);
+        let unknown_gone = self.calls.iter().enumerate().all(|(i, c)| match c.op {
+            Op::Acquire { name: n, ttl_ms, .. } if n == name && c.unknown() && Some(i) != except_call && c.invoked < until => {
+                let latest_run = c.invoked.saturating_add(SETTLE_MS).max(self.settled.saturating_add(SETTLE_MS));
+                latest_run.saturating_add(*ttl_ms) < from
+            }
+            _ => true,
+        });
+        leases_gone && unknown_gone
+    }
+}
+
+fn who(l: &Lease<'_>) -> String {
+    format!("{} (token {})", l.process, l.token.map_or_else(|| "none".into(), |t| t.to_string()))
+}
+
+/// Checks every lock reply in `events`.
+pub fn check(events: &[Event]) -> Vec<Violation> {
+    let m = Model::new(events);
+    let mut out = Vec::new();
+    let mut push = |at: Millis, detail: String| out.push(Violation::new(LOCK_REPLIES, Some(at), detail));
+    for (ci, c) in m.calls.iter().enumerate() {
+        let Some((kind, done, result)) = c.done else { continue };
+        match (c.op, kind) {
+            (Op::Extend { .. } | Op::Release { .. }, EventKind::Ok | EventKind::Fail) => {
+                let verb = c.op.verb();
+                let Some(li) = m.lease_of(c) else { continue };
+                let l = &m.leases[li];
+                if kind == EventKind::Ok {
+                    let alive = m.alive_max(l, Some(ci), c.invoked);
+                    if c.invoked > alive {
+                        push(done, format!(
+                            "{verb} of {} invoked at {}ms returned true, but the key had expired by {alive}ms at the latest: the script resurrected or touched a dead lease",
+                            who(l), c.invoked
+                        ));
+                        continue;
+                    }
+                    let released = m.released_by(l);
+                    if released < c.invoked {
+                        push(done, format!(
+                            "{verb} of {} invoked at {}ms returned true after its release was confirmed at {released}ms",
+                            who(l), c.invoked
+                        ));
+                        continue;
+                    }
+                    if let Some(other) = m.leases.iter().find(|o| {
+                        o.name == l.name && o.process != l.process && o.invoked > l.done && o.done < c.invoked
+                    }) {
+                        push(done, format!(
+                            "{verb} of {} invoked at {}ms returned true, but {} had been granted the lock at {}ms (invoked after this lease was set): it acted on someone else's lease",
+                            who(l), c.invoked, who(other), other.done
+                        ));
+                    }
+                } else if !m.leases_may_end_early {
+                    let sent_release = l.releases.iter().any(|&r| r != ci && m.calls[r].invoked <= done);
+                    let min = m.alive_min(l, c.invoked, done);
+                    if !sent_release && done < min {
+                        push(done, format!(
+                            "{verb} of {} was refused at {done}ms (invoked {}ms), but the lease was still its own until at least {min}ms",
+                            who(l), c.invoked
+                        ));
+                    }
+                }
+            }
+            (Op::Acquire { name, .. }, EventKind::Fail) if m.definitely_free(name, c.invoked, done, Some(ci)) => {
+                push(done, format!(
+                    "{}: acquire of {name} refused over [{}ms, {done}ms] while the lock was definitely free (every earlier lease expired or released)",
+                    c.process, c.invoked
+                ));
+            }
+            (Op::Acquire { name, .. }, EventKind::Ok) => {
+                let me = m.by_key.get(&(name.as_str(), c.process, match result {
+                    Op::Acquire { token, .. } => *token,
+                    _ => None,
+                }));
+                if let Some(l) = m.definitely_held(name, c.invoked, done, me.copied()) {
+                    push(done, format!(
+                        "{}: acquire of {name} granted over [{}ms, {done}ms] while {} definitely held it",
+                        c.process, c.invoked, who(l)
+                    ));
+                }
+            }
+            (Op::CurrentToken { name, .. }, EventKind::Ok) => {
+                if m.leases_may_end_early {
+                    continue;
+                }
+                let Op::CurrentToken { token, .. } = result else { continue };
+                let v = token.unwrap_or(0);
+                let before: Vec<&Lease<'_>> = m.leases.iter().filter(|l| l.name == name && l.done < c.invoked).collect();
+                let lower = (before.len() as u64).max(before.iter().filter_map(|l| l.token).max().unwrap_or(0));
+                let upper = m
+                    .calls
+                    .iter()
+                    .filter(|a| matches!(a.op, Op::Acquire { name: n, .. } if n == name) && !a.failed() && a.invoked <= done)
+                    .count() as u64;
+                if v < lower || v > upper {
+                    push(done, format!(
+                        "{}: current_token of {name} read {v} over [{}ms, {done}ms], outside [{lower}, {upper}] (grants completed before / acquires possibly granted by then)",
+                        c.process, c.invoked
+                    ));
+                }
+            }
+            (Op::RemainingTtl { name, .. }, EventKind::Ok) => {
+                let Op::RemainingTtl { ms, .. } = result else { continue };
+                match ms {
+                    Some(ms) => {
+                        let max_ttl = m
+                            .calls
+                            .iter()
+                            .filter(|a| matches!(a.op, Op::Acquire { name: n, .. } | Op::Extend { name: n, .. } if n == name) && a.invoked <= done)
+                            .map(|a| ttl_of(a.op))
+                            .max()
+                            .unwrap_or(0);
+                        if *ms > max_ttl {
+                            push(done, format!(
+                                "{}: remaining_ttl of {name} is {ms}ms at {done}ms, more than any TTL requested so far ({max_ttl}ms)",
+                                c.process
+                            ));
+                        } else if m.definitely_free(name, c.invoked, done, None) {
+                            push(done, format!(
+                                "{}: remaining_ttl of {name} is {ms}ms over [{}ms, {done}ms] while the lock was definitely free",
+                                c.process, c.invoked
+                            ));
+                        }
+                    }
+                    None => {
+                        if let Some(l) = m.definitely_held(name, c.invoked, done, None) {
+                            push(done, format!(
+                                "{}: remaining_ttl of {name} says not held over [{}ms, {done}ms] while {} definitely held it",
+                                c.process, c.invoked, who(l)
+                            ));
+                        }
+                    }
+                }
+            }
+            (Op::Retry { name, attempts, deadline_ms, .. }, EventKind::Ok | EventKind::Fail) => {
+                let inner: Vec<&Call<'_>> = m
+                    .calls
+                    .iter()
+                    .filter(|a| {
+                        a.process == c.process
+                            && matches!(a.op, Op::Acquire { name: n, .. } if n == name)
+                            && a.invoked >= c.invoked
+                            && a.done_at() <= done
+                    })
+                    .collect();
+                if kind == EventKind::Fail && deadline_ms.is_none() && (inner.len() as u32) < *attempts {
+                    push(done, format!(
+                        "{}: Retry::run gave up on {name} at {done}ms after {} of its {attempts} attempts (no deadline set)",
+                        c.process,
+                        inner.len()
+                    ));
+                }
+                if kind == EventKind::Ok {
+                    let Op::Retry { token, .. } = result else { continue };
+                    let last = inner.last().map(|a| match a.result() {
+                        Op::Acquire { token, .. } if a.ok() => *token,
+                        _ => None,
+                    });
+                    if last != Some(*token) {
+                        push(done, format!(
+                            "{}: Retry::run reported token {:?} at {done}ms, but its last attempt was not that grant",
+                            c.process, token
+                        ));
+                    }
+                }
+                if inner.len() as u32 > *attempts {
+                    push(done, format!("{}: Retry::run made {} attempts, more than {attempts}", c.process, inner.len()));
+                }
+            }
+            _ => {}
+        }
+    }
+    if out.len() > MAX_REPORTED {
+        let more = out.len() - MAX_REPORTED;
+        out.truncate(MAX_REPORTED);
+        out.push(Violation::new(LOCK_REPLIES, None, format!("... and {more} more")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::History;
+
+    fn acq(h: &History, p: &str, t0: u64, t1: u64, token: Option<u64>) {
+        let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
+        let id = h.invoke_at(t0, p, op(None));
+        let kind = if token.is_some() { EventKind::Ok } else { EventKind::Fail };
+        h.complete_at(t1, id, p, kind, op(token));
+    }
+
+    fn ext(h: &History, p: &str, t0: u64, t1: u64, token: u64, kind: EventKind) {
+        let op = Op::Extend { name: "l".into(), token: Some(token), ttl_ms: 100, deadline: None };
+        let id = h.invoke_at(t0, p, op.clone());
+        h.complete_at(t1, id, p, kind, op);
+    }
+
+    fn rel(h: &History, p: &str, t0: u64, t1: u64, token: u64, kind: EventKind) {
+        let op = Op::Release { name: "l".into(), token: Some(token) };
+        let id = h.invoke_at(t0, p, op.clone());
+        h.complete_at(t1, id, p, kind, op);
+    }
+
+    #[test]
+    fn justified_replies_pass() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        acq(&h, "b", 10, 12, None); // held by a
+        ext(&h, "a", 50, 52, 1, EventKind::Ok); // alive until >= 150
+        acq(&h, "b", 140, 142, None); // still held
+        ext(&h, "a", 300, 302, 1, EventKind::Fail); // expired by 152
+        rel(&h, "a", 310, 312, 1, EventKind::Fail);
+        acq(&h, "b", 320, 322, Some(2));
+        rel(&h, "b", 330, 331, 2, EventKind::Ok);
+        acq(&h, "c", 340, 342, Some(3));
+        assert_eq!(check(&h.events()), vec![]);
+    }
+
+    #[test]
+    fn extending_someone_elses_lease_fails() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        acq(&h, "b", 200, 202, Some(2));
+        ext(&h, "a", 210, 212, 1, EventKind::Ok);
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("expired by"), "{v:?}");
+    }
+
+    #[test]
+    fn a_refused_extend_of_a_live_lease_fails() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        ext(&h, "a", 30, 32, 1, EventKind::Fail);
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("still its own until at least 100ms"), "{v:?}");
+    }
+
+    #[test]
+    fn releasing_after_a_takeover_fails() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        rel(&h, "a", 10, 11, 1, EventKind::Ok);
+        acq(&h, "b", 20, 22, Some(2));
+        rel(&h, "a", 30, 31, 1, EventKind::Ok); // a second "true" for a deleted lease
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+    }
+
+    #[test]
+    fn refusing_a_free_lock_fails_but_not_with_an_unknown_acquire() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        acq(&h, "b", 150, 152, None); // a's lease expired at 102 at the latest
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("definitely free"), "{v:?}");
+
+        let h = History::new();
+        let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
+        let id = h.invoke_at(0, "a", op(None));
+        h.complete_at(250, id, "a", EventKind::Info, op(None));
+        acq(&h, "b", 300, 302, None); // a's request may have landed late
+        assert_eq!(check(&h.events()), vec![]);
+    }
+
+    #[test]
+    fn granting_a_held_lock_fails() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        acq(&h, "b", 10, 12, Some(2));
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("definitely held"), "{v:?}");
+    }
+
+    #[test]
+    fn current_token_and_remaining_ttl_are_bounded() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        let ct = |h: &History, t, v| {
+            let id = h.invoke_at(t, "r", Op::CurrentToken { name: "l".into(), token: None });
+            h.ok(id, "r", Op::CurrentToken { name: "l".into(), token: v });
+        };
+        let rt = |h: &History, t, v| {
+            let id = h.invoke_at(t, "r", Op::RemainingTtl { name: "l".into(), ms: None });
+            h.ok(id, "r", Op::RemainingTtl { name: "l".into(), ms: v });
+        };
+        ct(&h, 5, Some(1));
+        rt(&h, 10, Some(92));
+        assert_eq!(check(&h.events()), vec![]);
+        ct(&h, 20, Some(3)); // only one acquire ever
+        rt(&h, 30, Some(1000)); // more than any TTL
+        rt(&h, 40, None); // a still holds it
+        let v = check(&h.events());
+        assert_eq!(v.len(), 3, "{v:?}");
+    }
+
+    #[test]
+    fn a_retry_that_gives_up_early_fails() {
+        let h = History::new();
+        let op = |token| Op::Retry { name: "l".into(), attempts: 3, deadline_ms: None, token };
+        let id = h.invoke_at(0, "a", op(None));
+        acq(&h, "a", 0, 2, None);
+        acq(&h, "a", 10, 12, None);
+        h.complete_at(13, id, "a", EventKind::Fail, op(None));
+        // b holds the lock throughout, so the refusals are fine.
+        let h2 = History::from_events(
+            [acq_ok_event()].into_iter().chain(h.events()).collect::<Vec<_>>(),
+        );
+        let v = check(&h2.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("after 2 of its 3 attempts"), "{v:?}");
+    }
+
+    fn acq_ok_event() -> Event {
+        Event {
+            index: 0,
+            time: 0,
+            process: "b".into(),
+            kind: EventKind::Ok,
+            op_id: crate::history::OpId(1000),
+            op: Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(9), deadline: None },
+            api: None,
+        }
+    }
+}
