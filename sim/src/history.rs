@@ -210,6 +210,17 @@ pub enum Op {
         /// Server (Redis) time of the decision in simulated ms, when known.
         /// Admissions are counted per window of *server* time.
         server_ms: Option<Millis>,
+        /// `Decision::count` (on `Ok`): requests the limiter counted in the
+        /// window, the admitted one included.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+        /// `Decision::remaining` (on an admission).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remaining: Option<u64>,
+        /// The instant a `check_at` pinned (simulated ms), on the invoke and
+        /// the completion; `None` for a `check` on the server's clock.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pinned_ms: Option<Millis>,
     },
     /// Observation: an election node's role changed.
     Role {
@@ -367,8 +378,11 @@ impl fmt::Display for Op {
             Op::Read { key, value, token } => {
                 write!(f, "read {key} -> {} token={}", value.as_deref().unwrap_or("nil"), opt(token))
             }
-            Op::RateLimit { key, limit, window_ms, admission, server_ms } => {
+            Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms } => {
                 write!(f, "rate-limit {key} ({limit}/{window_ms}ms)")?;
+                if let Some(p) = pinned_ms {
+                    write!(f, " at={p}ms")?;
+                }
                 match admission {
                     Some(Admission::Admitted) => write!(f, " -> admitted")?,
                     Some(Admission::Denied { retry_after_ms: Some(r) }) => {
@@ -376,6 +390,12 @@ impl fmt::Display for Op {
                     }
                     Some(Admission::Denied { retry_after_ms: None }) => write!(f, " -> denied")?,
                     None => {}
+                }
+                if let Some(c) = count {
+                    write!(f, " count={c}")?;
+                }
+                if let Some(r) = remaining {
+                    write!(f, " remaining={r}")?;
                 }
                 if let Some(s) = server_ms {
                     write!(f, " server-time={s}ms")?;

@@ -404,6 +404,9 @@ mod tests {
                 window_ms: 1000,
                 admission: Some(Admission::Admitted),
                 server_ms: Some(t),
+                count: None,
+                remaining: None,
+                pinned_ms: None,
             };
             let id = h.invoke_at(t, "c", op.clone());
             h.ok(id, "c", op);

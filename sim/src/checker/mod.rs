@@ -23,6 +23,8 @@ pub mod lock_replies;
 pub mod mutual_exclusion;
 pub mod order;
 pub mod rate_limit;
+pub mod rate_limit_exact;
+pub mod rate_limit_liveness;
 pub mod redlock;
 pub mod stale_overwrite;
 
@@ -34,6 +36,10 @@ pub const NO_STALE_OVERWRITE: &str = "no-stale-overwrite";
 pub const MUTUAL_EXCLUSION: &str = "mutual-exclusion";
 /// Name of the rate-limit invariant.
 pub const RATE_LIMIT: &str = "rate-limit";
+/// Name of the exact rate-limit invariant: every decision (admit or deny,
+/// count, remaining, retry-after) is the one the limiter's algorithm gives
+/// for the admissions of the history.
+pub const RATE_LIMIT_EXACT: &str = "rate-limit-exact";
 /// Name of the election invariant.
 pub const ELECTION: &str = "election";
 /// Name of the Redlock mutual-exclusion invariant.
@@ -90,6 +96,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         LIVENESS,
         "after the last fault heals (a quiet tail), every primitive makes progress within its stated bound",
+    ),
+    (
+        RATE_LIMIT_EXACT,
+        "every rate-limit decision (admit or deny, count, remaining, retry-after) is the one the algorithm gives for the history's admissions",
     ),
 ];
 

@@ -67,7 +67,7 @@ pub struct Report {
 pub fn check(events: &[Event], allowance: Allowance) -> Report {
     let mut keys: BTreeMap<String, (KeyReport, Vec<Millis>)> = BTreeMap::new();
     for c in completed(events) {
-        let Op::RateLimit { key, limit, window_ms, admission, server_ms } = &c.done.op else { continue };
+        let Op::RateLimit { key, limit, window_ms, admission, server_ms, .. } = &c.done.op else { continue };
         let (r, ts) = keys.entry(key.clone()).or_insert_with(|| {
             (
                 KeyReport {
@@ -137,7 +137,16 @@ mod tests {
     use crate::history::History;
 
     fn decide(h: &History, t: u64, admitted: bool) {
-        let op = |a| Op::RateLimit { key: "k".into(), limit: 5, window_ms: 1000, admission: a, server_ms: Some(t) };
+        let op = |a| Op::RateLimit {
+            key: "k".into(),
+            limit: 5,
+            window_ms: 1000,
+            admission: a,
+            server_ms: Some(t),
+            count: None,
+            remaining: None,
+            pinned_ms: None,
+        };
         let id = h.invoke_at(t, "c", op(None));
         let a = if admitted { Admission::Admitted } else { Admission::Denied { retry_after_ms: None } };
         h.ok(id, "c", op(Some(a)));
@@ -185,7 +194,16 @@ mod tests {
         for i in 0..5 {
             decide(&h, i, true);
         }
-        let op = Op::RateLimit { key: "k".into(), limit: 5, window_ms: 1000, admission: None, server_ms: None };
+        let op = Op::RateLimit {
+            key: "k".into(),
+            limit: 5,
+            window_ms: 1000,
+            admission: None,
+            server_ms: None,
+            count: None,
+            remaining: None,
+            pinned_ms: None,
+        };
         let id = h.invoke_at(10, "c", op.clone());
         h.info(id, "c", op);
         let r = check(&h.events(), Allowance::Exact);

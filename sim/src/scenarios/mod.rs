@@ -223,14 +223,14 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "rate-limit",
         description: "SlidingWindowLog: concurrent bursts across window boundaries with latency and partitions; never more than the limit",
         expect: Expect::Clean,
-        situations: &[],
+        situations: rate_limit::LOG_SITUATIONS,
         run: Some(rate_limit::run_log),
     },
     Scenario {
         name: "rate-limit-counter",
         description: "SlidingWindowCounter: the same bursts; the overshoot is measured and held to its documented bound 2*max-1",
         expect: Expect::Clean,
-        situations: &[],
+        situations: rate_limit::COUNTER_SITUATIONS,
         run: Some(rate_limit::run_counter),
     },
     Scenario {

@@ -25,6 +25,28 @@
 //! `(t − 1000, t]` of that clock. The sliding log must never exceed 5; the
 //! sliding counter must stay within its documented `2 × max − 1 = 9`, and
 //! its actual worst window is measured (`admissions-per-window`).
+//!
+//! For the two correct limiters the run also has:
+//!
+//! - a **prober** (a task of client 0, on a connection of its own, so client
+//!   0's faults hit it too) that calls `check_at` on keys of its own
+//!   (`probe-0`, `probe-1`, …), one instant at a time and never backwards,
+//!   aimed at the instants that matter: `a + W − 1`, `a + W`, `a + W + 1` of
+//!   an earlier admission `a`, the last and first milliseconds of a counter
+//!   bucket, and, after a denial at `t` with `retry_after = r`, exactly
+//!   `t + r − 1`, `t + r` and `t + r + 1`; sometimes several requests at one
+//!   pinned instant. After an unknown outcome it moves to a fresh key (a
+//!   request that may still run late would otherwise execute with an
+//!   earlier instant than its successors, which `check_at` forbids);
+//! - one `SCRIPT FLUSH` at a seeded moment, after which the limiters'
+//!   scripts must be reloaded (`Script::invoke_async` recovers from
+//!   `NOSCRIPT`);
+//! - a quiet tail: faults end by 2700 ms, the prober goes on until 4500 ms.
+//!
+//! Their decisions are checked by `rate-limit-exact` (every decision, count,
+//! `remaining` and `retry_after` recomputed from the history, both ways)
+//! and by `liveness` (after healing, a retry at exactly `retry_after` with
+//! nothing admitted meanwhile is admitted).
 
 use std::sync::Arc;
 
@@ -35,9 +57,10 @@ use redis_primitives::naive::{ClientSideWindow, NaiveFixedWindow, WatchMultiLimi
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
 use redis_primitives::OwnerSource;
 
-use super::{outcome_from, Outcome};
+use super::{outcome_from, Outcome, Situation};
 use crate::checker::rate_limit::{self, Allowance};
-use crate::history::{Admission, Op};
+use crate::checker::{rate_limit_exact, rate_limit_liveness};
+use crate::history::{Admission, Event, EventKind, Millis, Op};
 use crate::nemesis::{FaultClass, Profile, Schedule};
 use crate::plan::{Burst as PlannedBurst, RateLimitPlan};
 use crate::net::SimConnection;
@@ -53,6 +76,80 @@ pub const MAX: u64 = 5;
 pub const WINDOW_MS: u64 = 1000;
 const CLIENTS: usize = 3;
 const LENGTH_MS: u64 = 3000;
+/// The prober and the quiet tail run until here (faults end by 2700 ms).
+const PROBE_END_MS: u64 = 4500;
+/// A request may still execute this long after its invoke, or after the
+/// last fault heals if that is later (response timeout 250 ms, links
+/// ≤ 10 ms plus ≤ 100 ms of latency faults; held and paused requests run by
+/// the heal). After `last heal + DRAIN_MS` every request has an answer.
+const DRAIN_MS: u64 = 500;
+
+/// Situations both correct limiters' runs exist to reach.
+const COMMON: &[Situation] = &[
+    Situation { name: "limit-reached-exactly", meaning: "an admission reported count = max (remaining 0)" },
+    Situation {
+        name: "same-ms-admissions",
+        meaning: "two admissions on one key in the same server millisecond (ties ordered by count)",
+    },
+    Situation {
+        name: "decided-on-window-last-ms",
+        meaning: "a decision at exactly a + W - 1 of an earlier admission a (a's last millisecond in the window)",
+    },
+    Situation {
+        name: "decided-at-window-edge",
+        meaning: "a decision at exactly a + W of an earlier admission a (the first instant a no longer counts)",
+    },
+    Situation {
+        name: "decided-past-window-edge",
+        meaning: "a decision at exactly a + W + 1 of an earlier admission a",
+    },
+    Situation {
+        name: "denied-at-retry-after-minus-1",
+        meaning: "denied at t with retry-after r, then a request at exactly t + r - 1 was denied",
+    },
+    Situation {
+        name: "denied-then-admitted-at-retry-after",
+        meaning: "denied at t with retry-after r, then a request at exactly t + r was admitted",
+    },
+    Situation {
+        name: "burst-straddles-boundary",
+        meaning: "decisions within 150 ms before and after a bucket boundary on one key, with a denial after it",
+    },
+    Situation {
+        name: "request-outcome-unknown",
+        meaning: "a rate-limit request timed out or failed (outcome unknown to the checkers)",
+    },
+    Situation {
+        name: "noscript-recovered",
+        meaning: "a decision succeeded after SCRIPT FLUSH dropped the limiter's script (NOSCRIPT recovered)",
+    },
+    Situation {
+        name: "retry-after-honoured-after-healing",
+        meaning: "after the last fault healed, a denied client retried at exactly its retry-after and was admitted",
+    },
+];
+
+/// Situations of `rate-limit` (`SlidingWindowLog`).
+pub const LOG_SITUATIONS: &[Situation] = COMMON;
+
+/// Situations of `rate-limit-counter` (`SlidingWindowCounter`).
+pub const COUNTER_SITUATIONS: &[Situation] = &[
+    COMMON[0],
+    COMMON[1],
+    COMMON[2],
+    COMMON[3],
+    COMMON[4],
+    COMMON[5],
+    COMMON[6],
+    COMMON[7],
+    COMMON[8],
+    COMMON[9],
+    COMMON[10],
+    Situation {
+        name: "counter-overshoot-above-max",
+        meaning: "some window (t - W, t] held more than max admissions (the counter's documented approximation)",
+    },
+];
 
 /// Which limiter is under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,13 +191,34 @@ impl Limiter {
         }
     }
 
-    async fn check(&self) -> redis_primitives::Result<Decision> {
-        match self {
-            Limiter::Log(l) => l.check(NAME).await,
-            Limiter::Counter(l) => l.check(NAME).await,
-            Limiter::Fixed(l) => l.check(NAME).await,
-            Limiter::ClientSide(l) => l.check(NAME).await,
-            Limiter::WatchMulti(l) => l.check(NAME).await.map(|o| o.decision),
+    /// Decides one request for `name`, at the server's time or at the
+    /// pinned unix-ms instant `at`.
+    async fn check(&self, name: &str, at: Option<u64>) -> redis_primitives::Result<Decision> {
+        match (self, at) {
+            (Limiter::Log(l), None) => l.check(name).await,
+            (Limiter::Log(l), Some(at)) => l.check_at(name, at).await,
+            (Limiter::Counter(l), None) => l.check(name).await,
+            (Limiter::Counter(l), Some(at)) => l.check_at(name, at).await,
+            (Limiter::Fixed(l), None) => l.check(name).await,
+            (Limiter::Fixed(l), Some(at)) => l.check_at(name, at).await,
+            (Limiter::ClientSide(l), None) => l.check(name).await,
+            (Limiter::ClientSide(l), Some(at)) => l.check_at(name, at).await,
+            (Limiter::WatchMulti(l), _) => l.check(name).await.map(|o| o.decision),
+        }
+    }
+
+    /// The public operation `check(name, at)` calls, for the operations table.
+    fn api(&self, pinned: bool) -> &'static str {
+        match (self, pinned) {
+            (Limiter::Log(_), false) => "SlidingWindowLog::check",
+            (Limiter::Log(_), true) => "SlidingWindowLog::check_at",
+            (Limiter::Counter(_), false) => "SlidingWindowCounter::check",
+            (Limiter::Counter(_), true) => "SlidingWindowCounter::check_at",
+            (Limiter::Fixed(_), false) => "NaiveFixedWindow::check",
+            (Limiter::Fixed(_), true) => "NaiveFixedWindow::check_at",
+            (Limiter::ClientSide(_), false) => "ClientSideWindow::check",
+            (Limiter::ClientSide(_), true) => "ClientSideWindow::check_at",
+            (Limiter::WatchMulti(_), _) => "WatchMultiLimiter::check",
         }
     }
 }
@@ -136,43 +254,71 @@ fn plan(seed: u64) -> Vec<Vec<Burst>> {
     per_client
 }
 
-async fn one_request(actor: Actor, limiter: Arc<Limiter>, epoch_ms: u64, limit: u64, window_ms: u64) {
-    let op = |admission, server_ms| Op::RateLimit {
-        key: NAME.into(),
-        limit,
-        window_ms,
+/// The fixed parts of every request of a run.
+#[derive(Debug, Clone, Copy)]
+struct Setup {
+    epoch_ms: u64,
+    max: u64,
+    window_ms: u64,
+}
+
+/// One request on `key`, at the server's time or pinned at simulated `pinned`
+/// ms; recorded with the whole decision. `None` if its outcome is unknown.
+async fn one_request(
+    actor: Actor,
+    limiter: Arc<Limiter>,
+    setup: Setup,
+    key: String,
+    pinned: Option<Millis>,
+) -> Option<Decision> {
+    let op = |admission, server_ms, count, remaining| Op::RateLimit {
+        key: key.clone(),
+        limit: setup.max,
+        window_ms: setup.window_ms,
         admission,
         server_ms,
+        count,
+        remaining,
+        pinned_ms: pinned,
     };
-    let id = actor.invoke(op(None, None));
-    match limiter.check().await {
+    let id = actor.call(limiter.api(pinned.is_some()), op(None, None, None, None));
+    match limiter.check(&key, pinned.map(|p| setup.epoch_ms + p)).await {
         Ok(d) => {
-            let admission = match d {
-                Decision::Allowed { .. } => Admission::Admitted,
+            let (admission, remaining) = match d {
+                Decision::Allowed { remaining, .. } => (Admission::Admitted, Some(remaining)),
                 Decision::Denied { retry_after, .. } => {
-                    Admission::Denied { retry_after_ms: Some(retry_after.as_millis() as u64) }
+                    (Admission::Denied { retry_after_ms: Some(retry_after.as_millis() as u64) }, None)
                 }
             };
-            actor.ok(id, op(Some(admission), Some(d.at_ms().saturating_sub(epoch_ms))));
+            let server = d.at_ms().saturating_sub(setup.epoch_ms);
+            actor.ok(id, op(Some(admission), Some(server), Some(d.count()), remaining));
+            Some(d)
         }
-        Err(e) if e.outcome_is_unknown() => actor.info(id, op(None, None)),
+        Err(e) if e.outcome_is_unknown() => {
+            actor.info(id, op(None, None, None, None));
+            None
+        }
         Err(e) => {
-            actor.fail(id, op(None, None));
+            actor.fail(id, op(None, None, None, None));
             actor.note(format!("rate-limit: {e}"));
+            None
         }
     }
 }
 
-async fn client(
-    actor: Actor,
-    variant: Variant,
-    bursts: Vec<Burst>,
-    epoch_ms: u64,
-    (max, window_ms): (u64, u64),
-) -> ActorResult {
-    let limit = Limit::new(max, Duration::from_millis(window_ms))?;
+async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup, flush_at: Option<Millis>) -> ActorResult {
+    let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
     // One multiplexed connection per actor, shared by all its requests.
     let limiter = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
+    let prober = if actor.index() == 0 && matches!(variant, Variant::Log | Variant::Counter) {
+        // Its own connection (and limiter), so its sequential pinned
+        // requests never queue behind a burst.
+        let own = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
+        Some(actor.spawn(probe(actor.clone(), own, setup)))
+    } else {
+        None
+    };
+    let flusher = flush_at.map(|at| actor.spawn(script_flush(actor.clone(), at)));
     for burst in bursts {
         let now = actor.now();
         if burst.at > now {
@@ -180,13 +326,130 @@ async fn client(
         }
         let mut tasks = Vec::new();
         for _ in 0..burst.size {
-            tasks.push(actor.spawn(one_request(actor.clone(), Arc::clone(&limiter), epoch_ms, max, window_ms)));
+            let request = one_request(actor.clone(), Arc::clone(&limiter), setup, NAME.to_string(), None);
+            tasks.push(actor.spawn(request));
         }
         for t in tasks {
             let _ = t.await;
         }
     }
+    if let Some(f) = flusher {
+        let _ = f.await;
+    }
+    if let Some(p) = prober {
+        let _ = p.await;
+    }
     Ok(())
+}
+
+/// `SCRIPT FLUSH` at simulated `at`: every cached limiter script is gone, and
+/// the next `EVALSHA` of each must recover from `NOSCRIPT`.
+async fn script_flush(actor: Actor, at: Millis) {
+    let now = actor.now();
+    if at > now {
+        tokio::time::sleep(Duration::from_millis(at - now)).await;
+    }
+    let mut conn = actor.connection(0);
+    let r: redis::RedisResult<()> = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut conn).await;
+    if r.is_ok() {
+        actor.note(SCRIPT_FLUSHED);
+    }
+}
+
+/// The note recorded when a `SCRIPT FLUSH` succeeded.
+const SCRIPT_FLUSHED: &str = "SCRIPT FLUSH done";
+
+/// Sleeps until simulated `at` (if it is still ahead).
+async fn until(actor: &Actor, at: Millis) {
+    let now = actor.now();
+    if at > now {
+        tokio::time::sleep(Duration::from_millis(at - now)).await;
+    }
+}
+
+/// The prober: `check_at` on keys of its own, aimed at the instants that
+/// matter (module docs). Pinned instants are the simulated time of the
+/// invoke, so they never run ahead of the server's clock nor go backwards.
+async fn probe(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-probe"));
+    let w = setup.window_ms;
+    let mut generation = 0u32;
+    let mut admitted: Vec<Millis> = Vec::new();
+    // Fires `n` requests pinned at the current instant, concurrently.
+    // Returns their decisions, or `None` if any outcome is unknown.
+    async fn fire(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup, key: &str, n: u32) -> Option<Vec<Decision>> {
+        let at = actor.now();
+        let mut tasks = Vec::new();
+        for _ in 0..n {
+            let r = one_request(actor.clone(), Arc::clone(limiter), setup, key.to_string(), Some(at));
+            tasks.push(actor.spawn(r));
+        }
+        let mut out = Vec::new();
+        let mut known = true;
+        for t in tasks {
+            match t.await {
+                Ok(Some(d)) => out.push(d),
+                _ => known = false,
+            }
+        }
+        known.then_some(out)
+    }
+    while actor.now() < PROBE_END_MS {
+        let key = format!("probe-{generation}");
+        let now = actor.now();
+        // Where to aim next.
+        let target = match rng.random_range(0..8) {
+            0..=3 => now + rng.random_range(0..=w / 6),
+            // The oldest admission whose edge is still ahead.
+            4 | 5 => match admitted.iter().find(|&&a| a + w + 1 >= now) {
+                Some(&a) => (a + w - 1 + rng.random_range(0..=2)).max(now),
+                None => now + rng.random_range(0..=w / 6),
+            },
+            _ => {
+                // The last or first milliseconds of a bucket (unix-aligned).
+                let next = (setup.epoch_ms + now) / w * w + w - setup.epoch_ms;
+                (next - 1 + rng.random_range(0..=2)).max(now)
+            }
+        };
+        until(&actor, target).await;
+        if actor.now() >= PROBE_END_MS {
+            break;
+        }
+        let n = if rng.random_range(0..5) == 0 { rng.random_range(2..=3) } else { 1 };
+        let Some(ds) = fire(&actor, &limiter, setup, &key, n).await else {
+            generation += 1;
+            admitted.clear();
+            continue;
+        };
+        for d in &ds {
+            if d.is_allowed() {
+                admitted.push(d.at_ms() - setup.epoch_ms);
+            }
+        }
+        // After a denial: walk the retry instant, t + r − 1, t + r, t + r + 1.
+        let Some(&Decision::Denied { retry_after, at_ms, .. }) = ds.iter().find(|d| d.is_denied()) else { continue };
+        if rng.random_range(0..4) == 0 {
+            continue;
+        }
+        let t = at_ms - setup.epoch_ms;
+        let r = retry_after.as_millis() as u64;
+        let lo = if r > 1 && rng.random_range(0..3) > 0 { t + r - 1 } else { t + r };
+        let mut unknown = false;
+        for at in lo..=t + r + rng.random_range(0..=1) {
+            until(&actor, at).await;
+            match fire(&actor, &limiter, setup, &key, 1).await {
+                Some(ds) => admitted.extend(ds.iter().filter(|d| d.is_allowed()).map(|d| d.at_ms() - setup.epoch_ms)),
+                None => {
+                    unknown = true;
+                    break;
+                }
+            }
+        }
+        if unknown {
+            generation += 1;
+            admitted.clear();
+        }
+    }
 }
 
 /// One seed of a rate-limit scenario.
@@ -209,7 +472,8 @@ pub fn seed_plan(seed: u64) -> (RateLimitPlan, Schedule) {
     profile.faults = (0, 2);
     profile.duration = (50, 600);
     profile.latency_ms = (5, 100);
-    let schedule = Schedule::generate(seed, &profile);
+    // Swarm testing: each seed draws its own subset of the classes above.
+    let schedule = Schedule::generate(seed, &profile.swarm());
     let mut bursts = Vec::new();
     for (i, per_client) in plan(seed).into_iter().enumerate() {
         bursts.extend(per_client.into_iter().map(|b| PlannedBurst { client: i as u32, at: b.at, size: b.size }));
@@ -227,14 +491,21 @@ pub fn run_planned(
 ) -> Result<Outcome, SetupError> {
     let config = WorldConfig::new(seed);
     let epoch_ms = config.epoch_unix_ms;
+    let setup = Setup { epoch_ms, max: plan.limit, window_ms: plan.window_ms };
+    let correct = matches!(variant, Variant::Log | Variant::Counter);
+    // One SCRIPT FLUSH at a seeded moment (correct limiters only: the naive
+    // ones run no script), by the second client if there is one.
+    let flush_at = correct.then(|| StdRng::seed_from_u64(derive_seed(seed, "rate-limit-flush")).random_range(200..=2800));
+    let flusher = plan.clients.min(2) - 1;
     let mut world = World::new(servers, config)?;
     for i in 0..plan.clients {
         let mut bursts: Vec<Burst> =
             plan.bursts.iter().filter(|b| b.client == i).map(|b| Burst { at: b.at, size: b.size }).collect();
         bursts.sort_by_key(|b| b.at);
-        let limit = (plan.limit, plan.window_ms);
-        world.actor(format!("client-{i}"), move |actor| client(actor, variant, bursts, epoch_ms, limit));
+        let flush = if i == flusher { flush_at } else { None };
+        world.actor(format!("client-{i}"), move |actor| client(actor, variant, bursts, setup, flush));
     }
+    let last_heal = schedule.faults.iter().map(|f| f.end()).max().unwrap_or(0);
     world.nemesis(schedule);
     let run = world.run()?;
     let mut outcome = outcome_from(&run, Vec::new());
@@ -248,8 +519,124 @@ pub fn run_planned(
     let mut h = Histograms::new();
     stats::record_admissions_per_window(&outcome.history, &mut h);
     outcome.violations = report.violations;
+    if correct {
+        let algorithm = match variant {
+            Variant::Counter => rate_limit_exact::Algorithm::Counter { epoch_ms },
+            _ => rate_limit_exact::Algorithm::Log,
+        };
+        let config = rate_limit_exact::Config { algorithm, last_heal_ms: last_heal, drain_ms: DRAIN_MS };
+        let exact = rate_limit_exact::check(&outcome.history, config);
+        outcome.violations.extend(exact.violations);
+        let settle = last_heal + DRAIN_MS;
+        outcome.violations.extend(rate_limit_liveness::check(&outcome.history, settle));
+        for s in reached(&outcome.history, setup, settle) {
+            outcome.reach(s);
+        }
+    }
     outcome.histograms = h;
     Ok(outcome)
+}
+
+/// The declared situations `history` reached (see [`COMMON`] and
+/// [`COUNTER_SITUATIONS`]), recognised from the finished history.
+fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'static str> {
+    let w = setup.window_ms;
+    let mut out = Vec::new();
+    // Per key: (invoke time, server time, admitted, count, retry) of every
+    // decision.
+    let mut by_key: std::collections::BTreeMap<&str, Vec<(Millis, Millis, bool, u64, Option<u64>)>> =
+        std::collections::BTreeMap::new();
+    let mut invoked = std::collections::BTreeMap::new();
+    let mut flushed: Option<Millis> = None;
+    let mut unknown = false;
+    for e in history {
+        match &e.op {
+            Op::Note { text } if text == SCRIPT_FLUSHED => flushed = flushed.or(Some(e.time)),
+            Op::RateLimit { key, admission, server_ms, count, .. } => match (e.kind, admission, server_ms, count) {
+                (EventKind::Invoke, ..) => {
+                    invoked.insert(e.op_id, e.time);
+                }
+                (EventKind::Ok, Some(a), Some(t), Some(c)) => {
+                    let retry = match a {
+                        Admission::Denied { retry_after_ms } => *retry_after_ms,
+                        Admission::Admitted => None,
+                    };
+                    let inv = invoked.get(&e.op_id).copied().unwrap_or(e.time);
+                    by_key.entry(key.as_str()).or_default().push((inv, *t, *a == Admission::Admitted, *c, retry));
+                    if flushed.is_some_and(|f| inv > f) {
+                        out.push("noscript-recovered");
+                    }
+                }
+                _ => unknown = true,
+            },
+            _ => {}
+        }
+    }
+    if unknown {
+        out.push("request-outcome-unknown");
+    }
+    for ds in by_key.values() {
+        let admissions: Vec<(Millis, u64)> = ds.iter().filter(|d| d.2).map(|d| (d.1, d.3)).collect();
+        // Counter overshoot: more than max definite admissions in one window.
+        let mut ts: Vec<Millis> = admissions.iter().map(|a| a.0).collect();
+        ts.sort_unstable();
+        let mut lo = 0;
+        for hi in 0..ts.len() {
+            while ts[hi] - ts[lo] >= w {
+                lo += 1;
+            }
+            if (hi - lo + 1) as u64 > setup.max {
+                out.push("counter-overshoot-above-max");
+            }
+        }
+        if admissions.iter().any(|a| a.1 == setup.max) {
+            out.push("limit-reached-exactly");
+        }
+        if ts.windows(2).any(|p| p[0] == p[1]) {
+            out.push("same-ms-admissions");
+        }
+        for &(_, t, ..) in ds {
+            for &(a, _) in &admissions {
+                if t == a + w - 1 {
+                    out.push("decided-on-window-last-ms");
+                } else if t == a + w {
+                    out.push("decided-at-window-edge");
+                } else if t == a + w + 1 {
+                    out.push("decided-past-window-edge");
+                }
+            }
+        }
+        for &(_, t, admitted, _, retry) in ds {
+            let (false, Some(r)) = (admitted, retry) else { continue };
+            for &(inv, u, ok, ..) in ds {
+                if u == t + r && ok {
+                    out.push("denied-then-admitted-at-retry-after");
+                    if inv >= settle {
+                        out.push("retry-after-honoured-after-healing");
+                    }
+                } else if r > 1 && u == t + r - 1 && !ok {
+                    out.push("denied-at-retry-after-minus-1");
+                }
+            }
+        }
+        // Bucket boundaries of unix time, in simulated ms.
+        for &(_, t, admitted, ..) in ds {
+            let abs = (setup.epoch_ms + t) / w * w;
+            if abs <= setup.epoch_ms {
+                continue;
+            }
+            let b = abs - setup.epoch_ms;
+            if admitted || t - b > 150 {
+                continue;
+            }
+            if ds.iter().any(|d| d.1 < b && d.1 + 150 >= b) {
+                out.push("burst-straddles-boundary");
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// `rate-limit`.
