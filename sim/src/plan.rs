@@ -162,6 +162,10 @@ pub struct RedlockPlan {
     pub master_timeout_ms: u64,
     /// Clients start no new attempt after this (ms).
     pub length_ms: Millis,
+    /// Per-client override of `master_timeout_ms` (index = client); a
+    /// client beyond the list uses `master_timeout_ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub master_timeouts_ms: Vec<u64>,
 }
 
 /// When a Redlock client starts contending.
