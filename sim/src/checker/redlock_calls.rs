@@ -28,10 +28,31 @@ pub struct RedlockSetup {
     /// (no clock step, no restart): then a key is certainly alive for a TTL
     /// after the request that set it was sent.
     pub clocks_trusted: bool,
+    /// Every fault window (nemesis and targeted), with whom it touches: a
+    /// request caught in one may be delivered late, until it ends.
+    pub faults: Vec<FaultWindow>,
     /// Liveness: faults healed at `heal_at`; some client must be granted
     /// (or extend) within `bound` ms after it. `None`: not checked.
     pub liveness: Option<Liveness>,
 }
+
+/// When a fault was in force and which links it touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultWindow {
+    /// Start (simulated ms).
+    pub from: Millis,
+    /// Undo (simulated ms).
+    pub to: Millis,
+    /// The client it touches (`None`: every client).
+    pub client: Option<String>,
+    /// The master it touches (`None`: every master).
+    pub node: Option<usize>,
+}
+
+/// The longest one-way delay a fault can give a request (the largest
+/// `latency` fault, ms): a request sent before a fault ends arrives at most
+/// this long after it ends.
+pub const MAX_FAULT_DELAY_MS: Millis = 300;
 
 /// The liveness promise of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +73,7 @@ impl RedlockSetup {
             drift_ms,
             master_timeout_ms: BTreeMap::new(),
             pauses: Vec::new(),
+            faults: Vec::new(),
             clocks_trusted: true,
             liveness: None,
         }
@@ -60,6 +82,21 @@ impl RedlockSetup {
     /// N/2+1.
     pub fn quorum(&self) -> usize {
         self.masters as usize / 2 + 1
+    }
+
+    /// The latest instant at which a request `process` sent to `master`
+    /// by `sent_by` can still be executed: at once, or when the last fault
+    /// on that link that started by then ends, plus the longest delay.
+    pub fn lands_by(&self, process: &str, master: usize, sent_by: Millis) -> Millis {
+        let end = self
+            .faults
+            .iter()
+            .filter(|f| f.from <= sent_by)
+            .filter(|f| f.client.as_deref().is_none_or(|c| c == process) && f.node.is_none_or(|n| n == master))
+            .map(|f| f.to)
+            .max()
+            .unwrap_or(0);
+        sent_by.max(end) + MAX_FAULT_DELAY_MS
     }
 
     /// Whether `process` was paused at some instant of `[from, to]`.

@@ -19,6 +19,15 @@
 //!   have been there), and a `yes` from one invoked after `last + TTL` is
 //!   too (it cannot have been).
 //!
+//! - with trusted clocks, a master's `no` to a `SET NX` needs another
+//!   owner's key there: some other lease (or an earlier attempt hidden inside
+//!   an `acquire_with_retry`) whose key may have been alive on that master
+//!   during the round. A key may be alive from its `SET`'s invoke until a
+//!   TTL after its last (possibly late) arming, or until it was deleted or
+//!   found missing; a request caught by a fault may land until that fault
+//!   ends (plus the longest delay a fault gives). A `no` with no such key is
+//!   an unjustified refusal: a free master said it was taken.
+//!
 //! A timed-out or failed answer (`t`, `e`) proves nothing either way.
 
 use std::collections::BTreeMap;
@@ -52,6 +61,134 @@ enum Step {
 
 /// Checks every Redlock verdict and answer in `events`.
 pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
+    let mut out = check_answers(events, setup);
+    if setup.clocks_trusted {
+        for v in check_refusing_masters(events, setup) {
+            if out.len() < 5 {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// The requests of one lease (one owner value), by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Req {
+    Set,
+    Arm,
+    Delete,
+}
+
+/// When a lease's key may have been alive on `master`: `None` if never.
+fn alive_on(l: &[(Req, &str, Millis, Millis)], process: &str, master: usize, setup: &RedlockSetup) -> Option<(Millis, Millis)> {
+    let ttl = setup.ttl_ms;
+    let mut start = None;
+    let mut end: Millis = 0;
+    // A late request (timed out, may still land) is pending: absence is not final.
+    let mut late = false;
+    for &(req, answers, inv, done) in l {
+        let Some(a) = answers.chars().nth(master) else { continue };
+        match (req, a) {
+            (Req::Set, 'n') => return None,
+            (Req::Set, 'y') => {
+                start = Some(inv);
+                end = done + ttl;
+            }
+            (Req::Set, _) => {
+                start = Some(inv);
+                late = true;
+                end = setup.lands_by(process, master, done) + ttl;
+            }
+            (_, 'y' | 'n') if start.is_none() => {}
+            (Req::Arm, 'y') => end = end.max(done + ttl),
+            (Req::Arm, 'n') | (Req::Delete, 'y' | 'n') => {
+                if !late {
+                    end = end.min(done);
+                }
+            }
+            (Req::Arm, _) => {
+                late = true;
+                end = end.max(setup.lands_by(process, master, done) + ttl);
+            }
+            (Req::Delete, _) => {}
+        }
+    }
+    start.map(|s| (s, end))
+}
+
+/// Every master's `no` to a `SET NX` needs another owner's key there.
+fn check_refusing_masters(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
+    let ttl = setup.ttl_ms;
+    let all = calls(events);
+    // Each lease's requests, in order; and windows in which earlier attempts
+    // hidden inside an acquire_with_retry may have held any master.
+    let mut leases: BTreeMap<u64, (&str, Vec<(Req, &str, Millis, Millis)>)> = BTreeMap::new();
+    let mut hidden: Vec<(u64, &str, Millis, Millis)> = Vec::new();
+    for c in &all {
+        let lease = match c.kind {
+            CallKind::Acquire { retry } => {
+                if c.outcome == EventKind::Info || c.round.is_none() {
+                    // Unknown: its SETs may land whenever.
+                    hidden.push((c.id, c.process, c.invoke, Millis::MAX));
+                    continue;
+                }
+                if retry {
+                    hidden.push((c.id, c.process, c.invoke, c.done));
+                }
+                c.id
+            }
+            CallKind::Extend { lease } | CallKind::Release { lease: Some(lease) } => lease,
+            CallKind::Release { lease: None } => continue,
+        };
+        let Some(r) = c.round else { continue };
+        let entry = leases.entry(lease).or_insert((c.process, Vec::new()));
+        let req = match c.kind {
+            CallKind::Acquire { .. } => Req::Set,
+            CallKind::Extend { .. } => Req::Arm,
+            CallKind::Release { .. } => Req::Delete,
+        };
+        if !r.answers.is_empty() {
+            entry.1.push((req, r.answers.as_str(), c.invoke, c.done));
+        }
+        if let Some(cleanup) = &r.cleanup {
+            entry.1.push((Req::Delete, cleanup.as_str(), c.invoke, c.done));
+        }
+    }
+    let mut out = Vec::new();
+    for c in &all {
+        let (CallKind::Acquire { .. }, Some(r)) = (c.kind, c.round) else { continue };
+        if c.outcome == EventKind::Info {
+            continue;
+        }
+        for (m, a) in r.answers.chars().enumerate() {
+            if a != 'n' {
+                continue;
+            }
+            let held_by_lease = leases.iter().filter(|(id, _)| **id != c.id).any(|(_, (p, reqs))| {
+                alive_on(reqs, p, m, setup).is_some_and(|(from, to)| from <= c.done && to + 1 >= c.invoke)
+            });
+            let held_by_hidden = hidden.iter().any(|&(_, p, from, done)| {
+                let to = if done == Millis::MAX { done } else { setup.lands_by(p, m, done) + ttl };
+                from <= c.done && to.saturating_add(1) >= c.invoke
+            });
+            if !held_by_lease && !held_by_hidden && out.len() < 5 {
+                out.push(Violation::new(
+                    REDLOCK_VOTES,
+                    Some(c.done),
+                    format!(
+                        "{} acquire [{}ms, {}ms] [{}]: master {m} said the lock was taken, but no other owner's key can have been there",
+                        c.process, c.invoke, c.done, r.answers
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Verdicts, and each lease's answers to its own re-arms and deletes.
+fn check_answers(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let (quorum, ttl) = (setup.quorum(), setup.ttl_ms);
     let mut out = Vec::new();
     let mut leases: BTreeMap<u64, Lease> = BTreeMap::new();
@@ -159,9 +296,17 @@ mod tests {
         RedlockSetup::new(5, 300, 5)
     }
 
+    /// A history whose first acquire's outcome is unknown: its keys may be
+    /// on any master at any time, so every `no` to a SET is justified.
+    fn squatted() -> B {
+        let mut h = B::default();
+        h.acquire("z", 0, 1, EventKind::Info, crate::checker::redlock_calls::build::round(""), false);
+        h
+    }
+
     #[test]
     fn a_justified_history_passes() {
-        let mut h = B::default();
+        let mut h = squatted();
         let a = h.grant("a", 0, 20, "yyynt", 295);
         h.extend("a", a, 200, 210, EventKind::Ok, granted("yyynt", 200, 210, 495));
         h.release("a", a, 400, 410, "yyynn");
@@ -174,7 +319,7 @@ mod tests {
 
     #[test]
     fn a_minority_grant_and_a_majority_refusal_fail() {
-        let mut h = B::default();
+        let mut h = squatted();
         h.grant("a", 0, 20, "yynnt", 295);
         h.acquire("b", 500, 520, EventKind::Fail, refused("yyynn", "no-majority", 20), false);
         let v = check(&h.events, &setup());
@@ -185,7 +330,7 @@ mod tests {
 
     #[test]
     fn a_vote_from_a_master_that_refused_and_a_missing_live_key_fail() {
-        let mut h = B::default();
+        let mut h = squatted();
         let a = h.grant("a", 0, 20, "yyynn", 295);
         // Master 3 refused the SET: its yes to the extension is impossible.
         h.extend("a", a, 200, 210, EventKind::Ok, granted("yyyyn", 200, 210, 495));
@@ -195,6 +340,24 @@ mod tests {
         assert!(v.iter().any(|v| v.detail.contains("master 3 confirmed the extend")), "{v:?}");
         assert!(v.iter().any(|v| v.detail.contains("master 0 said our key was missing (release)")), "{v:?}");
         assert_eq!(v.len(), 2, "{v:?}");
+    }
+
+    #[test]
+    fn a_no_from_a_free_master_fails_and_one_from_a_taken_master_passes() {
+        let mut h = B::default();
+        let a = h.grant("a", 0, 20, "yyytt", 295);
+        // Masters 0-2 hold a's key, 3-4 may (timed out): b's refusal is justified.
+        h.acquire("b", 100, 120, EventKind::Fail, refused("nnnnn", "no-majority", 20), false);
+        h.release("a", a, 200, 210, "yyyyy");
+        // After the release (and the timed-out SETs' TTL) every master is free.
+        h.grant("c", 700, 720, "yyyyn", 995);
+        let v = check(&h.events, &setup());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("c acquire [700ms, 720ms] [yyyyn]: master 4 said the lock was taken"), "{v:?}");
+        // A timed-out SET under a fault may land until the fault ends.
+        let mut s = setup();
+        s.faults.push(crate::checker::redlock_calls::FaultWindow { from: 0, to: 500, client: Some("a".into()), node: None });
+        assert_eq!(check(&h.events, &s), vec![]);
     }
 
     #[test]

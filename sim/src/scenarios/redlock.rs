@@ -53,7 +53,7 @@ use tokio::time::Instant;
 
 use super::{outcome_from, Outcome, Situation};
 use crate::checker::redlock as checker;
-use crate::checker::redlock_calls::{Liveness, RedlockSetup};
+use crate::checker::redlock_calls::{FaultWindow, Liveness, RedlockSetup};
 use crate::checker::{redlock_liveness, redlock_rounds, redlock_validity, redlock_votes};
 use crate::history::{Op, RedlockRound};
 use crate::nemesis::{Fault, FaultClass, FaultKind, Profile, Schedule, Target};
@@ -603,6 +603,12 @@ fn setup_of(variant: Variant, plan: &RedlockPlan, schedule: &Schedule) -> Redloc
         if let (FaultKind::ClientPause, Target::Client(c)) = (f.kind, f.target) {
             setup.pauses.push((format!("client-{c}"), f.at, f.end()));
         }
+        let (client, node) = match f.target {
+            Target::Client(c) => (Some(format!("client-{c}")), None),
+            Target::Link { client, node } => (Some(format!("client-{client}")), Some(node as usize)),
+            Target::Node(n) => (None, Some(n as usize)),
+        };
+        setup.faults.push(FaultWindow { from: f.at, to: f.end(), client, node });
     }
     setup.clocks_trusted = !schedule
         .faults
