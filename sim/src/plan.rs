@@ -294,7 +294,7 @@ impl Plan {
                 }
             }
             Workload::Redlock(w) => {
-                if w.ttl_ms == 0 || w.master_timeout_ms == 0 {
+                if w.ttl_ms == 0 || w.master_timeout_ms == 0 || w.master_timeouts_ms.contains(&0) {
                     return Err("ttl_ms and master_timeout_ms must be positive".into());
                 }
             }
@@ -579,6 +579,9 @@ impl fmt::Display for Workload {
                     w.master_timeout_ms,
                     w.length_ms
                 )?;
+                if !w.master_timeouts_ms.is_empty() {
+                    write!(f, " (per client: {:?}ms)", w.master_timeouts_ms)?;
+                }
                 for (i, s) in w.starts.iter().enumerate() {
                     match s {
                         RedlockStart::At(at) => write!(f, " client#{i} at {at}ms")?,
