@@ -221,6 +221,7 @@ pub(crate) mod build {
             self.events.push(Event { index, time, process: p.into(), kind, op_id: OpId(id), op, api: api.map(Into::into) });
         }
 
+        #[allow(clippy::too_many_arguments)]
         fn call(&mut self, p: &str, api: &str, t0: Millis, t1: Millis, kind: EventKind, op: impl Fn(Option<RedlockRound>) -> Op, r: Option<RedlockRound>) -> u64 {
             let id = self.next;
             self.next += 1;

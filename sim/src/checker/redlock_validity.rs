@@ -72,7 +72,7 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                     _ => c.invoke,
                 };
                 let elapsed = match c.kind {
-                    CallKind::Acquire { retry: true } => r.elapsed_ms.unwrap_or(0).max(0),
+                    CallKind::Acquire { retry: true } => r.elapsed_ms.unwrap_or(0),
                     _ => c.elapsed(),
                 };
                 if v == 0 || u <= c.done {

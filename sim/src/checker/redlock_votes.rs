@@ -80,6 +80,9 @@ enum Req {
     Delete,
 }
 
+/// A lease's requests: kind, answers, invoke, completion.
+type Requests<'a> = Vec<(Req, &'a str, Millis, Millis)>;
+
 /// When a lease's key may have been alive on `master`: `None` if never.
 fn alive_on(l: &[(Req, &str, Millis, Millis)], process: &str, master: usize, setup: &RedlockSetup) -> Option<(Millis, Millis)> {
     let ttl = setup.ttl_ms;
@@ -123,7 +126,7 @@ fn check_refusing_masters(events: &[Event], setup: &RedlockSetup) -> Vec<Violati
     let all = calls(events);
     // Each lease's requests, in order; and windows in which earlier attempts
     // hidden inside an acquire_with_retry may have held any master.
-    let mut leases: BTreeMap<u64, (&str, Vec<(Req, &str, Millis, Millis)>)> = BTreeMap::new();
+    let mut leases: BTreeMap<u64, (&str, Requests<'_>)> = BTreeMap::new();
     let mut hidden: Vec<(u64, &str, Millis, Millis)> = Vec::new();
     for c in &all {
         let lease = match c.kind {
