@@ -126,6 +126,60 @@ pub enum GuardedResult {
     },
 }
 
+/// One Redlock round (acquire, extend or release) as the client saw it:
+/// each master's answer and the numbers the client decided on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedlockRound {
+    /// One letter per master, in index order: `y` yes, `n` no, `e` error,
+    /// `t` timed out (may still happen later). Empty: no round was sent.
+    pub answers: String,
+    /// T2 − T1 of the round as the client measured it (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+    /// Validity the client reported, from T2 (ms), on a grant or extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity_ms: Option<u64>,
+    /// T1 the lease is measured from (simulated ms), on a grant or extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Millis>,
+    /// Until when the client trusts the lease (simulated ms), on a grant or
+    /// extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<Millis>,
+    /// Why it was refused (`no-majority`, `too-slow`, `expired`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    /// The compare-and-delete sent to every master after a refusal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<String>,
+}
+
+impl RedlockRound {
+    /// How many masters said yes.
+    pub fn yes(&self) -> usize {
+        self.answers.chars().filter(|&c| c == 'y').count()
+    }
+}
+
+impl fmt::Display for RedlockRound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}]", self.answers)?;
+        if let Some(e) = self.elapsed_ms {
+            write!(f, " elapsed={e}ms")?;
+        }
+        if let Some(u) = self.valid_until {
+            write!(f, " trusted-until={u}ms")?;
+        }
+        if let Some(r) = &self.refusal {
+            write!(f, " refused={r}")?;
+        }
+        if let Some(c) = &self.cleanup {
+            write!(f, " cleanup=[{c}]")?;
+        }
+        Ok(())
+    }
+}
+
 /// One operation: its arguments, and (on the completion event) its result.
 ///
 /// Result fields are `Option`s: `None` on the invoke event, filled on an `Ok`
@@ -249,11 +303,38 @@ pub enum Op {
         /// Validity the client computed (ms), on `Ok`; the lease is trusted
         /// over `[invoke, invoke + validity]` in simulated time.
         validity_ms: Option<u64>,
+        /// What each master said and the numbers the client decided on
+        /// (on completion; absent in older histories).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round: Option<RedlockRound>,
     },
     /// A Redlock release on all masters.
     RedlockRelease {
         /// Lock name.
         name: String,
+        /// The op id of the acquire whose lease is released.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease: Option<u64>,
+        /// Each master's answer to the compare-and-delete (on completion).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round: Option<RedlockRound>,
+    },
+    /// `Redlock::connect`: each master asked for its `run_id`.
+    RedlockConnect {
+        /// Number of masters.
+        masters: u32,
+        /// Masters whose `run_id` could not be read (on `Ok`).
+        unverified: Option<Vec<u32>>,
+    },
+    /// `Redlock::extend`: `Ok` = extended (the round carries the new
+    /// validity), `Fail` = refused (the lease is lost and released).
+    RedlockExtend {
+        /// Lock name.
+        name: String,
+        /// The op id of the acquire whose lease is extended.
+        lease: u64,
+        /// What each master said, on completion.
+        round: Option<RedlockRound>,
     },
     /// `Retry::run` around `Lock::acquire` (each attempt is its own
     /// `Acquire`, invoked and completed inside this operation): `Ok` =
@@ -330,6 +411,8 @@ impl Op {
             Op::Guarded { .. } => "guarded",
             Op::CurrentToken { .. } => "current-token",
             Op::RemainingTtl { .. } => "remaining-ttl",
+            Op::RedlockConnect { .. } => "redlock-connect",
+            Op::RedlockExtend { .. } => "redlock-extend",
             Op::Fault { .. } => "fault",
             Op::Reached { .. } => "reached",
             Op::Note { .. } => "note",
@@ -409,13 +492,39 @@ impl fmt::Display for Op {
                 }
                 Ok(())
             }
-            Op::RedlockAcquire { name, masters, quorum, votes, validity_ms } => write!(
-                f,
-                "redlock-acquire {name} votes={}/{masters} (quorum {quorum}) validity={}ms",
-                opt(votes),
-                opt(validity_ms)
-            ),
-            Op::RedlockRelease { name } => write!(f, "redlock-release {name}"),
+            Op::RedlockAcquire { name, masters, quorum, votes, validity_ms, round } => {
+                write!(
+                    f,
+                    "redlock-acquire {name} votes={}/{masters} (quorum {quorum}) validity={}ms",
+                    opt(votes),
+                    opt(validity_ms)
+                )?;
+                match round {
+                    Some(r) => write!(f, " {r}"),
+                    None => Ok(()),
+                }
+            }
+            Op::RedlockRelease { name, lease, round } => {
+                write!(f, "redlock-release {name} lease={}", opt(lease))?;
+                match round {
+                    Some(r) => write!(f, " {r}"),
+                    None => Ok(()),
+                }
+            }
+            Op::RedlockConnect { masters, unverified } => {
+                write!(f, "redlock-connect {masters} masters")?;
+                match unverified {
+                    Some(u) => write!(f, " unverified={u:?}"),
+                    None => Ok(()),
+                }
+            }
+            Op::RedlockExtend { name, lease, round } => {
+                write!(f, "redlock-extend {name} lease={lease}")?;
+                match round {
+                    Some(r) => write!(f, " {r}"),
+                    None => Ok(()),
+                }
+            }
             Op::Retry { name, attempts, deadline_ms, token } => {
                 write!(f, "retry acquire {name} attempts={attempts}")?;
                 if let Some(d) = deadline_ms {

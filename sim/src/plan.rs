@@ -170,6 +170,10 @@ pub struct RedlockPlan {
     pub master_timeout_ms: u64,
     /// Clients start no new attempt after this (ms).
     pub length_ms: Millis,
+    /// Per-client override of `master_timeout_ms` (index = client); a
+    /// client beyond the list uses `master_timeout_ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub master_timeouts_ms: Vec<u64>,
 }
 
 /// When a Redlock client starts contending.
@@ -298,7 +302,7 @@ impl Plan {
                 }
             }
             Workload::Redlock(w) => {
-                if w.ttl_ms == 0 || w.master_timeout_ms == 0 {
+                if w.ttl_ms == 0 || w.master_timeout_ms == 0 || w.master_timeouts_ms.contains(&0) {
                     return Err("ttl_ms and master_timeout_ms must be positive".into());
                 }
             }
@@ -583,6 +587,9 @@ impl fmt::Display for Workload {
                     w.master_timeout_ms,
                     w.length_ms
                 )?;
+                if !w.master_timeouts_ms.is_empty() {
+                    write!(f, " (per client: {:?}ms)", w.master_timeouts_ms)?;
+                }
                 for (i, s) in w.starts.iter().enumerate() {
                     match s {
                         RedlockStart::At(at) => write!(f, " client#{i} at {at}ms")?,

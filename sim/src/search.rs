@@ -426,6 +426,7 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
                         ttl_ms,
                         master_timeout_ms: master_timeout_ms.min(ttl_ms),
                         length_ms,
+                        master_timeouts_ms: Vec::new(),
                     })
                 })
                 .boxed()

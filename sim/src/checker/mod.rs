@@ -26,6 +26,11 @@ pub mod rate_limit;
 pub mod rate_limit_exact;
 pub mod rate_limit_liveness;
 pub mod redlock;
+pub mod redlock_calls;
+pub mod redlock_liveness;
+pub mod redlock_rounds;
+pub mod redlock_validity;
+pub mod redlock_votes;
 pub mod stale_overwrite;
 
 /// Name of the fencing-token invariant.
@@ -44,6 +49,13 @@ pub const RATE_LIMIT_EXACT: &str = "rate-limit-exact";
 pub const ELECTION: &str = "election";
 /// Name of the Redlock mutual-exclusion invariant.
 pub const REDLOCK_MUTUAL_EXCLUSION: &str = "redlock-mutual-exclusion";
+
+/// Name of the Redlock validity invariant.
+pub const REDLOCK_VALIDITY: &str = "redlock-validity";
+/// Name of the Redlock votes invariant.
+pub const REDLOCK_VOTES: &str = "redlock-votes";
+/// Name of the Redlock rounds invariant.
+pub const REDLOCK_ROUNDS: &str = "redlock-rounds";
 
 /// Name of the self-fencing invariant: a holder that trusts its lease only
 /// until its local deadline never overlaps another holder.
@@ -84,6 +96,18 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         REDLOCK_MUTUAL_EXCLUSION,
         "two clients never both hold a Redlock inside its validity interval",
+    ),
+    (
+        REDLOCK_VALIDITY,
+        "a Redlock lease is trusted at most until T1 + TTL − drift with validity TTL − elapsed − drift > 0; an extend after the validity passed is refused; a too-slow refusal is justified",
+    ),
+    (
+        REDLOCK_VOTES,
+        "a Redlock grant or extension has N/2+1 yes answers and a no-majority refusal fewer; each master's yes or no is consistent with the keys it can hold",
+    ),
+    (
+        REDLOCK_ROUNDS,
+        "every Redlock round (acquire, extend, release, cleanup) asks all N masters and lasts at most the per-master timeout",
     ),
     (
         SELF_FENCING,

@@ -286,7 +286,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "redlock",
         description: "Redlock on 5 masters with partitions and pauses; no two clients inside their validity interval",
         expect: Expect::Clean,
-        situations: &[],
+        situations: redlock::SITUATIONS,
         run: Some(redlock::run_correct),
     },
     Scenario {

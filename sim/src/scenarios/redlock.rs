@@ -3,29 +3,43 @@
 //! Five bridged redis-servers are the independent masters; three client
 //! actors contend for one name with the production
 //! [`redis_primitives::redlock::Redlock`] (or the broken
-//! [`redis_primitives::naive::NaiveRedlock`]): TTL 300 ms, a per-master
-//! timeout of 250 ms (so a slow link yields late *yes* votes rather than
-//! misses), default drift. A holder uses its lease until shortly before the
-//! end of what it believes is its validity, then releases; the others retry
-//! every 10–30 ms, so a lock that silently lapsed is taken at once.
+//! [`redis_primitives::naive::NaiveRedlock`]): TTL 300 ms, default drift.
+//! Every library call is recorded with `actor.call` (`Redlock::connect`,
+//! `acquire`, `acquire_with_retry`, `extend`, `release`) and, on completion,
+//! with its round: each master's answer (`y`/`n`/`e`/`t`), the elapsed time,
+//! the validity and `valid_until`, the refusal reason and the cleanup.
 //!
-//! Each grant is recorded with its validity interval `[reply, valid_until)`
-//! in simulated time, and the `redlock-mutual-exclusion` checker convicts
-//! any overlap of two clients' intervals.
+//! Checkers: `redlock-mutual-exclusion` (no two clients inside their
+//! validity, extensions included), `redlock-validity` (validity ≤ TTL −
+//! elapsed − drift, no extension of an expired lease, justified too-slow
+//! refusals), `redlock-votes` (quorum for grants and extensions, no
+//! no-majority refusal with a majority, each yes/no consistent with the keys
+//! a master can hold), `redlock-rounds` (every master asked, no round past
+//! the per-master timeout) and, in `redlock`, `liveness` after the faults.
 //!
-//! - `redlock`: client-0's links are slow (100–130 ms each way) for the
-//!   first 1.5 s, so its rounds take most of the TTL; the nemesis adds
-//!   partitions, holds, latency, client and server pauses. The validity gate
-//!   shortens client-0's trust to what the masters guarantee: no overlap.
-//! - `redlock-no-validity`: the same, with the client that ignores the
-//!   elapsed time and trusts "TTL from the reply": it trusts its lease for a
-//!   round trip longer than the keys live, and another client takes them.
+//! - `redlock`: client-0 waits up to 299 ms per master, the others 80 ms.
+//!   Phase 1 (0–1.5 s) aims at the elapsed-time gate: client-0's links are
+//!   slow (100–130 ms each way), or one master answers it in 280–300 ms, so
+//!   a round leaves a few ms of validity or none. Phase 2 (≈1.5–1.9 s): two
+//!   masters, then three, are cut off from every client (a minority must
+//!   still grant, a majority must refuse acquires and extends). Phase 3
+//!   (1.9–2.35 s): generated faults under swarm testing; then a quiet tail
+//!   in which some client must be granted within TTL + 299 ms + 300 ms of
+//!   the last heal. Holders extend (in time, within 3 ms of the end of
+//!   their validity, or after pausing themselves past it), release in time
+//!   or late (after the validity, sometimes after the keys' TTL); clients
+//!   1 and 2 sometimes wait through `acquire_with_retry`.
+//! - `redlock-no-validity`: the client that ignores the elapsed time and
+//!   trusts "TTL from the reply" (plain acquire–work–release): it trusts its
+//!   lease for a round trip longer than the keys live, and another client
+//!   takes them.
 //! - `redlock-clock-jump`: the documented non-guarantee. Client-0 reaches
 //!   only masters 0–2 (its links to 3 and 4 are cut), wins those three;
 //!   masters 0 and 1 then step their clocks forward past the TTL, so its keys
 //!   there expire at once; client-1 wins 0, 1, 3 and 4 — a second majority
 //!   while client-0's validity still runs.
 
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -33,16 +47,18 @@ use core::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis_primitives::naive::NaiveRedlock;
-use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig};
-use redis_primitives::{OwnerSource, Ttl};
+use redis_primitives::redlock::{Acquisition, Extension, MasterVote, Redlock, RedlockConfig, RedlockLease, Refusal, RefusalReason, Vote};
+use redis_primitives::{Drift, OwnerSource, Retry, Ttl};
 use tokio::time::Instant;
 
-use super::{outcome_from, Outcome};
+use super::{outcome_from, Outcome, Situation};
 use crate::checker::redlock as checker;
-use crate::history::Op;
+use crate::checker::redlock_calls::{FaultWindow, Liveness, RedlockSetup};
+use crate::checker::{redlock_liveness, redlock_rounds, redlock_validity, redlock_votes};
+use crate::history::{Op, RedlockRound};
 use crate::nemesis::{Fault, FaultClass, FaultKind, Profile, Schedule, Target};
+use crate::net::{NetConfig, SimConnection};
 use crate::plan::{RedlockPlan, RedlockStart};
-use crate::net::SimConnection;
 use crate::servers::{SetupError, Servers};
 use crate::stats::{self, Histograms};
 use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig};
@@ -54,6 +70,28 @@ const CLIENTS: usize = 3;
 const TTL_MS: u64 = 300;
 const MASTER_TIMEOUT_MS: u64 = 250;
 const LENGTH_MS: u64 = 3000;
+/// `redlock`: client-0 waits almost a TTL for each master (so one slow
+/// master can eat the whole validity), the others 80 ms (so a partitioned
+/// minority costs them 80 ms, not the lease).
+const CORRECT_MASTER_TIMEOUTS_MS: [u64; CLIENTS] = [299, 80, 80];
+/// `redlock` runs longer: a quiet tail for the liveness check.
+const CORRECT_LENGTH_MS: u64 = 3300;
+/// Slack of the liveness bound beyond a TTL and a round (ms): the pause
+/// between attempts (≤ 30), a retry delay (≤ 40), round trips and the
+/// cleanup of a refused attempt.
+const LIVENESS_SLACK_MS: u64 = 300;
+
+/// Situations the `redlock` scenario exists to reach.
+pub const SITUATIONS: &[Situation] = &[
+    Situation { name: "acquire-refused-validity-exhausted", meaning: "a majority said yes but the round ate the TTL: refused as too slow" },
+    Situation { name: "minority-master-partitioned-still-granted", meaning: "granted although some master timed out or failed" },
+    Situation { name: "majority-partitioned-refused", meaning: "refused for want of a majority while a majority of masters did not answer" },
+    Situation { name: "extension-confirmed", meaning: "an extend was confirmed by a majority in time" },
+    Situation { name: "extension-refused-after-expiry", meaning: "an extend started after the lease's validity was refused as expired" },
+    Situation { name: "release-after-expiry", meaning: "a lease was released after its validity had passed" },
+    Situation { name: "retry-acquired-after-contention", meaning: "acquire_with_retry got the lock on a later attempt" },
+    Situation { name: "lease-expired-while-paused", meaning: "a holder paused past its validity and found its lease untrusted on resume" },
+];
 
 /// Which Redlock, under which faults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,28 +109,64 @@ enum Client {
     Naive(NaiveRedlock<SimConnection>),
 }
 
-/// A held lock: what to release, and until when it is trusted.
-enum Held {
-    Correct(redis_primitives::redlock::RedlockLease),
-    Naive(redis_primitives::naive::NaiveRedlockLease),
-}
-
-impl Held {
-    fn valid_until(&self) -> Instant {
-        match self {
-            Held::Correct(l) => l.valid_until(),
-            Held::Naive(l) => l.valid_until(),
-        }
-    }
-}
-
-fn acquire_op(votes: Option<u32>, validity_ms: Option<u64>) -> Op {
+fn acquire_op(votes: Option<u32>, validity_ms: Option<u64>, round: Option<RedlockRound>) -> Op {
     Op::RedlockAcquire {
         name: NAME.into(),
         masters: MASTERS as u32,
         quorum: (MASTERS / 2 + 1) as u32,
         votes,
         validity_ms,
+        round,
+    }
+}
+
+fn letter(v: &MasterVote) -> char {
+    match v.vote {
+        Vote::Yes => 'y',
+        Vote::No => 'n',
+        Vote::Error(_) => 'e',
+        Vote::TimedOut => 't',
+    }
+}
+
+/// One letter per master in index order: `y`, `n`, `e`, `t`. When the
+/// library did not report exactly one answer per master, the answers are
+/// listed as reported, so the length shows the gap (`redlock-rounds`).
+fn answers(votes: &[MasterVote]) -> String {
+    let mut sorted: Vec<&MasterVote> = votes.iter().collect();
+    sorted.sort_by_key(|v| v.master);
+    let complete = sorted.len() == MASTERS && sorted.iter().enumerate().all(|(i, v)| v.master == i);
+    if complete {
+        sorted.into_iter().map(letter).collect()
+    } else {
+        votes.iter().map(letter).collect()
+    }
+}
+
+fn lease_round(actor: &Actor, lease: &RedlockLease) -> RedlockRound {
+    RedlockRound {
+        answers: answers(lease.masters()),
+        elapsed_ms: Some(actor.millis_of(lease.acquired_at()).saturating_sub(actor.millis_of(lease.started_at()))),
+        validity_ms: Some(lease.validity().as_millis() as u64),
+        started_at: Some(actor.millis_of(lease.started_at())),
+        valid_until: Some(actor.millis_of(lease.valid_until())),
+        refusal: None,
+        cleanup: None,
+    }
+}
+
+fn refusal_round(r: &Refusal) -> RedlockRound {
+    let reason = match r.reason {
+        RefusalReason::NoMajority => "no-majority",
+        RefusalReason::TooSlow => "too-slow",
+        RefusalReason::Expired => "expired",
+    };
+    RedlockRound {
+        answers: if r.masters.is_empty() { String::new() } else { answers(&r.masters) },
+        elapsed_ms: Some(r.elapsed.as_millis() as u64),
+        refusal: Some(reason.into()),
+        cleanup: Some(answers(&r.cleanup)),
+        ..RedlockRound::default()
     }
 }
 
@@ -107,7 +181,7 @@ enum Start {
     AfterFirstGrant { delay: u64, latest: u64 },
 }
 
-/// TTL, per-master timeout and end of attempts (ms) of one run.
+/// TTL, this client's per-master timeout and end of attempts (ms) of one run.
 #[derive(Debug, Clone, Copy)]
 struct Timing {
     ttl_ms: u64,
@@ -115,14 +189,58 @@ struct Timing {
     length_ms: u64,
 }
 
+/// The connection settings of a `redlock` client: the connection's own
+/// response timeout fires 2 ms before the library's per-master timeout.
+///
+/// It must fire first: turmoil drops the data a partition catches without
+/// retransmitting it, so a connection whose request was lost is dead for
+/// good, and only the connection's own timeout discards it (the next request
+/// reconnects). When the library's timeout wins instead, it drops the request
+/// future and the dead connection stays in use after the partition heals
+/// (with equal timeouts it wins: `TimeoutRace::ReplyFirst` yields before
+/// declaring the timeout). The library's timeout still bounds everything
+/// the connection's does not: connecting (500 ms) to an unreachable master.
+fn net_for(master_timeout_ms: u64) -> NetConfig {
+    let net = NetConfig::default();
+    NetConfig { response_timeout: Duration::from_millis(master_timeout_ms.saturating_sub(2).max(1)), ..net }
+}
+
 async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<AtomicBool>, timing: Timing) -> ActorResult {
-    let masters: Vec<SimConnection> = (0..MASTERS).map(|i| actor.connection(i)).collect();
+    let masters: Vec<SimConnection> = match variant {
+        Variant::Correct => (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect(),
+        _ => (0..MASTERS).map(|i| actor.connection(i)).collect(),
+    };
     let config = RedlockConfig::new(Ttl::from_millis(timing.ttl_ms)?)
         .master_timeout(Duration::from_millis(timing.master_timeout_ms))
         .owners(OwnerSource::seeded(actor.seed()));
-    let client = match variant {
-        Variant::NoValidity => Client::Naive(NaiveRedlock::connect(masters, config).await?),
-        _ => Client::Correct(Redlock::connect(masters, config).await?),
+    let connect_op = |unverified| Op::RedlockConnect { masters: MASTERS as u32, unverified };
+    let (api, client) = match variant {
+        Variant::NoValidity => ("NaiveRedlock::connect", None),
+        _ => ("Redlock::connect", Some(())),
+    };
+    let id = actor.call(api, connect_op(None));
+    let client = match client {
+        None => match NaiveRedlock::connect(masters, config).await {
+            Ok(r) => {
+                actor.ok(id, connect_op(Some(Vec::new())));
+                Client::Naive(r)
+            }
+            Err(e) => {
+                actor.fail(id, connect_op(None));
+                return Err(e.into());
+            }
+        },
+        Some(()) => match Redlock::connect(masters, config).await {
+            Ok(r) => {
+                let unverified = r.unverified_masters().into_iter().map(|m| m as u32).collect();
+                actor.ok(id, connect_op(Some(unverified)));
+                Client::Correct(r)
+            }
+            Err(e) => {
+                actor.fail(id, connect_op(None));
+                return Err(e.into());
+            }
+        },
     };
     let mut rng = StdRng::seed_from_u64(actor.seed_for("redlock-work"));
     match start {
@@ -139,66 +257,204 @@ async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<A
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }
     }
+    // Extends, retries, pauses and late releases: the production Redlock in
+    // `redlock` only (the broken and non-guarantee variants keep the plain
+    // acquire–work–release that their pinned seeds were found with).
+    let full = variant == Variant::Correct;
+    let retry = Retry::new(NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN), Duration::from_millis(10), Duration::from_millis(40))?
+        .deadline(Duration::from_millis(400))
+        .seeded(actor.seed_for("redlock-retry"));
     while actor.now() < timing.length_ms {
-        let invoked = actor.now();
-        let id = actor.invoke(acquire_op(None, None));
-        let held = match &client {
-            Client::Correct(r) => match r.acquire(NAME).await {
-                Ok(Acquisition::Held(lease)) => Ok((lease.votes(), Held::Correct(lease))),
-                Ok(Acquisition::Refused(refusal)) => Err(Some(refusal.votes)),
-                Err(e) => {
-                    actor.note(format!("redlock acquire: {e}"));
-                    Err(None)
-                }
-            },
-            Client::Naive(r) => match r.acquire(NAME).await {
-                Ok(Some(lease)) => Ok((lease.votes(), Held::Naive(lease))),
-                Ok(None) => Err(None),
-                Err(e) => {
-                    actor.note(format!("redlock acquire: {e}"));
-                    Err(None)
-                }
-            },
-        };
-        match held {
-            Ok((votes, held)) => {
-                let until = actor.millis_of(held.valid_until());
-                let validity = until.saturating_sub(invoked);
-                actor.ok(id, acquire_op(Some(votes as u32), Some(validity)));
-                if actor.index() == 0 {
-                    first_grant.store(true, Ordering::Release);
-                }
-                // Work until shortly before the end of the believed validity.
-                let now = actor.now();
-                let work = until.saturating_sub(now).saturating_sub(rng.random_range(5..=30));
-                if work > 0 {
-                    tokio::time::sleep(Duration::from_millis(work)).await;
-                }
-                let rid = actor.invoke(Op::RedlockRelease { name: NAME.into() });
-                match (&client, &held) {
-                    (Client::Correct(r), Held::Correct(l)) => {
-                        r.release(l).await;
-                    }
-                    (Client::Naive(r), Held::Naive(l)) => {
-                        r.release(l).await;
-                    }
-                    _ => {}
-                }
-                actor.ok(rid, Op::RedlockRelease { name: NAME.into() });
-            }
-            // A refusal is definite: every master was asked to drop our key.
-            Err(votes) => actor.fail(id, acquire_op(votes.map(|v| v as u32), None)),
+        match &client {
+            Client::Correct(r) => correct_attempt(&actor, r, full, &retry, &mut rng, &first_grant, timing).await,
+            Client::Naive(r) => naive_attempt(&actor, r, &mut rng, &first_grant).await,
         }
         tokio::time::sleep(Duration::from_millis(rng.random_range(10..=30))).await;
     }
     Ok(())
 }
 
+/// Waits until `at` shifted by `shift_ms` (either way).
+async fn sleep_until_shifted(at: Instant, shift_ms: i64) {
+    let shift = Duration::from_millis(shift_ms.unsigned_abs());
+    let when = if shift_ms >= 0 { at + shift } else { at.checked_sub(shift).unwrap_or(at) };
+    tokio::time::sleep_until(when).await;
+}
+
+/// One `acquire` (or `acquire_with_retry`) of the production Redlock, and
+/// what the holder does with a grant.
+async fn correct_attempt(
+    actor: &Actor,
+    r: &Redlock<SimConnection>,
+    full: bool,
+    retry: &Retry,
+    rng: &mut StdRng,
+    first_grant: &AtomicBool,
+    timing: Timing,
+) {
+    let with_retry = full && actor.index() > 0 && rng.random_bool(0.3);
+    let invoked = actor.now();
+    let api = if with_retry { "Redlock::acquire_with_retry" } else { "Redlock::acquire" };
+    let id = actor.call(api, acquire_op(None, None, None));
+    let result = if with_retry { r.acquire_with_retry(NAME, retry).await } else { r.acquire(NAME).await };
+    let lease = match result {
+        Ok(Acquisition::Held(lease)) => lease,
+        Ok(Acquisition::Refused(refusal)) => {
+            let missing = refusal.masters.iter().filter(|v| matches!(v.vote, Vote::TimedOut | Vote::Error(_))).count();
+            match refusal.reason {
+                RefusalReason::TooSlow => actor.reached("acquire-refused-validity-exhausted"),
+                RefusalReason::NoMajority if missing > MASTERS / 2 => actor.reached("majority-partitioned-refused"),
+                _ => {}
+            }
+            // A refusal is definite: every master was asked to drop our key.
+            actor.fail(id, acquire_op(Some(refusal.votes as u32), None, Some(refusal_round(&refusal))));
+            return;
+        }
+        Err(e) => {
+            actor.note(format!("redlock acquire: {e}"));
+            actor.info(id, acquire_op(None, None, None));
+            return;
+        }
+    };
+    let round = lease_round(actor, &lease);
+    let until = round.valid_until.unwrap_or(invoked);
+    if round.answers.contains(['t', 'e']) {
+        actor.reached("minority-master-partitioned-still-granted");
+    }
+    if with_retry && round.started_at.is_some_and(|s| s > invoked) {
+        actor.reached("retry-acquired-after-contention");
+    }
+    actor.ok(id, acquire_op(Some(lease.votes() as u32), Some(until.saturating_sub(invoked)), Some(round)));
+    if actor.index() == 0 {
+        first_grant.store(true, Ordering::Release);
+    }
+    if full {
+        hold(actor, r, lease, id.0, rng, timing).await;
+    } else {
+        // Work until shortly before the end of the believed validity.
+        sleep_until_shifted(lease.valid_until(), -rng.random_range(5..=30)).await;
+        release(actor, r, &lease, id.0).await;
+    }
+}
+
+/// What a holder of the production Redlock does: extend (in time, at the
+/// edge of its validity, or after a pause that outlived it), then release
+/// (usually in time, sometimes after the validity or the keys' TTL).
+async fn hold(actor: &Actor, r: &Redlock<SimConnection>, mut lease: RedlockLease, lease_id: u64, rng: &mut StdRng, timing: Timing) {
+    let style = rng.random_range(0..100u32);
+    if style < 12 {
+        // A process pause (GC, suspended VM) right after the grant, longer
+        // than the validity: on resume the lease must not be trusted, and
+        // an extend must be refused.
+        let d = lease.remaining().as_millis() as u64 + rng.random_range(5..=150);
+        actor.observe(Op::Fault { description: format!("client-pause {} for {d}ms (itself, holding the lock)", actor.name()) });
+        actor.pause().pause_for(Duration::from_millis(d));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        if !lease.is_trusted() {
+            actor.reached("lease-expired-while-paused");
+        }
+        extend(actor, r, &mut lease, lease_id).await;
+        release(actor, r, &lease, lease_id).await;
+        return;
+    }
+    if style < 27 {
+        // Extend within a few ms of the end of the validity, either side.
+        sleep_until_shifted(lease.valid_until(), rng.random_range(-3..=3)).await;
+        if !extend(actor, r, &mut lease, lease_id).await {
+            release(actor, r, &lease, lease_id).await;
+            return;
+        }
+    } else {
+        for _ in 0..rng.random_range(0..=2u32) {
+            sleep_until_shifted(lease.valid_until(), -rng.random_range(5..=40)).await;
+            if !extend(actor, r, &mut lease, lease_id).await {
+                release(actor, r, &lease, lease_id).await;
+                return;
+            }
+        }
+    }
+    if rng.random_bool(0.15) {
+        // Release late: after the validity, sometimes after the keys' TTL.
+        sleep_until_shifted(lease.valid_until(), rng.random_range(0..=timing.ttl_ms as i64 + 50)).await;
+    } else {
+        sleep_until_shifted(lease.valid_until(), -rng.random_range(5..=30)).await;
+    }
+    release(actor, r, &lease, lease_id).await;
+}
+
+/// `Redlock::extend`, recorded; whether it was extended.
+async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLease, lease_id: u64) -> bool {
+    let op = |round| Op::RedlockExtend { name: NAME.into(), lease: lease_id, round };
+    let id = actor.call("Redlock::extend", op(None));
+    match r.extend(lease).await {
+        Extension::Extended { .. } => {
+            actor.reached("extension-confirmed");
+            actor.ok(id, op(Some(lease_round(actor, lease))));
+            true
+        }
+        Extension::Refused(refusal) => {
+            match refusal.reason {
+                RefusalReason::Expired => actor.reached("extension-refused-after-expiry"),
+                RefusalReason::NoMajority => actor.reached("extension-refused-no-majority"),
+                RefusalReason::TooSlow => actor.reached("extension-refused-too-slow"),
+            }
+            actor.fail(id, op(Some(refusal_round(&refusal))));
+            false
+        }
+    }
+}
+
+/// `Redlock::release`, recorded with each master's answer.
+async fn release(actor: &Actor, r: &Redlock<SimConnection>, lease: &RedlockLease, lease_id: u64) {
+    let op = |round| Op::RedlockRelease { name: NAME.into(), lease: Some(lease_id), round };
+    if !lease.is_trusted() {
+        actor.reached("release-after-expiry");
+    }
+    let id = actor.call("Redlock::release", op(None));
+    let released = r.release(lease).await;
+    actor.ok(id, op(Some(RedlockRound { answers: answers(&released.masters), ..RedlockRound::default() })));
+}
+
+/// One attempt of the naive Redlock: acquire, work until shortly before
+/// what it believes is the end of its lease, release.
+async fn naive_attempt(actor: &Actor, r: &NaiveRedlock<SimConnection>, rng: &mut StdRng, first_grant: &AtomicBool) {
+    let invoked = actor.now();
+    let id = actor.call("NaiveRedlock::acquire", acquire_op(None, None, None));
+    let lease = match r.acquire(NAME).await {
+        Ok(Some(lease)) => lease,
+        // The naive client does not say why; no round to judge.
+        Ok(None) => return actor.fail(id, acquire_op(None, None, None)),
+        Err(e) => {
+            actor.note(format!("redlock acquire: {e}"));
+            return actor.fail(id, acquire_op(None, None, None));
+        }
+    };
+    let done = actor.now();
+    let until = actor.millis_of(lease.valid_until());
+    let round = RedlockRound {
+        answers: answers(lease.masters()),
+        elapsed_ms: Some(lease.elapsed().as_millis() as u64),
+        validity_ms: Some(until.saturating_sub(done)),
+        started_at: Some(invoked),
+        valid_until: Some(until),
+        ..RedlockRound::default()
+    };
+    actor.ok(id, acquire_op(Some(lease.votes() as u32), Some(until.saturating_sub(invoked)), Some(round)));
+    if actor.index() == 0 {
+        first_grant.store(true, Ordering::Release);
+    }
+    sleep_until_shifted(lease.valid_until(), -rng.random_range(5..=30)).await;
+    let op = |round| Op::RedlockRelease { name: NAME.into(), lease: Some(id.0), round };
+    let rid = actor.call("NaiveRedlock::release", op(None));
+    let released = r.release(&lease).await;
+    actor.ok(rid, op(Some(RedlockRound { answers: answers(&released.masters), ..RedlockRound::default() })));
+}
+
 /// The faults of one seed, and when each client starts.
 fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
     let mut rng = StdRng::seed_from_u64(derive_seed(seed, "redlock-plan"));
     match variant {
-        Variant::Correct | Variant::NoValidity => {
+        Variant::NoValidity => {
             // Client-0's links are slow from the start: its rounds take most
             // of the TTL. The others arrive once it holds the lock.
             let slow = Fault {
@@ -207,7 +463,7 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
                 kind: FaultKind::Latency { ms: rng.random_range(100..=130) },
                 target: Target::Client(0),
             };
-            let mut profile = Profile::new(CLIENTS as u32, MASTERS as u32, LENGTH_MS);
+            let mut profile = Profile::new(CLIENTS as u32, MASTERS as u32, LENGTH_MS).swarm();
             profile.window = (1600, LENGTH_MS - 100);
             profile.faults = (0, 2);
             profile.duration = (50, 600);
@@ -223,6 +479,62 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
             let mut after = || Start::AfterFirstGrant { delay: rng.random_range(0..=40), latest: 1200 };
             let starts = vec![Start::At(0), after(), after()];
             (Schedule::of(faults), starts)
+        }
+        Variant::Correct => {
+            let mut faults = Vec::new();
+            // Phase 1 (0–1.5 s), aimed at the elapsed-time gate: either all of
+            // client-0's links are slow (its rounds take most of the TTL), or
+            // exactly one master answers it in 280–300 ms, so that with its
+            // near-TTL per-master timeout a round leaves a validity of a few
+            // ms, or none (and must be refused).
+            if rng.random_bool(0.5) {
+                faults.push(Fault { at: 0, duration: 1500, kind: FaultKind::Latency { ms: rng.random_range(100..=130) }, target: Target::Client(0) });
+            } else {
+                let node = rng.random_range(0..MASTERS as u32);
+                faults.push(Fault {
+                    at: 0,
+                    duration: 1500,
+                    kind: FaultKind::Latency { ms: rng.random_range(140..=150) },
+                    target: Target::Link { client: 0, node },
+                });
+            }
+            // Phase 2 (1.48–1.89 s): two masters become unreachable (a
+            // minority: whoever asks must still be granted), then three (a
+            // majority: every acquire and extend must be refused).
+            let mut at = 1480 + rng.random_range(0..=50);
+            for cut in [2usize, 3] {
+                let mut nodes: Vec<u32> = (0..MASTERS as u32).collect();
+                for i in 0..cut {
+                    let j = rng.random_range(i..nodes.len());
+                    nodes.swap(i, j);
+                }
+                let duration = rng.random_range(150..=170);
+                for client in 0..CLIENTS as u32 {
+                    for &node in &nodes[..cut] {
+                        faults.push(Fault { at, duration, kind: FaultKind::Partition, target: Target::Link { client, node } });
+                    }
+                }
+                at += duration + rng.random_range(5..=20);
+            }
+            // Phase 3 (1.9–2.35 s): generated faults, a random subset of the
+            // classes per seed (swarm). Then a quiet tail for the liveness check.
+            let mut profile = Profile::new(CLIENTS as u32, MASTERS as u32, CORRECT_LENGTH_MS).swarm();
+            profile.window = (1900, 2350);
+            profile.faults = (0, 2);
+            profile.duration = (50, 400);
+            profile.classes = vec![
+                FaultClass::Partition,
+                FaultClass::PartitionOneWay,
+                FaultClass::Hold,
+                FaultClass::Latency,
+                FaultClass::ClientPause,
+                FaultClass::ServerPause,
+            ];
+            let generated = Schedule::generate(seed, &profile);
+            faults.extend(generated.faults);
+            let mut after = || Start::AfterFirstGrant { delay: rng.random_range(0..=40), latest: 1200 };
+            let starts = vec![Start::At(0), after(), after()];
+            (Schedule { faults, swarm: generated.swarm }, starts)
         }
         Variant::ClockJump => {
             // Client-0 cannot reach masters 3 and 4 while it acquires; once
@@ -270,8 +582,48 @@ pub fn seed_plan(variant: Variant, seed: u64) -> (RedlockPlan, Schedule) {
             Start::AfterFirstGrant { delay, latest } => RedlockStart::AfterFirstGrant { delay, latest },
         })
         .collect();
-    let plan = RedlockPlan { starts, ttl_ms: TTL_MS, master_timeout_ms: MASTER_TIMEOUT_MS, length_ms: LENGTH_MS };
+    let (length_ms, master_timeouts_ms) = match variant {
+        Variant::Correct => (CORRECT_LENGTH_MS, CORRECT_MASTER_TIMEOUTS_MS.to_vec()),
+        _ => (LENGTH_MS, Vec::new()),
+    };
+    let plan = RedlockPlan { starts, ttl_ms: TTL_MS, master_timeout_ms: MASTER_TIMEOUT_MS, length_ms, master_timeouts_ms };
     (plan, schedule)
+}
+
+/// What the Redlock checkers need to know about a run of `plan` under
+/// `schedule`.
+fn setup_of(variant: Variant, plan: &RedlockPlan, schedule: &Schedule) -> RedlockSetup {
+    let ttl = Duration::from_millis(plan.ttl_ms);
+    let mut setup = RedlockSetup::new(MASTERS as u32, plan.ttl_ms, Drift::DEFAULT.allowance(ttl).as_millis() as u64);
+    let timeout = |i: usize| plan.master_timeouts_ms.get(i).copied().unwrap_or(plan.master_timeout_ms);
+    for i in 0..plan.starts.len() {
+        setup.master_timeout_ms.insert(format!("client-{i}"), timeout(i));
+    }
+    for f in &schedule.faults {
+        if let (FaultKind::ClientPause, Target::Client(c)) = (f.kind, f.target) {
+            setup.pauses.push((format!("client-{c}"), f.at, f.end()));
+        }
+        let (client, node) = match f.target {
+            Target::Client(c) => (Some(format!("client-{c}")), None),
+            Target::Link { client, node } => (Some(format!("client-{client}")), Some(node as usize)),
+            Target::Node(n) => (None, Some(n as usize)),
+        };
+        setup.faults.push(FaultWindow { from: f.at, to: f.end(), client, node });
+    }
+    setup.clocks_trusted = !schedule
+        .faults
+        .iter()
+        .any(|f| matches!(f.kind.class(), FaultClass::ClockStep | FaultClass::ServerRestart));
+    if variant == Variant::Correct && setup.clocks_trusted {
+        let heal_at = schedule.faults.iter().map(Fault::end).max().unwrap_or(0);
+        let longest = (0..plan.starts.len()).map(timeout).max().unwrap_or(plan.master_timeout_ms);
+        let bound = plan.ttl_ms + longest + LIVENESS_SLACK_MS;
+        // Only when the clients are still trying at the deadline.
+        if heal_at + bound + 50 <= plan.length_ms {
+            setup.liveness = Some(Liveness { heal_at, bound });
+        }
+    }
+    setup
 }
 
 /// Runs an explicit plan of a Redlock scenario.
@@ -282,7 +634,7 @@ pub fn run_planned(
     plan: &RedlockPlan,
     schedule: Schedule,
 ) -> Result<Outcome, SetupError> {
-    let timing = Timing { ttl_ms: plan.ttl_ms, master_timeout_ms: plan.master_timeout_ms, length_ms: plan.length_ms };
+    let setup = setup_of(variant, plan, &schedule);
     let config = WorldConfig::new(seed).nodes(MASTERS);
     let mut world = World::new(servers, config)?;
     let first_grant = Arc::new(AtomicBool::new(false));
@@ -291,13 +643,24 @@ pub fn run_planned(
             RedlockStart::At(at) => Start::At(at),
             RedlockStart::AfterFirstGrant { delay, latest } => Start::AfterFirstGrant { delay, latest },
         };
+        let timing = Timing {
+            ttl_ms: plan.ttl_ms,
+            master_timeout_ms: plan.master_timeouts_ms.get(i).copied().unwrap_or(plan.master_timeout_ms),
+            length_ms: plan.length_ms,
+        };
         let flag = Arc::clone(&first_grant);
         world.actor(format!("client-{i}"), move |actor| client(actor, variant, start, flag, timing));
     }
     world.nemesis(schedule);
     let run = world.run()?;
     let mut outcome = outcome_from(&run, Vec::new());
-    outcome.violations = checker::check(&outcome.history);
+    let events = &outcome.history;
+    let mut violations = checker::check(events);
+    violations.extend(redlock_validity::check(events, &setup));
+    violations.extend(redlock_votes::check(events, &setup));
+    violations.extend(redlock_rounds::check(events, &setup));
+    violations.extend(redlock_liveness::check(events, &setup));
+    outcome.violations = violations;
     let mut h = Histograms::new();
     stats::record_acquire_latency(&outcome.history, &mut h);
     outcome.histograms = h;
