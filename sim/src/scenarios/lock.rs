@@ -894,12 +894,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let rel = |token| Op::Release { name: LOCK_NAME.into(), token: Some(token) };
             match (r, state.get()) {
                 (Ok(redis_primitives::LockOutcome::NotAcquired), _) => cx.actor.fail(acquire_id, cx.acquire_op(None, None)),
-                (Ok(redis_primitives::LockOutcome::Ran { output, released, .. }), Some((rid, _))) => {
+                (Ok(redis_primitives::LockOutcome::Ran { output, release, .. }), Some((rid, _))) => {
                     *cx.holds += 1;
-                    if released {
-                        cx.actor.ok(rid, rel(output));
-                    } else {
-                        cx.actor.fail(rid, rel(output));
+                    match release {
+                        redis_primitives::Release::Released => cx.actor.ok(rid, rel(output)),
+                        redis_primitives::Release::AlreadyGone => cx.actor.fail(rid, rel(output)),
+                        _ => cx.actor.info(rid, rel(output)),
                     }
                 }
                 (Err(_), Some((rid, token))) => cx.actor.info(rid, rel(token)),
@@ -951,14 +951,14 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     cx.actor.fail(acquire_id, cx.acquire_op(None, None));
                     cx.actor.ok(gid, gop(None, Some(GuardedResult::NotAcquired)));
                 }
-                Ok(redis_primitives::GuardedOutcome::Completed { output, released, .. }) => {
+                Ok(redis_primitives::GuardedOutcome::Completed { output, release, .. }) => {
                     *cx.holds += 1;
                     let rel = Op::Release { name: LOCK_NAME.into(), token: Some(output) };
                     if let Some((rid, _)) = state.get() {
-                        if released {
-                            cx.actor.ok(rid, rel);
-                        } else {
-                            cx.actor.fail(rid, rel);
+                        match release {
+                            redis_primitives::Release::Released => cx.actor.ok(rid, rel),
+                            redis_primitives::Release::AlreadyGone => cx.actor.fail(rid, rel),
+                            _ => cx.actor.info(rid, rel),
                         }
                     }
                     cx.actor.reached(situation::GUARDED_BODY_COMPLETED);
