@@ -529,10 +529,9 @@ pub mod situation {
 
 use crate::scenarios::Situation;
 
-/// The situations of `lock` (and `fencing`).
-pub const SITUATIONS: &[Situation] = &[
+/// The situations `lock` and `fencing` both reach.
+const COMMON: [Situation; 10] = [
     Situation { name: situation::LEASE_EXPIRED_WHILE_PAUSED, meaning: "a holder resumed from a pause after its lease's local deadline" },
-    Situation { name: situation::STALE_WRITE_REFUSED, meaning: "the fenced store refused a write carrying an older token" },
     Situation { name: situation::EXTENSION_REFUSED, meaning: "Lock::extend returned false (lease expired or taken)" },
     Situation { name: situation::EXTENSION_CONFIRMED, meaning: "Lock::extend returned true" },
     Situation { name: situation::RELEASE_AFTER_EXPIRY, meaning: "Lock::release after the TTL returned false" },
@@ -542,6 +541,36 @@ pub const SITUATIONS: &[Situation] = &[
     Situation { name: situation::RETRY_ACQUIRED_AFTER_CONTENTION, meaning: "Retry::run was granted on its second or later attempt" },
     Situation { name: situation::STALE_SUCCESS_AFTER_PAUSE, meaning: "an extend confirmed after the local deadline (paused between send and reply) was treated as a loss" },
     Situation { name: situation::LOCK_FREE_AFTER_HEAL, meaning: "after the faults healed, the liveness probe was granted the lock in time" },
+];
+
+/// The situations of `lock` (its holders check their deadline before
+/// writing, so a refused stale write is rare there: `fencing` declares it).
+pub const SITUATIONS: &[Situation] = &[
+    COMMON[0],
+    COMMON[1],
+    COMMON[2],
+    COMMON[3],
+    COMMON[4],
+    COMMON[5],
+    COMMON[6],
+    COMMON[7],
+    COMMON[8],
+    COMMON[9],
+];
+
+/// The situations of `fencing`: the common ones and the refused stale write.
+pub const FENCING_SITUATIONS: &[Situation] = &[
+    COMMON[0],
+    COMMON[1],
+    COMMON[2],
+    COMMON[3],
+    COMMON[4],
+    COMMON[5],
+    COMMON[6],
+    COMMON[7],
+    COMMON[8],
+    COMMON[9],
+    Situation { name: situation::STALE_WRITE_REFUSED, meaning: "the fenced store refused a write carrying an older token" },
 ];
 
 /// The situations the finished history shows (rather than an actor).

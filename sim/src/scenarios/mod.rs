@@ -209,7 +209,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "fencing",
         description: "Lock + FencedStore: a paused holder's late write is refused; the final value has the highest token",
         expect: Expect::Clean,
-        situations: lock::SITUATIONS,
+        situations: lock::FENCING_SITUATIONS,
         run: Some(fencing::run),
     },
     Scenario {

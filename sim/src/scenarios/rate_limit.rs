@@ -537,6 +537,10 @@ pub fn run_planned(
     Ok(outcome)
 }
 
+/// One decision as `reached` sees it: (invoke time, server time, admitted,
+/// count, retry after).
+type DecisionSeen = (Millis, Millis, bool, u64, Option<u64>);
+
 /// The declared situations `history` reached (see [`COMMON`] and
 /// [`COUNTER_SITUATIONS`]), recognised from the finished history.
 fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'static str> {
@@ -544,8 +548,7 @@ fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'static str>
     let mut out = Vec::new();
     // Per key: (invoke time, server time, admitted, count, retry) of every
     // decision.
-    let mut by_key: std::collections::BTreeMap<&str, Vec<(Millis, Millis, bool, u64, Option<u64>)>> =
-        std::collections::BTreeMap::new();
+    let mut by_key: std::collections::BTreeMap<&str, Vec<DecisionSeen>> = std::collections::BTreeMap::new();
     let mut invoked = std::collections::BTreeMap::new();
     let mut flushed: Option<Millis> = None;
     let mut unknown = false;
