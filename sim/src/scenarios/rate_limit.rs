@@ -515,7 +515,17 @@ pub fn run_planned(
         Variant::Counter => Allowance::UpTo((2 * plan.limit).saturating_sub(1)),
         _ => Allowance::Exact,
     };
-    let report = rate_limit::check(&outcome.history, allowance);
+    // The windowed count judges the shared limited name. The prober's keys
+    // are judged by `rate-limit-exact`, which also models what a pinned
+    // instant cannot: the key's expiry runs on the server's own clock, so an
+    // idle probe key may expire before its pinned window ends.
+    let shared: Vec<Event> = outcome
+        .history
+        .iter()
+        .filter(|e| !matches!(&e.op, Op::RateLimit { key, .. } if key.starts_with("probe-")))
+        .cloned()
+        .collect();
+    let report = rate_limit::check(&shared, allowance);
     let mut h = Histograms::new();
     stats::record_admissions_per_window(&outcome.history, &mut h);
     outcome.violations = report.violations;
