@@ -126,6 +126,18 @@ pub enum CallKind {
     },
 }
 
+impl CallKind {
+    /// The library method the call was (`acquire_with_retry`, …).
+    pub fn method(self) -> &'static str {
+        match self {
+            CallKind::Acquire { retry: false } => "acquire",
+            CallKind::Acquire { retry: true } => "acquire_with_retry",
+            CallKind::Extend { .. } => "extend",
+            CallKind::Release { .. } => "release",
+        }
+    }
+}
+
 /// One completed Redlock call.
 #[derive(Debug, Clone)]
 pub struct Call<'a> {

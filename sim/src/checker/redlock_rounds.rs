@@ -39,12 +39,7 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                 out.push(Violation::new(REDLOCK_ROUNDS, Some(c.done), detail));
             }
         };
-        let what = match c.kind {
-            CallKind::Acquire { retry: false } => "acquire",
-            CallKind::Acquire { retry: true } => "acquire_with_retry",
-            CallKind::Extend { .. } => "extend",
-            CallKind::Release { .. } => "release",
-        };
+        let what = c.kind.method();
         let who = format!("{} {what} [{}ms, {}ms]", c.process, c.invoke, c.done);
         let expired = r.refusal.as_deref() == Some("expired");
         let refused = c.outcome == EventKind::Fail;

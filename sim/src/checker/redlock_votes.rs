@@ -200,12 +200,7 @@ fn check_answers(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let mut leases: BTreeMap<u64, Lease> = BTreeMap::new();
     for c in calls(events) {
         let Some(r) = c.round else { continue };
-        let what = match c.kind {
-            CallKind::Acquire { retry: false } => "acquire",
-            CallKind::Acquire { retry: true } => "acquire_with_retry",
-            CallKind::Extend { .. } => "extend",
-            CallKind::Release { .. } => "release",
-        };
+        let what = c.kind.method();
         let who = format!("{} {what} [{}ms, {}ms]", c.process, c.invoke, c.done);
         let yes = r.yes();
         let mut bad = |detail: String| {

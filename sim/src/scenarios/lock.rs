@@ -545,18 +545,7 @@ const COMMON: [Situation; 10] = [
 
 /// The situations of `lock` (its holders check their deadline before
 /// writing, so a refused stale write is rare there: `fencing` declares it).
-pub const SITUATIONS: &[Situation] = &[
-    COMMON[0],
-    COMMON[1],
-    COMMON[2],
-    COMMON[3],
-    COMMON[4],
-    COMMON[5],
-    COMMON[6],
-    COMMON[7],
-    COMMON[8],
-    COMMON[9],
-];
+pub const SITUATIONS: &[Situation] = &COMMON;
 
 /// The situations of `fencing`: the common ones and the refused stale write.
 pub const FENCING_SITUATIONS: &[Situation] = &[
