@@ -386,6 +386,14 @@ pub enum Op {
         /// The situation's name.
         situation: String,
     },
+    /// Redis answered a request with an error reply (a script error, a
+    /// `CORRUPT`/`WRONGTYPE` refusal, anything but the `NOSCRIPT` the library
+    /// recovers from), recorded by the connection itself (see
+    /// [`crate::net::SimConnection`]); judged by `error-replies`.
+    ErrorReply {
+        /// The error as the client saw it.
+        message: String,
+    },
     /// Anything else a scenario wants in the timeline.
     Note {
         /// Free text.
@@ -415,6 +423,7 @@ impl Op {
             Op::RedlockExtend { .. } => "redlock-extend",
             Op::Fault { .. } => "fault",
             Op::Reached { .. } => "reached",
+            Op::ErrorReply { .. } => "error-reply",
             Op::Note { .. } => "note",
         }
     }
@@ -548,6 +557,7 @@ impl fmt::Display for Op {
             },
             Op::Fault { description } => write!(f, "fault: {description}"),
             Op::Reached { situation } => write!(f, "reached: {situation}"),
+            Op::ErrorReply { message } => write!(f, "error reply: {message}"),
             Op::Note { text } => write!(f, "note: {text}"),
         }
     }

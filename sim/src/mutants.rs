@@ -306,6 +306,16 @@ pub fn judge(rp_sim: &Path, scratch: &Path, mutant: &Mutant, scenarios: &[&str],
                 let stderr = String::from_utf8_lossy(&out.stderr);
                 // A mutant that makes the process panic is caught too: the
                 // panic is the harness noticing (an unparseable reply).
+                if stderr.contains("without completing") {
+                    // The run never finished (a script that loops, or
+                    // callers that wait forever): a liveness failure the
+                    // world's step limit turned into a set-up error.
+                    return Ok(Verdict::Killed {
+                        scenario: scenario.to_string(),
+                        seed: 0,
+                        invariant: "hang (the run never completed)".to_string(),
+                    });
+                }
                 if stderr.contains("panicked") {
                     return Ok(Verdict::Killed {
                         scenario: scenario.to_string(),

@@ -28,6 +28,15 @@
 //!   request.
 //!
 //! Server error replies (`-ERR`, `NOSCRIPT`, ...) keep the connection.
+//! Every one of them except `NOSCRIPT` (which the library recovers from by
+//! loading the script) is also written into the history as an
+//! [`Op::ErrorReply`] when the connection belongs to an actor
+//! ([`SimConnection::record_errors`]): a correct primitive whose keys
+//! nobody corrupted never gets one, and the `error-replies` checker says so.
+//! Recording it here, where every reply passes, rather than at each call
+//! site means a script that fails (a nil argument, a `CORRUPT` refusal of
+//! a value the library itself wrote) cannot hide behind a scenario that
+//! files the error as "outcome unknown".
 
 use std::future::Future;
 use std::io;
@@ -42,6 +51,7 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisConnectionInfo, RedisErro
 use serde::{Deserialize, Serialize};
 use tokio::time::{sleep_until, Instant};
 
+use crate::history::{History, Op};
 use crate::pause::PauseHandle;
 
 /// The port every bridge listens on inside the simulated network.
@@ -120,6 +130,8 @@ struct Shared {
     current: tokio::sync::Mutex<Option<Live>>,
     generation: AtomicU64,
     stats: NetStats,
+    /// Where error replies are recorded, and as which process.
+    errors: std::sync::OnceLock<(History, String)>,
 }
 
 /// A reconnecting redis-rs connection over the simulated network. Clones
@@ -161,8 +173,16 @@ impl SimConnection {
                 current: tokio::sync::Mutex::new(None),
                 generation: AtomicU64::new(0),
                 stats: NetStats::default(),
+                errors: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Records every error reply this connection (and its clones) receives
+    /// into `history` as an [`Op::ErrorReply`] of `process`. Set once; later
+    /// calls are ignored.
+    pub fn record_errors(&self, history: History, process: impl Into<String>) {
+        let _ = self.shared.errors.set((history, process.into()));
     }
 
     /// The simulated host this connection talks to.
@@ -245,21 +265,60 @@ impl SimConnection {
     /// discarding the connection if the request poisoned it.
     async fn request<T, F, Fut>(&self, send: F) -> RedisResult<T>
     where
+        T: ErrorReplies,
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let (conn, generation) = self.live().await?;
         NetStats::bump(&self.shared.stats.requests);
         let result = race(send(conn), self.shared.config.response_timeout, self.shared.config.race).await;
-        if let Err(e) = &result {
-            if e.is_timeout() {
-                NetStats::bump(&self.shared.stats.timeouts);
+        match &result {
+            Err(e) => {
+                if e.is_timeout() {
+                    NetStats::bump(&self.shared.stats.timeouts);
+                }
+                if poisons_connection(e) {
+                    self.discard(generation).await;
+                } else {
+                    self.record_error(e.code(), &e.to_string());
+                }
             }
-            if poisons_connection(e) {
-                self.discard(generation).await;
-            }
+            // redis-rs hands a server's error reply to the connection layer
+            // as a value (`Value::ServerError`); the caller's conversion turns
+            // it into an `Err` later. Both shapes are error replies.
+            Ok(value) => value.for_each_error(&mut |e| self.record_error(Some(e.code()), &e.to_string())),
         }
         result
+    }
+
+    /// Writes an error reply into the history (see the module docs), unless
+    /// it is the `NOSCRIPT` the library recovers from.
+    fn record_error(&self, code: Option<&str>, message: &str) {
+        if code == Some("NOSCRIPT") {
+            return;
+        }
+        if let Some((history, process)) = self.shared.errors.get() {
+            history.observe(process, Op::ErrorReply { message: message.to_string() });
+        }
+    }
+}
+
+/// The error replies inside a reply: one value, or a pipeline's values.
+trait ErrorReplies {
+    fn for_each_error(&self, f: &mut dyn FnMut(&redis::ServerError));
+}
+
+impl ErrorReplies for Value {
+    fn for_each_error(&self, f: &mut dyn FnMut(&redis::ServerError)) {
+        if let Value::ServerError(e) = self {
+            f(e);
+        }
+    }
+}
+
+impl ErrorReplies for Vec<Value> {
+    fn for_each_error(&self, f: &mut dyn FnMut(&redis::ServerError)) {
+        self.iter().for_each(|v| v.for_each_error(f));
     }
 }
 

@@ -300,7 +300,9 @@ impl Actor {
             Some(h) => h.clone(),
             None => panic!("scenario bug: node {node} does not exist ({} nodes)", self.nodes.len()),
         };
-        SimConnection::new(host, REDIS_PORT, net, self.pause.clone())
+        let conn = SimConnection::new(host, REDIS_PORT, net, self.pause.clone());
+        conn.record_errors(self.history.clone(), self.name.clone());
+        conn
     }
 
     /// Spawns a task that freezes with this actor (the only way an actor

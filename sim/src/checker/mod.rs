@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::history::Millis;
 
 pub mod election;
+pub mod error_replies;
 pub mod fencing_tokens;
 pub mod guarded_body;
 pub mod lock_liveness;
@@ -64,6 +65,10 @@ pub const SELF_FENCING: &str = "self-fencing";
 /// Name of the liveness property: after the faults heal, every primitive
 /// makes progress within a stated bound.
 pub const LIVENESS: &str = "liveness";
+
+/// Name of the error-replies invariant: Redis never answers a correct
+/// primitive with an error the run did not provoke.
+pub const ERROR_REPLIES: &str = "error-replies";
 
 /// Name of the lock-replies invariant: every `Lock` answer (acquire,
 /// extend, release, current_token, remaining_ttl, `Retry::run`) is
@@ -120,6 +125,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         LIVENESS,
         "after the last fault heals (a quiet tail), every primitive makes progress within its stated bound",
+    ),
+    (
+        ERROR_REPLIES,
+        "Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) when nothing corrupted its keys",
     ),
     (
         RATE_LIMIT_EXACT,

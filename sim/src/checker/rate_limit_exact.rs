@@ -22,6 +22,10 @@
 //!   a denial reports `count = estimate` and the exact wait until the
 //!   condition holds (`scripts/sliding_counter.lua`).
 //!
+//! - **server time**: a decision that read the server's clock reports an
+//!   instant within its request's `[invoke, reply]` (the clock is pinned to
+//!   simulated time), so a `now` derived wrongly from `TIME` is caught.
+//!
 //! What the history can and cannot tell:
 //!
 //! - Server time is monotone in execution order (one server, its clock
@@ -159,8 +163,19 @@ pub fn check(events: &[Event], config: Config) -> Report {
         k.decided.sort_by_key(|d| (d.t, !d.admitted, d.count));
         report.decisions += k.decided.len() as u64;
         let (resets, lenient) = possible_expiries(&k, config.algorithm);
-        let mut found = None;
+        // The server's clock is pinned to simulated time, so a decision
+        // that read it (no pinned instant) executed between its request's
+        // invoke and reply. A script that derives `now` wrongly from `TIME`
+        // is otherwise invisible: every instant would be consistently off.
+        let mut found = k
+            .decided
+            .iter()
+            .find(|d| !d.pinned && (d.t < d.invoke || d.t > d.done))
+            .map(|d| (d.t, format!("{}: the server's clock read {}ms outside the request's [{}, {}]ms", describe(d), d.t, d.invoke, d.done)));
         for j in 0..k.decided.len() {
+            if found.is_some() {
+                break;
+            }
             if lenient.contains(&k.decided[j].t) {
                 continue;
             }

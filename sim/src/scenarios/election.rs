@@ -582,7 +582,7 @@ pub fn run_planned(
         .unwrap_or(0);
     let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
     violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
-    outcome.violations = violations;
+    outcome.violations.extend(violations);
     reach_from_history(&mut outcome, variant, &failovers, &handovers, &markers, planned.lease_ms);
     outcome.histograms = h;
     Ok(outcome)

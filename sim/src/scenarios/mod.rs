@@ -101,6 +101,8 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
         outcome.schedule.insert(0, draw.to_string());
     }
     outcome.simulated_ms = run.sim_elapsed.as_millis() as u64;
+    // Judged for every scenario: no family's faults provoke an error reply.
+    outcome.violations.extend(crate::checker::error_replies::check(&outcome.history));
     outcome
 }
 

@@ -83,6 +83,11 @@ const PROBE_END_MS: u64 = 4500;
 /// ≤ 10 ms plus ≤ 100 ms of latency faults; held and paused requests run by
 /// the heal). After `last heal + DRAIN_MS` every request has an answer.
 const DRAIN_MS: u64 = 500;
+/// Limit of the mass-expiry key: above the sliding log's trim batch (64),
+/// so one window after its burst more entries leave than one call trims.
+const MASS_LIMIT: u64 = 100;
+/// Requests of the second mass-expiry burst (one window after the first).
+const MASS_SECOND: u32 = 40;
 
 /// Situations both correct limiters' runs exist to reach.
 const COMMON: &[Situation] = &[
@@ -122,6 +127,14 @@ const COMMON: &[Situation] = &[
     Situation {
         name: "noscript-recovered",
         meaning: "a decision succeeded after SCRIPT FLUSH dropped the limiter's script (NOSCRIPT recovered)",
+    },
+    Situation {
+        name: "mass-expiry",
+        meaning: "a burst larger than the log's trim batch (64) was admitted in one millisecond and, one window later, a second burst on that key was decided",
+    },
+    Situation {
+        name: "pinned-ahead-skipped-a-bucket",
+        meaning: "check_at instants ahead of the server's clock skipped a whole window while the key's state was still alive",
     },
     Situation {
         name: "retry-after-honoured-after-healing",
@@ -318,6 +331,16 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup
     } else {
         None
     };
+    let mass = if actor.index() == 0 && matches!(variant, Variant::Log | Variant::Counter) {
+        let base = setup;
+        let setup = Setup { max: MASS_LIMIT, ..setup };
+        let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
+        let own = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
+        let ahead = Arc::new(Limiter::new(variant, actor.connection(0), Limit::new(base.max, Duration::from_millis(base.window_ms))?, actor.seed()));
+        Some((actor.spawn(mass_expiry(actor.clone(), own, setup)), actor.spawn(pinned_ahead(actor.clone(), ahead, base))))
+    } else {
+        None
+    };
     let flusher = flush_at.map(|at| actor.spawn(script_flush(actor.clone(), at)));
     for burst in bursts {
         let now = actor.now();
@@ -339,7 +362,64 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup
     if let Some(p) = prober {
         let _ = p.await;
     }
+    if let Some((m, a)) = mass {
+        let _ = m.await;
+        let _ = a.await;
+    }
     Ok(())
+}
+
+/// Mass expiry: `MASS_LIMIT` requests pinned at one seeded instant `t`, then
+/// `MASS_SECOND` pinned at `t + W`, when the whole first burst leaves the
+/// window at once. The log trims at most 64 entries per call, so the calls
+/// of that millisecond must count the stale rest correctly and name new
+/// entries around the ones already there; random timing never lines up
+/// more than a handful of entries like this.
+async fn mass_expiry(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-mass-expiry"));
+    let first = rng.random_range(100..=PROBE_END_MS - setup.window_ms - 200);
+    let mut known = true;
+    let mut admitted_late = 0;
+    for (at, n) in [(first, MASS_LIMIT as u32), (first + setup.window_ms, MASS_SECOND)] {
+        until(&actor, at).await;
+        let at = actor.now();
+        let tasks: Vec<_> = (0..n)
+            .map(|_| actor.spawn(one_request(actor.clone(), Arc::clone(&limiter), setup, "probe-mass".to_string(), Some(at))))
+            .collect();
+        for t in tasks {
+            match t.await {
+                Ok(Some(d)) => admitted_late += u32::from(at > first && d.is_allowed()),
+                _ => known = false,
+            }
+        }
+    }
+    if known && admitted_late >= 2 {
+        actor.reached("mass-expiry");
+    }
+}
+
+/// `check_at` ahead of the server's clock: the key's expiry runs on the
+/// server's clock, so when the pinned instants jump two windows ahead
+/// within a few real milliseconds, the state of an idle window is still
+/// there and the limiter itself must see that it is stale (the counter's
+/// "skipped a bucket" branch). Timing alone never gets here: pinned
+/// instants elsewhere follow the server's clock, and there the key has
+/// expired by then.
+async fn pinned_ahead(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-pinned-ahead"));
+    let w = setup.window_ms;
+    until(&actor, rng.random_range(100..=PROBE_END_MS - 100)).await;
+    let start = actor.now() + 3 * w + rng.random_range(0..w);
+    let mut known = true;
+    for at in [start, start + 2 * w + rng.random_range(0..w), start + 4 * w + rng.random_range(0..w)] {
+        for _ in 0..rng.random_range(1..=setup.max + 1) {
+            let r = one_request(actor.clone(), Arc::clone(&limiter), setup, "probe-ahead".to_string(), Some(at)).await;
+            known &= r.is_some();
+        }
+    }
+    if known {
+        actor.reached("pinned-ahead-skipped-a-bucket");
+    }
 }
 
 /// `SCRIPT FLUSH` at simulated `at`: every cached limiter script is gone, and
@@ -528,7 +608,7 @@ pub fn run_planned(
     let report = rate_limit::check(&shared, allowance);
     let mut h = Histograms::new();
     stats::record_admissions_per_window(&outcome.history, &mut h);
-    outcome.violations = report.violations;
+    outcome.violations.extend(report.violations);
     if correct {
         let algorithm = match variant {
             Variant::Counter => rate_limit_exact::Algorithm::Counter { epoch_ms },

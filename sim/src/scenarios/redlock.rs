@@ -660,7 +660,7 @@ pub fn run_planned(
     violations.extend(redlock_votes::check(events, &setup));
     violations.extend(redlock_rounds::check(events, &setup));
     violations.extend(redlock_liveness::check(events, &setup));
-    outcome.violations = violations;
+    outcome.violations.extend(violations);
     let mut h = Histograms::new();
     stats::record_acquire_latency(&outcome.history, &mut h);
     outcome.histograms = h;
