@@ -88,6 +88,94 @@ pub enum WriteResult {
     },
 }
 
+/// What the corruption probe planted, and which call it made
+/// (`scenarios/corruption.rs`; judged by `corrupt-state`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "planted")]
+pub enum Planted {
+    /// `Lock::acquire` with the fence counter set to the string `value`
+    /// (and no lease).
+    Counter {
+        /// The lock key.
+        lock_key: String,
+        /// The fence counter's key.
+        fence_key: String,
+        /// What the counter held.
+        value: String,
+    },
+    /// `Lock::acquire` with the fence counter holding a hash.
+    CounterHash {
+        /// The lock key.
+        lock_key: String,
+        /// The fence counter's key.
+        fence_key: String,
+    },
+    /// `Lock::acquire` with the lock key holding a hash.
+    LockHash {
+        /// The lock key.
+        lock_key: String,
+        /// The fence counter's key.
+        fence_key: String,
+    },
+    /// `FencedStore::write` with token `write` over an entry whose `token`
+    /// field held the string `token` (and whose value was `planted`).
+    StoredToken {
+        /// The store's Redis key.
+        key: String,
+        /// What the entry's token field held.
+        token: String,
+        /// The token written.
+        write: u64,
+    },
+}
+
+/// The library's answer to a probe call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeReply {
+    /// `Lock::acquire` granted a lease with this token.
+    Token(u64),
+    /// `Lock::acquire` returned `Ok(None)`.
+    NotAcquired,
+    /// `FencedStore::write` accepted.
+    Accepted,
+    /// `FencedStore::write` rejected.
+    Rejected {
+        /// The `highest_seen` it reported.
+        highest_seen: u64,
+    },
+    /// `Error::CorruptState`.
+    CorruptState {
+        /// The key it named.
+        key: String,
+        /// Its detail.
+        detail: String,
+    },
+    /// `Error::WrongType`.
+    WrongType {
+        /// The key it named.
+        key: String,
+    },
+    /// An error whose outcome is unknown (timeout, dropped connection): not judged.
+    Unknown(String),
+    /// Any other error.
+    Error(String),
+}
+
+/// The probed keys afterwards, as read back by the probe. A string key is
+/// its value; another type is `<type>`; an absent key is `None`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProbeAfter {
+    /// The lock key (lock probes).
+    pub lock: Option<String>,
+    /// The fence counter (lock probes).
+    pub counter: Option<String>,
+    /// The fenced entry's `token` field (store probes).
+    pub token: Option<String>,
+    /// The fenced entry's `value` field (store probes).
+    pub value: Option<String>,
+}
+
 /// A rate limiter's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Admission {
@@ -394,6 +482,16 @@ pub enum Op {
         /// The error as the client saw it.
         message: String,
     },
+    /// The corruption probe planted a key, called the library and read the
+    /// keys back (`scenarios/corruption.rs`); judged by `corrupt-state`.
+    StateProbe {
+        /// What was planted, and the call.
+        planted: Planted,
+        /// The library's answer.
+        reply: ProbeReply,
+        /// The keys afterwards (`None`: the read-back failed).
+        after: Option<ProbeAfter>,
+    },
     /// Anything else a scenario wants in the timeline.
     Note {
         /// Free text.
@@ -424,6 +522,7 @@ impl Op {
             Op::Fault { .. } => "fault",
             Op::Reached { .. } => "reached",
             Op::ErrorReply { .. } => "error-reply",
+            Op::StateProbe { .. } => "state-probe",
             Op::Note { .. } => "note",
         }
     }
@@ -558,6 +657,7 @@ impl fmt::Display for Op {
             Op::Fault { description } => write!(f, "fault: {description}"),
             Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
+            Op::StateProbe { planted, reply, after } => write!(f, "state-probe {planted:?} -> {reply:?}, after {after:?}"),
             Op::Note { text } => write!(f, "note: {text}"),
         }
     }

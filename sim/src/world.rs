@@ -296,13 +296,24 @@ impl Actor {
 
     /// Like [`Actor::connection`] with other timeouts.
     pub fn connection_with(&self, node: usize, net: NetConfig) -> SimConnection {
-        let host = match self.nodes.get(node) {
-            Some(h) => h.clone(),
-            None => panic!("scenario bug: node {node} does not exist ({} nodes)", self.nodes.len()),
-        };
-        let conn = SimConnection::new(host, REDIS_PORT, net, self.pause.clone());
+        let conn = SimConnection::new(self.host(node), REDIS_PORT, net, self.pause.clone());
         conn.record_errors(self.history.clone(), self.name.clone());
         conn
+    }
+
+    fn host(&self, node: usize) -> String {
+        match self.nodes.get(node) {
+            Some(h) => h.clone(),
+            None => panic!("scenario bug: node {node} does not exist ({} nodes)", self.nodes.len()),
+        }
+    }
+
+    /// Like [`Actor::connection`], but the error replies it receives are
+    /// not recorded as [`Op::ErrorReply`] (see `checker::error_replies`):
+    /// for a workload that provokes them on purpose, such as the
+    /// corruption probe, which plants values the library must refuse.
+    pub fn connection_expecting_errors(&self, node: usize) -> SimConnection {
+        SimConnection::new(self.host(node), REDIS_PORT, self.net, self.pause.clone())
     }
 
     /// Spawns a task that freezes with this actor (the only way an actor

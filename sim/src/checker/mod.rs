@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::Millis;
 
+pub mod corrupt_state;
 pub mod election;
 pub mod error_replies;
 pub mod fencing_tokens;
@@ -65,6 +66,11 @@ pub const SELF_FENCING: &str = "self-fencing";
 /// Name of the liveness property: after the faults heal, every primitive
 /// makes progress within a stated bound.
 pub const LIVENESS: &str = "liveness";
+
+/// Name of the corrupt-state invariant: a key holding what the library
+/// never writes is refused with a typed error naming it, and nothing
+/// changes; a counter it can advance gives the exact next token.
+pub const CORRUPT_STATE: &str = "corrupt-state";
 
 /// Name of the error-replies invariant: Redis never answers a correct
 /// primitive with an error the run did not provoke.
@@ -129,6 +135,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         ERROR_REPLIES,
         "Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) when nothing corrupted its keys",
+    ),
+    (
+        CORRUPT_STATE,
+        "a lock counter or fenced entry holding what the library never writes is refused with WrongType or CorruptState naming the key, and nothing changes; a counter it can advance gives exactly the next token, past 2^53 too",
     ),
     (
         RATE_LIMIT_EXACT,

@@ -37,7 +37,7 @@ use redis_primitives::{FencedStore, Lock, OwnerSource, Ttl, WriteOutcome};
 
 use super::Outcome;
 use crate::checker::mutual_exclusion::{self, Policy};
-use crate::checker::{fencing_tokens, guarded_body, lock_liveness, lock_replies, stale_overwrite};
+use crate::checker::{corrupt_state, fencing_tokens, guarded_body, lock_liveness, lock_replies, stale_overwrite};
 use crate::history::{GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, FaultClass, Profile, Schedule};
 use crate::net::SimConnection;
@@ -229,6 +229,7 @@ impl LockWorkload {
         if self.lock == LockKind::Fenced && self.modes {
             outcome.violations.extend(lock_replies::check(&outcome.history));
             outcome.violations.extend(guarded_body::check(&outcome.history));
+            outcome.violations.extend(corrupt_state::check(&outcome.history));
             let live = lock_liveness::check(&outcome.history, "reader", self.ttl_ms);
             if live.is_empty() && outcome.history.iter().any(|e| e.process == "reader" && matches!(e.op, Op::Retry { token: Some(_), .. })) {
                 outcome.reach(situation::LOCK_FREE_AFTER_HEAL);
@@ -456,6 +457,9 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
             Ok(v) => actor.ok(id, op(v.map(|b| String::from_utf8_lossy(&b).into_owned()), None)),
             Err(_) => actor.info(id, op(None, None)),
         },
+    }
+    if w.modes {
+        super::corruption::probe(&actor, w.lock_node).await?;
     }
     Ok(())
 }

@@ -1,0 +1,196 @@
+//! `corrupt-state`: a key holding what the library never writes is refused
+//! with a typed error that names it, and nothing is changed; a counter the
+//! library can advance gives the exact next token, past 2^53 too.
+//!
+//! Judges the corruption probe's records ([`Op::StateProbe`], see
+//! `scenarios/corruption.rs`) against what the library documents:
+//!
+//! - `Lock::acquire` over a fence counter holding a canonical integer `n`
+//!   with `0 ≤ n < 2^63 − 1` grants token `n + 1` exactly and leaves the
+//!   counter at `n + 1`; over any other string (negative, malformed, at the
+//!   `INCR` limit) it is `CorruptState` naming the counter's key, with the
+//!   counter unchanged and no lease set;
+//! - a hash at the counter or at the lock key is `WrongType`, and neither
+//!   key changes;
+//! - `FencedStore::write(t)` over a canonical stored token `s` accepts iff
+//!   `t ≥ s` (and stores `t`), otherwise rejects naming `s`; over a
+//!   malformed token field it is `CorruptState` naming the store's key, and
+//!   nothing is written.
+//!
+//! An answer whose outcome is unknown (a timeout) is not judged.
+
+use super::{Violation, CORRUPT_STATE};
+use crate::history::{Event, Op, Planted, ProbeAfter, ProbeReply};
+
+/// Every probe record whose answer or aftermath differs from the contract.
+pub fn check(events: &[Event]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for e in events {
+        let Op::StateProbe { planted, reply, after } = &e.op else { continue };
+        if matches!(reply, ProbeReply::Unknown(_)) {
+            continue;
+        }
+        if let Some(why) = judge(planted, reply, after.as_ref()) {
+            out.push(Violation::new(CORRUPT_STATE, Some(e.time), format!("{} at t={}ms: {why}", e.process, e.time)));
+        }
+    }
+    out
+}
+
+/// `n` if `s` is exactly how Redis writes the integer `n` (what `INCR` accepts).
+fn canonical_i64(s: &str) -> Option<i64> {
+    s.parse::<i64>().ok().filter(|n| n.to_string() == s)
+}
+
+/// `n` if `s` is exactly how the library writes the token `n`.
+fn canonical_u64(s: &str) -> Option<u64> {
+    s.parse::<u64>().ok().filter(|n| n.to_string() == s)
+}
+
+fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> Option<String> {
+    let after = after.cloned();
+    match planted {
+        Planted::Counter { fence_key, value, .. } => match canonical_i64(value) {
+            Some(n) if (0..i64::MAX).contains(&n) => {
+                let next = n as u64 + 1;
+                if *reply != ProbeReply::Token(next) {
+                    return Some(format!("acquire over counter {value:?} answered {reply:?}, not token {next}"));
+                }
+                let a = after?;
+                if a.counter.as_deref() != Some(next.to_string().as_str()) || a.lock.is_none() {
+                    return Some(format!("acquire over counter {value:?} granted {next} but left {a:?}"));
+                }
+                None
+            }
+            _ => {
+                if !names(reply, fence_key) {
+                    return Some(format!(
+                        "acquire over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}"
+                    ));
+                }
+                let a = after?;
+                if a.counter.as_deref() != Some(value.as_str()) || a.lock.is_some() {
+                    return Some(format!("acquire over counter {value:?} was refused but changed the keys: {a:?}"));
+                }
+                None
+            }
+        },
+        Planted::CounterHash { .. } | Planted::LockHash { .. } => {
+            let what = if matches!(planted, Planted::CounterHash { .. }) { "counter" } else { "lock key" };
+            if !matches!(reply, ProbeReply::WrongType { .. }) {
+                return Some(format!("acquire with a hash at the {what} answered {reply:?}, not WrongType"));
+            }
+            let a = after?;
+            let unchanged = match planted {
+                Planted::CounterHash { .. } => a.lock.is_none() && a.counter.as_deref() == Some("<hash>"),
+                _ => a.lock.as_deref() == Some("<hash>") && a.counter.is_none(),
+            };
+            if !unchanged {
+                return Some(format!("acquire with a hash at the {what} was refused but changed the keys: {a:?}"));
+            }
+            None
+        }
+        Planted::StoredToken { key, token, write } => {
+            let a = after?;
+            match canonical_u64(token) {
+                Some(stored) if *write >= stored => {
+                    if *reply != ProbeReply::Accepted {
+                        return Some(format!("write {write} over stored token {stored} answered {reply:?}, not Accepted"));
+                    }
+                    if a.token.as_deref() != Some(write.to_string().as_str()) || a.value.as_deref() != Some("probe") {
+                        return Some(format!("write {write} over stored token {stored} was accepted but left {a:?}"));
+                    }
+                    None
+                }
+                Some(stored) => {
+                    if *reply != (ProbeReply::Rejected { highest_seen: stored }) {
+                        return Some(format!(
+                            "write {write} over stored token {stored} answered {reply:?}, not Rejected naming {stored}"
+                        ));
+                    }
+                    unchanged_entry(token, &a)
+                }
+                None => {
+                    if !names(reply, key) {
+                        return Some(format!(
+                            "write {write} over malformed token field {token:?} answered {reply:?}, not CorruptState naming {key}"
+                        ));
+                    }
+                    unchanged_entry(token, &a)
+                }
+            }
+        }
+    }
+}
+
+/// Whether `reply` is a `CorruptState` for `key` whose detail names it too.
+fn names(reply: &ProbeReply, key: &str) -> bool {
+    matches!(reply, ProbeReply::CorruptState { key: k, detail } if k == key && detail.contains(key))
+}
+
+fn unchanged_entry(token: &str, a: &ProbeAfter) -> Option<String> {
+    if a.token.as_deref() == Some(token) && a.value.as_deref() == Some("planted") {
+        None
+    } else {
+        Some(format!("a refused write changed the entry (token field was {token:?}): {a:?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter(value: &str) -> Planted {
+        Planted::Counter { lock_key: "lock:p".into(), fence_key: "lock:p:fence".into(), value: value.into() }
+    }
+
+    fn lock_after(lock: Option<&str>, counter: Option<&str>) -> Option<ProbeAfter> {
+        Some(ProbeAfter { lock: lock.map(str::to_string), counter: counter.map(str::to_string), ..ProbeAfter::default() })
+    }
+
+    fn corrupt(key: &str) -> ProbeReply {
+        ProbeReply::CorruptState { key: key.into(), detail: format!("fence counter {key} is negative") }
+    }
+
+    #[test]
+    fn counters_get_the_exact_next_token_or_a_refusal_naming_the_counter() {
+        let past = (1u64 << 53) + 1;
+        let ok = judge(&counter(&past.to_string()), &ProbeReply::Token(past + 1), lock_after(Some("o"), Some(&(past + 1).to_string())).as_ref());
+        assert_eq!(ok, None);
+        // A token rounded through a Lua number.
+        assert!(judge(&counter(&past.to_string()), &ProbeReply::Token(past), lock_after(Some("o"), Some(&(past + 1).to_string())).as_ref()).is_some());
+        // A refusal of a negative counter: must name the counter and leave it.
+        assert_eq!(judge(&counter("-5"), &corrupt("lock:p:fence"), lock_after(None, Some("-5")).as_ref()), None);
+        assert!(judge(&counter("-5"), &corrupt("lock:p:fence"), lock_after(None, Some("-4")).as_ref()).is_some(), "undo skipped");
+        assert!(judge(&counter("-5"), &corrupt("lock:p:fence"), lock_after(Some("o"), Some("-5")).as_ref()).is_some(), "lease set");
+        let wrong_key = ProbeReply::CorruptState { key: "lock:p:fence".into(), detail: "fence counter lock:p is negative".into() };
+        assert!(judge(&counter("-5"), &wrong_key, lock_after(None, Some("-5")).as_ref()).is_some(), "detail names the lock key");
+        assert!(judge(&counter("007"), &ProbeReply::Error("ERR value is not an integer".into()), None).is_some());
+        // "-1" would INCR to 0: never a token.
+        assert!(judge(&counter("-1"), &ProbeReply::Token(0), lock_after(Some("o"), Some("0")).as_ref()).is_some());
+    }
+
+    #[test]
+    fn hashes_are_wrong_type_and_stay() {
+        let ch = Planted::CounterHash { lock_key: "lock:p".into(), fence_key: "lock:p:fence".into() };
+        let wt = ProbeReply::WrongType { key: "lock:p".into() };
+        assert_eq!(judge(&ch, &wt, lock_after(None, Some("<hash>")).as_ref()), None);
+        assert!(judge(&ch, &corrupt("lock:p:fence"), lock_after(None, Some("<hash>")).as_ref()).is_some());
+        let lh = Planted::LockHash { lock_key: "lock:p".into(), fence_key: "lock:p:fence".into() };
+        assert_eq!(judge(&lh, &wt, lock_after(Some("<hash>"), None).as_ref()), None);
+        assert!(judge(&lh, &wt, lock_after(Some("<hash>"), Some("1")).as_ref()).is_some(), "counter advanced");
+    }
+
+    #[test]
+    fn stored_tokens_order_writes_exactly_and_malformed_ones_are_refused() {
+        let st = |token: &str, write| Planted::StoredToken { key: "fenced:p".into(), token: token.into(), write };
+        let entry = |t: &str, v: &str| Some(ProbeAfter { token: Some(t.into()), value: Some(v.into()), ..ProbeAfter::default() });
+        let max = u64::MAX.to_string();
+        assert_eq!(judge(&st(&max, u64::MAX - 1), &ProbeReply::Rejected { highest_seen: u64::MAX }, entry(&max, "planted").as_ref()), None);
+        assert!(judge(&st(&max, u64::MAX - 1), &ProbeReply::Accepted, entry(&(u64::MAX - 1).to_string(), "probe").as_ref()).is_some());
+        assert_eq!(judge(&st("0", 0), &ProbeReply::Accepted, entry("0", "probe").as_ref()), None);
+        let refused = ProbeReply::CorruptState { key: "fenced:p".into(), detail: "stored token of fenced:p is not canonical".into() };
+        assert_eq!(judge(&st("007", 10_000), &refused, entry("007", "planted").as_ref()), None);
+        assert!(judge(&st("007", 10_000), &ProbeReply::Accepted, entry("10000", "probe").as_ref()).is_some());
+    }
+}

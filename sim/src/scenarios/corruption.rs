@@ -1,0 +1,177 @@
+//! The corruption probe: keys of a correct primitive planted with values
+//! the library never writes, to judge the refusals no fault reaches.
+//!
+//! The nemesis breaks the network and processes, never the data. So the
+//! script paths that refuse a broken key (`WRONGTYPE`, `CORRUPT`, the undo
+//! of an `INCR` that went past a negative counter), and the exact decimal
+//! path of tokens past 2^53, would run in no history, and a bug there would
+//! pass every seed. Once the lock workload has healed, the probe plants such
+//! values under names nobody else uses, calls the production
+//! `Lock::acquire` and `FencedStore::write`, reads the keys back, and
+//! records the three as one [`Op::StateProbe`]. What each answer must be is
+//! the `corrupt-state` checker's business, not the probe's.
+//!
+//! The planted values are drawn per seed (which negative number, which
+//! malformed decimal, where past 2^53), so a sweep tries many of them.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use redis::AsyncCommands;
+use redis_primitives::{Error, FencedStore, FencingToken, Lock, OwnerSource, Ttl, WriteOutcome};
+
+use crate::history::{Op, Planted, ProbeAfter, ProbeReply};
+use crate::net::SimConnection;
+use crate::world::{Actor, ActorResult};
+
+/// Strings `INCR` refuses as integers (Redis accepts only canonical
+/// decimals: no sign but `-`, no leading zero, no blanks).
+const NOT_INTEGERS: &[&str] = &["abc", "1.5", "007", "+5", " 7", "-0", "", "1e3", "12 "];
+/// Token fields the fenced-write script must refuse as non-canonical.
+const NOT_CANONICAL: &[&str] = &["007", "abc", "-3", "+4", "1e3", " 5", "00", ""];
+/// 2^53: the first integer a Lua number cannot tell from its successor.
+const TWO_53: u64 = 1 << 53;
+
+/// Plants, calls and records every probe case on `node` (see the module docs).
+pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
+    let conn = actor.connection_expecting_errors(node);
+    let lock = Lock::builder(conn.clone()).owners(OwnerSource::seeded(actor.seed_for("corruption-owners"))).build()?;
+    let store = FencedStore::new(conn.clone());
+    let ttl = Ttl::from_millis(1000)?;
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("corruption"));
+    let mut n = 0;
+    let mut next_name = || {
+        n += 1;
+        format!("probe-corrupt-{n}")
+    };
+
+    let mut counters = vec![
+        format!("-{}", rng.random_range(2..=1_000_000u64)),
+        "-1".to_string(),
+        NOT_INTEGERS[rng.random_range(0..NOT_INTEGERS.len())].to_string(),
+        i64::MAX.to_string(),
+        rng.random_range(0..1000u64).to_string(),
+    ];
+    // Across 2^53: the acquire script must return the counter exactly.
+    let base = TWO_53 - 2 + rng.random_range(0..2);
+    counters.extend((0..4).map(|i| (base + i).to_string()));
+    for value in counters {
+        let name = next_name();
+        let (lock_key, fence_key) = (lock.key(&name)?, lock.fence_key(&name)?);
+        let planted = Planted::Counter { lock_key: lock_key.clone(), fence_key: fence_key.clone(), value: value.clone() };
+        let set = redis::pipe().del(&lock_key).set(&fence_key, &value).query_async::<()>(&mut conn.clone()).await;
+        probe_lock(actor, &conn, &lock, &name, ttl, planted, set).await;
+    }
+    let name = next_name();
+    let (lock_key, fence_key) = (lock.key(&name)?, lock.fence_key(&name)?);
+    let set = redis::pipe().del(&lock_key).hset(&fence_key, "not", "a counter").query_async::<()>(&mut conn.clone()).await;
+    probe_lock(actor, &conn, &lock, &name, ttl, Planted::CounterHash { lock_key, fence_key }, set).await;
+    let name = next_name();
+    let (lock_key, fence_key) = (lock.key(&name)?, lock.fence_key(&name)?);
+    let set = redis::pipe().hset(&lock_key, "not", "a lease").del(&fence_key).query_async::<()>(&mut conn.clone()).await;
+    probe_lock(actor, &conn, &lock, &name, ttl, Planted::LockHash { lock_key, fence_key }, set).await;
+
+    // The store: a malformed token field must be refused, whatever the
+    // written token; the write is chosen longer than the malformed text, so
+    // a store that skipped the check would accept it (a length-first
+    // comparison) rather than refuse it by luck.
+    let bad = NOT_CANONICAL[rng.random_range(0..NOT_CANONICAL.len())];
+    let longer = 10u64.pow(bad.len() as u32 + 1) + rng.random_range(0..1000);
+    let big = TWO_53 + rng.random_range(0..4);
+    let small = rng.random_range(1..1000u64);
+    let stores = [
+        (bad.to_string(), longer),
+        ("0".to_string(), rng.random_range(0..3)),
+        (small.to_string(), small - 1),
+        (small.to_string(), small),
+        (big.to_string(), big - 1),
+        (big.to_string(), big + 1),
+        (u64::MAX.to_string(), u64::MAX - 1),
+        ((u64::MAX - 1).to_string(), u64::MAX),
+    ];
+    for (token, write) in stores {
+        let name = next_name();
+        let key = store.redis_key(&name)?;
+        let set = redis::cmd("HSET")
+            .arg(&key)
+            .arg("token")
+            .arg(&token)
+            .arg("value")
+            .arg("planted")
+            .query_async::<()>(&mut conn.clone())
+            .await;
+        let planted = Planted::StoredToken { key: key.clone(), token, write };
+        if set.is_err() {
+            continue;
+        }
+        let reply = match store.write(&name, "probe", FencingToken::new(write)).await {
+            Ok(WriteOutcome::Accepted) => ProbeReply::Accepted,
+            Ok(WriteOutcome::Rejected { highest_seen, .. }) => ProbeReply::Rejected { highest_seen: highest_seen.get() },
+            Err(e) => reply_of(e),
+        };
+        let after = redis::cmd("HMGET")
+            .arg(&key)
+            .arg("token")
+            .arg("value")
+            .query_async::<(Option<String>, Option<String>)>(&mut conn.clone())
+            .await
+            .ok()
+            .map(|(token, value)| ProbeAfter { token, value, ..ProbeAfter::default() });
+        actor.observe(Op::StateProbe { planted, reply, after });
+    }
+    Ok(())
+}
+
+/// One lock case: `set` planted it (a failed plant is skipped), then
+/// `Lock::acquire`, then the two keys read back.
+async fn probe_lock(
+    actor: &Actor,
+    conn: &SimConnection,
+    lock: &Lock<SimConnection>,
+    name: &str,
+    ttl: Ttl,
+    planted: Planted,
+    set: redis::RedisResult<()>,
+) {
+    if set.is_err() {
+        return;
+    }
+    let reply = match lock.acquire(name, ttl).await {
+        Ok(Some(lease)) => ProbeReply::Token(lease.token().get()),
+        Ok(None) => ProbeReply::NotAcquired,
+        Err(e) => reply_of(e),
+    };
+    let (lock_key, fence_key) = match &planted {
+        Planted::Counter { lock_key, fence_key, .. }
+        | Planted::CounterHash { lock_key, fence_key }
+        | Planted::LockHash { lock_key, fence_key } => (lock_key.clone(), fence_key.clone()),
+        Planted::StoredToken { .. } => return,
+    };
+    let after = async {
+        let lock = read_key(conn, &lock_key).await?;
+        let counter = read_key(conn, &fence_key).await?;
+        Ok::<_, redis::RedisError>(ProbeAfter { lock, counter, ..ProbeAfter::default() })
+    }
+    .await
+    .ok();
+    actor.observe(Op::StateProbe { planted, reply, after });
+}
+
+/// A key as [`ProbeAfter`] shows it: a string's value, `<type>` otherwise.
+async fn read_key(conn: &SimConnection, key: &str) -> redis::RedisResult<Option<String>> {
+    let mut c = conn.clone();
+    let kind: String = redis::cmd("TYPE").arg(key).query_async(&mut c).await?;
+    match kind.as_str() {
+        "none" => Ok(None),
+        "string" => c.get(key).await,
+        other => Ok(Some(format!("<{other}>"))),
+    }
+}
+
+fn reply_of(e: Error) -> ProbeReply {
+    match e {
+        Error::CorruptState { key, detail } => ProbeReply::CorruptState { key, detail },
+        Error::WrongType { key, .. } => ProbeReply::WrongType { key },
+        e if e.outcome_is_unknown() => ProbeReply::Unknown(e.to_string()),
+        e => ProbeReply::Error(e.to_string()),
+    }
+}
