@@ -27,6 +27,13 @@
 //! to send, so those bytes are exactly one frame. Blocking commands
 //! (`BLPOP`, `WAIT`) would stall the whole simulation and are not supported.
 //!
+//! Every forwarded command is also written to the node's **execution log**
+//! ([`Execution`]: which client sent it, its command name, and the server
+//! clock it ran under). The client-side history says when a request was
+//! sent and answered; only the bridge knows the instant Redis executed it,
+//! so checkers that judge a reply derived from the server's clock (a
+//! limiter's `now`) read it here.
+//!
 //! Server-side faults live here too:
 //! - **pause** ([`BridgeNode::pause_until`]): requests are held, in order,
 //!   while simulated time (and with it the server's pinned clock) advances,
@@ -71,6 +78,20 @@ pub struct BridgeStats {
     pub errors: AtomicU64,
 }
 
+/// One command as the real server executed it (the bridge's execution log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    /// The simulated host that sent it (an actor's name).
+    pub client: Arc<str>,
+    /// The command name as sent (`EVALSHA`, `GET`, ...).
+    pub command: String,
+    /// The server's wall clock it ran under, in unix ms (what `TIME` read,
+    /// truncated to the millisecond): simulated time plus the node's step.
+    pub server_unix_ms: u64,
+    /// Simulated time when it ran (ms since the start).
+    pub sim_ms: u64,
+}
+
 /// One Redis node of the simulation: the bridge's configuration and its
 /// fault switches, shared between the bridge host and the world.
 #[derive(Debug)]
@@ -80,6 +101,7 @@ pub struct BridgeNode {
     clock: Arc<ServerClock>,
     state: Mutex<NodeState>,
     stats: BridgeStats,
+    log: Mutex<Vec<Execution>>,
 }
 
 impl BridgeNode {
@@ -92,7 +114,16 @@ impl BridgeNode {
             clock,
             state: Mutex::new(NodeState::default()),
             stats: BridgeStats::default(),
+            log: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Every command executed so far, in execution order.
+    pub fn executions(&self) -> Vec<Execution> {
+        match self.log.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
     }
 
     /// The turmoil host name.
@@ -148,11 +179,12 @@ impl BridgeNode {
     pub async fn serve(self: Arc<Self>) -> turmoil::Result {
         let listener = turmoil::net::TcpListener::bind(("0.0.0.0", REDIS_PORT)).await?;
         loop {
-            let (stream, _peer) = listener.accept().await?;
+            let (stream, peer) = listener.accept().await?;
             self.stats.connections.fetch_add(1, Ordering::Relaxed);
+            let client: Arc<str> = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string()).into();
             let node = Arc::clone(&self);
             tokio::task::spawn_local(async move {
-                if node.serve_connection(stream).await.is_err() {
+                if node.serve_connection(stream, client).await.is_err() {
                     node.stats.errors.fetch_add(1, Ordering::Relaxed);
                 }
             });
@@ -175,16 +207,31 @@ impl BridgeNode {
         }
     }
 
-    /// Pins the real server's clock to simulated time plus the node's step.
-    fn pin_clock(&self) {
+    /// Pins the real server's clock to simulated time plus the node's step;
+    /// returns the pinned instant (since the Unix epoch).
+    fn pin_clock(&self) -> Duration {
         let offset = self.lock().clock_offset_ms;
         let now = turmoil::since_epoch().unwrap_or_default();
         let step = Duration::from_millis(offset.unsigned_abs());
         let at = if offset >= 0 { now + step } else { now.saturating_sub(step) };
         self.clock.pin_at(at);
+        at
     }
 
-    async fn serve_connection(&self, stream: turmoil::net::TcpStream) -> io::Result<()> {
+    fn record(&self, client: &Arc<str>, request: &[u8], at: Duration) {
+        let entry = Execution {
+            client: Arc::clone(client),
+            command: command_name(request),
+            server_unix_ms: at.as_millis() as u64,
+            sim_ms: sim_now().as_millis() as u64,
+        };
+        match self.log.lock() {
+            Ok(mut g) => g.push(entry),
+            Err(p) => p.into_inner().push(entry),
+        }
+    }
+
+    async fn serve_connection(&self, stream: turmoil::net::TcpStream, client: Arc<str>) -> io::Result<()> {
         let mut real = std::net::TcpStream::connect(self.real)?;
         real.set_nodelay(true)?;
         real.set_read_timeout(Some(REAL_REPLY_TIMEOUT))?;
@@ -195,7 +242,8 @@ impl BridgeNode {
         loop {
             while let Some(len) = next_request(&inbox)? {
                 self.wait_while_paused().await;
-                self.pin_clock();
+                let at = self.pin_clock();
+                self.record(&client, &inbox[..len], at);
                 exchange(&mut real, &inbox[..len], &mut reply, &mut chunk)?;
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
                 inbox.drain(..len);
@@ -235,6 +283,16 @@ pub fn next_request(buf: &[u8]) -> io::Result<Option<usize>> {
         Err(e) if e.is_io_error() => Ok(None),
         Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
     }
+}
+
+/// The command name of a complete, canonical request (`*N\r\n$L\r\nNAME…`),
+/// upper-cased; empty if it has none.
+fn command_name(request: &[u8]) -> String {
+    let mut parts = request.splitn(4, |&b| b == b'\n');
+    let _count = parts.next();
+    let _len = parts.next();
+    let name = parts.next().unwrap_or_default();
+    String::from_utf8_lossy(name.strip_suffix(b"\r").unwrap_or(name)).to_ascii_uppercase()
 }
 
 /// The canonical RESP encoding of a command: an array of bulk strings.
@@ -282,5 +340,12 @@ mod tests {
         assert_eq!(next_request(&one[..one.len() - 3]).unwrap(), None);
         assert_eq!(next_request(b"*2\r\n$3\r\nGE").unwrap(), None);
         assert!(next_request(b"+OK\r\n").is_err());
+    }
+
+    #[test]
+    fn names_the_command_of_a_request() {
+        assert_eq!(command_name(b"*2\r\n$7\r\nevalsha\r\n$1\r\nk\r\n"), "EVALSHA");
+        assert_eq!(command_name(b"*1\r\n$4\r\nPING\r\n"), "PING");
+        assert_eq!(command_name(b""), "");
     }
 }

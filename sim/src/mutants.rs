@@ -74,7 +74,61 @@ pub const SCRIPTS: &[ScriptUnderTest] = &[
 /// Mutants known to change nothing observable: `(script, mutated line
 /// (trimmed), reason)`. A survivor listed here is reported as equivalent,
 /// not as a gap.
-pub const EQUIVALENT: &[(&str, &str, &str)] = &[];
+pub const EQUIVALENT: &[(&str, &str, &str)] = &[
+    // lock_acquire.lua
+    ("lock_acquire", "if string.sub(token.err, 0, 9) == 'WRONGTYPE' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
+    ("lock_acquire", "if token >= 9007199254740993 then", "the literal 2^53 + 1 is a Lua number and rounds to 2^53: the same test"),
+    (
+        "lock_acquire",
+        "if token >= 9007199254740991 then",
+        "at 2^53 − 1 the Lua number is still exact, so reading the counter back returns the same token (as a string, which the client parses alike)",
+    ),
+    // fenced_write.lua
+    (
+        "fenced_write",
+        "if #highest > #t or (#highest == #t and highest >= t) then",
+        "equal tokens never get here (the enclosing test is highest ~= t), so > and >= agree",
+    ),
+    ("fenced_write", "return {1, ARGV[1]}", "the client ignores the token echoed with an acceptance"),
+    // Member names only need to be unique; the loop steps past a taken one
+    // in whichever direction and stride.
+    ("sliding_log", "local k = count - stale", "member names need only be unique: the loop steps past taken ones"),
+    ("sliding_log", "k = k - 1", "member names need only be unique: the loop steps past taken ones"),
+    ("sliding_log", "k = k + 2", "member names need only be unique: the loop steps past taken ones"),
+    // sliding_counter.lua: idiv's corrections never fire for the operands
+    // Limit allows (a, b < 2^52): floor(a / b) of such integers is exact in
+    // a double, since b(q + 1) < 2^53 keeps the quotient's rounding below 1.
+    ("sliding_counter", "q = q + 1", "unreachable: the floating quotient of operands below 2^52 never rounds past an integer"),
+    ("sliding_counter", "q = q - 2", "unreachable: the floating quotient of operands below 2^52 never rounds past an integer"),
+    ("sliding_counter", "q = q - 0", "unreachable: the floating quotient of operands below 2^52 never rounds past an integer"),
+    ("sliding_counter", "elseif (q + 2) * b <= a then", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
+    ("sliding_counter", "elseif (q + 1) * b < a then", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
+    ("sliding_counter", "q = q - 1", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
+    ("sliding_counter", "q = q + 2", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
+    ("sliding_counter", "q = q + 0", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
+    ("sliding_counter", "cur = tonumber(state[2]) or 1", "the state hash is always written whole (i, c, p in one HSET): the default never applies"),
+    ("sliding_counter", "prev = tonumber(state[3]) or 1", "the state hash is always written whole (i, c, p in one HSET): the default never applies"),
+    ("sliding_counter", "elseif idx >= stored + 1 then", "idx == stored + 1 is taken by the branch before"),
+    ("sliding_counter", "elseif idx > stored + 0 then", "idx == stored + 1 is taken by the branch before, so idx > stored means idx >= stored + 2"),
+    ("sliding_counter", "elseif idx <= stored then", "at idx == stored the branch sets idx = stored: no change"),
+    ("sliding_counter", "if elapsed <= 0 then", "at elapsed == 0 the branch sets elapsed = 0: no change"),
+    ("sliding_counter", "if elapsed < 1 then", "elapsed is an integer: < 1 adds only elapsed == 0, which the branch leaves at 0"),
+    (
+        "sliding_counter",
+        "if cur <= limit and weighted <= (limit - cur - 1) * window then",
+        "at cur == limit the second test needs weighted <= -window, never true (weighted >= 0)",
+    ),
+    (
+        "sliding_counter",
+        "redis.call('PEXPIRE', key, 3 * window - elapsed)",
+        "a longer life keeps only a state that the bucket test already treats as stale (idx > stored + 1 resets it)",
+    ),
+    (
+        "sliding_counter",
+        "redis.call('PEXPIRE', key, 2 * window + elapsed)",
+        "a longer life keeps only a state that the bucket test already treats as stale (idx > stored + 1 resets it)",
+    ),
+];
 
 /// One mutant: a single edit to one line of one script.
 #[derive(Debug, Clone, Serialize)]

@@ -216,6 +216,9 @@ pub struct RunOutcome {
     pub wall: std::time::Duration,
     /// Commands the bridges forwarded to real servers.
     pub commands: u64,
+    /// Every command each node executed (index = node), in execution order:
+    /// see [`crate::bridge::Execution`].
+    pub executions: Vec<Vec<crate::bridge::Execution>>,
 }
 
 impl RunOutcome {
@@ -533,6 +536,7 @@ impl<'s> World<'s> {
             sim_elapsed: self.sim.elapsed(),
             wall,
             commands,
+            executions: self.bridges.iter().map(|b| b.executions()).collect(),
         })
     }
 

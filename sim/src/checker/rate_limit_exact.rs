@@ -22,9 +22,20 @@
 //!   a denial reports `count = estimate` and the exact wait until the
 //!   condition holds (`scripts/sliding_counter.lua`).
 //!
-//! - **server time**: a decision that read the server's clock reports an
-//!   instant within its request's `[invoke, reply]` (the clock is pinned to
-//!   simulated time), so a `now` derived wrongly from `TIME` is caught.
+//! - **server time**: a decision that read the server's clock reports the
+//!   exact instant the server executed it: the bridge's execution log
+//!   ([`crate::bridge::Execution`]) holds the clock every script of the
+//!   caller ran under, and one of those run between its invoke and reply
+//!   must match. A `now` derived wrongly from `TIME` (a wrong unit, a
+//!   dropped microsecond part, an off-by-one millisecond) is caught.
+//!
+//! - **one request at a time**: a key whose requests never overlapped, all
+//!   answered, within less than a window (so its idle expiry cannot have
+//!   run in between), is replayed decision by decision in the order they
+//!   were sent, through the algorithm's own state: the instants may then go
+//!   backwards (`check_at` with application clocks that disagree), and the
+//!   replay says what each limiter must answer there too. A key whose
+//!   instants go backwards and cannot be replayed is not judged.
 //!
 //! What the history can and cannot tell:
 //!
@@ -53,6 +64,7 @@
 use std::collections::BTreeMap;
 
 use super::{Violation, RATE_LIMIT_EXACT};
+use crate::bridge::Execution;
 use crate::history::{Admission, Event, EventKind, Millis, Op};
 
 /// Which algorithm the decisions must follow.
@@ -79,6 +91,9 @@ pub struct Config {
     /// request may still execute (link latency and timeouts; a held or
     /// paused request runs by the heal).
     pub drain_ms: Millis,
+    /// Unix ms of simulated time 0 (server clocks in the execution log are
+    /// unix ms; decisions are in simulated ms).
+    pub epoch_ms: u64,
 }
 
 /// What the checker found, with how much it could judge.
@@ -92,7 +107,7 @@ pub struct Report {
     pub exact_retry: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Decided {
     t: Millis,
     admitted: bool,
@@ -102,6 +117,7 @@ struct Decided {
     invoke: Millis,
     done: Millis,
     pinned: bool,
+    process: String,
 }
 
 #[derive(Debug, Default)]
@@ -113,8 +129,9 @@ struct Key {
     unknown: Vec<(Millis, Millis)>,
 }
 
-/// Checks every limiter key in `events`.
-pub fn check(events: &[Event], config: Config) -> Report {
+/// Checks every limiter key in `events`; `executions` is the limiter
+/// node's execution log (see the module docs).
+pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Report {
     let mut invoked: BTreeMap<u64, (Millis, Option<Millis>, String)> = BTreeMap::new();
     let mut keys: BTreeMap<String, Key> = BTreeMap::new();
     let unknown_interval = |invoke: Millis, pinned: Option<Millis>| match pinned {
@@ -145,6 +162,7 @@ pub fn check(events: &[Event], config: Config) -> Report {
                 invoke,
                 done: e.time,
                 pinned: pinned.is_some(),
+                process: e.process.clone(),
             }),
             // A denial without its details records nothing and cannot be
             // judged; an admission without them may count anywhere.
@@ -160,18 +178,64 @@ pub fn check(events: &[Event], config: Config) -> Report {
     }
     let mut report = Report::default();
     for (name, mut k) in keys {
+        // A decision that read the server's clock (no pinned instant) must
+        // report the clock one of its caller's scripts ran under between
+        // its invoke and reply. A script that derives `now` wrongly from
+        // `TIME` is otherwise invisible: every instant would be
+        // consistently off, and the windows with them.
+        // Each execution justifies one decision: per caller and reported
+        // instant, there must be as many scripts run at that instant as
+        // decisions claiming it.
+        let mut claims: BTreeMap<(&str, Millis), u64> = BTreeMap::new();
+        for d in k.decided.iter().filter(|d| !d.pinned) {
+            *claims.entry((d.process.as_str(), d.t)).or_default() += 1;
+        }
+        let over = claims.iter().find_map(|(&(process, t), &n)| {
+            let ran = executions
+                .iter()
+                .filter(|x| *x.client == *process && x.command.starts_with("EVAL") && x.server_unix_ms.saturating_sub(config.epoch_ms) == t)
+                .count() as u64;
+            (ran < n).then(|| {
+                (t, format!("{n} decisions of {process} report the server's clock at {t}ms, but only {ran} of its scripts executed then"))
+            })
+        });
+        let clock = over.or_else(|| k.decided.iter().filter(|d| !d.pinned).find_map(|d| {
+            let mut ran = executions
+                .iter()
+                .filter(|x| *x.client == *d.process && x.command.starts_with("EVAL") && (d.invoke..=d.done).contains(&x.sim_ms))
+                .map(|x| x.server_unix_ms.saturating_sub(config.epoch_ms));
+            if ran.clone().any(|t| t == d.t) {
+                return None;
+            }
+            let clocks: Vec<String> = ran.by_ref().take(4).map(|t| format!("{t}ms")).collect();
+            Some((d.t, format!(
+                "{}: it reports the server's clock at {}ms, but the scripts {} ran between its invoke and reply executed at [{}]",
+                describe(d),
+                d.t,
+                d.process,
+                clocks.join(", ")
+            )))
+        }));
+        if let Some((at, why)) = clock {
+            report.decisions += k.decided.len() as u64;
+            report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
+            continue;
+        }
+        match replay(&k, config) {
+            Replayed::Exactly(r) => {
+                report.decisions += k.decided.len() as u64;
+                if let Err((at, why)) = r {
+                    report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
+                }
+                continue;
+            }
+            Replayed::Unjudged => continue,
+            Replayed::NotSequential => {}
+        }
         k.decided.sort_by_key(|d| (d.t, !d.admitted, d.count));
         report.decisions += k.decided.len() as u64;
         let (resets, lenient) = possible_expiries(&k, config.algorithm);
-        // The server's clock is pinned to simulated time, so a decision
-        // that read it (no pinned instant) executed between its request's
-        // invoke and reply. A script that derives `now` wrongly from `TIME`
-        // is otherwise invisible: every instant would be consistently off.
-        let mut found = k
-            .decided
-            .iter()
-            .find(|d| !d.pinned && (d.t < d.invoke || d.t > d.done))
-            .map(|d| (d.t, format!("{}: the server's clock read {}ms outside the request's [{}, {}]ms", describe(d), d.t, d.invoke, d.done)));
+        let mut found = None;
         for j in 0..k.decided.len() {
             if found.is_some() {
                 break;
@@ -209,6 +273,97 @@ pub fn check(events: &[Event], config: Config) -> Report {
         }
     }
     report
+}
+
+/// How many stale entries one sliding-log call trims (`TRIM_BATCH` in
+/// `scripts/sliding_log.lua`): which entries survive matters once instants
+/// go backwards.
+const LOG_TRIM_BATCH: usize = 64;
+
+/// What [`replay`] could do with a key.
+enum Replayed {
+    /// Replayed in send order: the first decision that differs, if any.
+    Exactly(Result<(), (Millis, String)>),
+    /// Its instants go backwards but it cannot be replayed: not judged.
+    Unjudged,
+    /// Concurrent requests (or unknown outcomes) with instants in order:
+    /// for the general judgement.
+    NotSequential,
+}
+
+/// Replays a key whose requests ran one at a time (module docs).
+fn replay(k: &Key, config: Config) -> Replayed {
+    let mut order: Vec<&Decided> = k.decided.iter().collect();
+    order.sort_by_key(|d| (d.invoke, d.done));
+    let backwards = order.windows(2).any(|p| p[1].t < p[0].t);
+    let sequential = k.unknown.is_empty()
+        && order.windows(2).all(|p| p[0].done <= p[1].invoke)
+        && order.first().zip(order.last()).is_some_and(|(a, b)| b.done - a.invoke < k.window);
+    if !sequential {
+        return if backwards { Replayed::Unjudged } else { Replayed::NotSequential };
+    }
+    let (max, w) = (k.limit, k.window);
+    let mut log: Vec<Millis> = Vec::new();
+    let mut buckets: Option<(u64, u64, u64)> = None;
+    for d in order {
+        let (admit, count, retry) = match config.algorithm {
+            Algorithm::Log => {
+                // Every entry not yet out of the window counts, "future"
+                // ones (recorded by a clock ahead of this one) included.
+                // Entries out of the window are trimmed, oldest first and at
+                // most TRIM_BATCH per call, and a trimmed entry is gone for
+                // an instant behind this one too.
+                let mut stale = log.iter().filter(|&&a| a + w <= d.t).count();
+                let trimmed = stale.min(LOG_TRIM_BATCH);
+                log.drain(..trimmed);
+                stale -= trimmed;
+                let count = (log.len() - stale) as u64;
+                if count < max {
+                    log.push(d.t);
+                    log.sort_unstable();
+                    (true, count + 1, None)
+                } else {
+                    let blocking = log[stale + (count - max) as usize];
+                    (false, count, Some(blocking + w - d.t))
+                }
+            }
+            Algorithm::Counter { epoch_ms } => {
+                let now = epoch_ms + d.t;
+                let mut idx = now / w;
+                let (mut c, mut p) = (0, 0);
+                if let Some((i, sc, sp)) = buckets {
+                    (c, p) = (sc, sp);
+                    if idx == i + 1 {
+                        (p, c) = (c, 0);
+                    } else if idx > i + 1 {
+                        (p, c) = (0, 0);
+                    } else if idx < i {
+                        // An instant behind the newest bucket counts in it.
+                        idx = i;
+                    }
+                }
+                let elapsed = now.saturating_sub(idx * w);
+                let decided = counter_decision(max, w, c, p, elapsed);
+                if decided.0 {
+                    buckets = Some((idx, c + 1, p));
+                }
+                decided
+            }
+        };
+        let remaining_ok = !d.admitted || d.remaining.is_none_or(|r| r == max.saturating_sub(d.count));
+        if admit != d.admitted || count != d.count || (!admit && d.retry.is_some() && d.retry != retry) || !remaining_ok {
+            let expected = if admit {
+                format!("admit with count {count} (remaining {})", max.saturating_sub(count))
+            } else {
+                format!("deny with count {count} and retry-after {}ms", retry.unwrap_or_default())
+            };
+            return Replayed::Exactly(Err((
+                d.t,
+                format!("{}: replayed one request at a time in send order, the limiter must {expected}", describe(d)),
+            )));
+        }
+    }
+    Replayed::Exactly(Ok(()))
 }
 
 /// The instant from which a limiter key set by an admission at `p` holds
@@ -414,7 +569,37 @@ mod tests {
     use super::*;
     use crate::history::History;
 
-    const LOG: Config = Config { algorithm: Algorithm::Log, last_heal_ms: 0, drain_ms: 0 };
+    const LOG: Config = Config { algorithm: Algorithm::Log, last_heal_ms: 0, drain_ms: 0, epoch_ms: 0 };
+
+    /// The execution log a faithful server gives `h`: every script ran
+    /// at the instant its decision reports.
+    fn ran(h: &History) -> Vec<Execution> {
+        h.events()
+            .iter()
+            .filter_map(|e| match &e.op {
+                Op::RateLimit { server_ms: Some(t), pinned_ms: None, .. } if e.kind == EventKind::Ok => Some(Execution {
+                    client: e.process.as_str().into(),
+                    command: "EVALSHA".into(),
+                    server_unix_ms: *t,
+                    sim_ms: e.time,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_decision_must_report_the_clock_its_script_ran_under() {
+        let h = History::new();
+        admit(&h, 10, 1);
+        let mut log = ran(&h);
+        assert_eq!(check(&h.events(), &log, LOG).violations, vec![]);
+        // The script ran at 10 ms; a `now` one millisecond early is wrong.
+        log[0].server_unix_ms = 11;
+        let v = check(&h.events(), &log, LOG).violations;
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("executed at [11ms]"), "{}", v[0].detail);
+    }
 
     fn op(admission: Option<Admission>, t: Option<u64>, count: Option<u64>, pinned: Option<u64>) -> Op {
         Op::RateLimit {
@@ -462,7 +647,7 @@ mod tests {
         deny(&h, 109, 3, 1);
         admit(&h, 110, 3);
         deny(&h, 111, 3, 9);
-        let r = check(&h.events(), LOG);
+        let r = check(&h.events(), &ran(&h), LOG);
         assert_eq!(r.violations, vec![]);
         assert_eq!(r.exact_retry, 3);
     }
@@ -475,7 +660,7 @@ mod tests {
         admit(&h, 20, 2);
         admit(&h, 30, 3);
         deny(&h, 110, 3, 1);
-        let r = check(&h.events(), LOG);
+        let r = check(&h.events(), &ran(&h), LOG);
         assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
         assert!(r.violations[0].detail.contains("denial at 110ms"), "{:?}", r.violations);
     }
@@ -487,13 +672,13 @@ mod tests {
         admit(&h, 20, 2);
         admit(&h, 30, 3);
         deny(&h, 50, 3, 61); // off by one: must be 60
-        let r = check(&h.events(), LOG);
+        let r = check(&h.events(), &ran(&h), LOG);
         assert!(r.violations[0].detail.contains("retry-after must be 60ms"), "{:?}", r.violations);
 
         let h = History::new();
         admit(&h, 10, 1);
         admit(&h, 20, 1); // must be 2
-        assert_eq!(check(&h.events(), LOG).violations.len(), 1);
+        assert_eq!(check(&h.events(), &ran(&h), LOG).violations.len(), 1);
     }
 
     #[test]
@@ -505,20 +690,20 @@ mod tests {
         unknown(&h, 15);
         admit(&h, 20, 3);
         deny(&h, 30, 3, 70);
-        let r = check(&h.events(), Config { algorithm: Algorithm::Log, last_heal_ms: 0, drain_ms: 1000 });
+        let r = check(&h.events(), &ran(&h), Config { algorithm: Algorithm::Log, last_heal_ms: 0, drain_ms: 1000, epoch_ms: 0 });
         assert_eq!(r.violations, vec![]);
         assert_eq!(r.exact_retry, 0);
         // Without the unknown request the same counts are convicted.
         let h = History::new();
         admit(&h, 10, 1);
         admit(&h, 20, 3);
-        assert_eq!(check(&h.events(), LOG).violations.len(), 1);
+        assert_eq!(check(&h.events(), &ran(&h), LOG).violations.len(), 1);
     }
 
     #[test]
     fn counter_recomputation_both_ways() {
         // 3 per 100ms, epoch 0: buckets [0,100), [100,200).
-        let cfg = Config { algorithm: Algorithm::Counter { epoch_ms: 0 }, last_heal_ms: 0, drain_ms: 0 };
+        let cfg = Config { algorithm: Algorithm::Counter { epoch_ms: 0 }, last_heal_ms: 0, drain_ms: 0, epoch_ms: 0 };
         let h = History::new();
         admit(&h, 90, 1);
         admit(&h, 95, 2);
@@ -528,14 +713,14 @@ mod tests {
         deny(&h, 110, 3, 24);
         // At 134 (e = 34): weighted 198 <= 200: admitted, count ceil(1.98)+0+1 = 3.
         admit(&h, 134, 3);
-        assert_eq!(check(&h.events(), cfg).violations, vec![]);
+        assert_eq!(check(&h.events(), &ran(&h), cfg).violations, vec![]);
 
         let h = History::new();
         admit(&h, 90, 1);
         admit(&h, 95, 2);
         admit(&h, 99, 3);
         deny(&h, 134, 3, 1); // must have been admitted
-        let r = check(&h.events(), cfg);
+        let r = check(&h.events(), &ran(&h), cfg);
         assert_eq!(r.violations.len(), 1);
         assert!(r.violations[0].detail.contains("must admit"), "{:?}", r.violations);
     }

@@ -133,6 +133,18 @@ const COMMON: &[Situation] = &[
         meaning: "a burst larger than the log's trim batch (64) was admitted in one millisecond and, one window later, a second burst on that key was decided",
     },
     Situation {
+        name: "server-clock-read-at-a-seconds-last-ms",
+        meaning: "a decision on the server's own clock executed at the last millisecond of a second (TIME's microseconds at 999xxx: where a wrong unit conversion shows)",
+    },
+    Situation {
+        name: "trim-batch-edge",
+        meaning: "more entries than one call trims (64) left the window at once, and an instant one millisecond behind then counted the untrimmed rest (replayed exactly)",
+    },
+    Situation {
+        name: "skewed-clocks-went-backwards",
+        meaning: "check_at instants from two application clocks that disagree went backwards on one key, and every decision was replayed exactly",
+    },
+    Situation {
         name: "pinned-ahead-skipped-a-bucket",
         meaning: "check_at instants ahead of the server's clock skipped a whole window while the key's state was still alive",
     },
@@ -337,7 +349,12 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup
         let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
         let own = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
         let ahead = Arc::new(Limiter::new(variant, actor.connection(0), Limit::new(base.max, Duration::from_millis(base.window_ms))?, actor.seed()));
-        Some((actor.spawn(mass_expiry(actor.clone(), own, setup)), actor.spawn(pinned_ahead(actor.clone(), ahead, base))))
+        let skew = Arc::new(Limiter::new(variant, actor.connection(0), Limit::new(base.max, Duration::from_millis(base.window_ms))?, actor.seed()));
+        Some((
+            actor.spawn(mass_expiry(actor.clone(), own, setup)),
+            actor.spawn(pinned_ahead(actor.clone(), ahead, base)),
+            actor.spawn(skewed_clocks(actor.clone(), skew, base)),
+        ))
     } else {
         None
     };
@@ -362,9 +379,10 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup
     if let Some(p) = prober {
         let _ = p.await;
     }
-    if let Some((m, a)) = mass {
+    if let Some((m, a, k)) = mass {
         let _ = m.await;
         let _ = a.await;
+        let _ = k.await;
     }
     Ok(())
 }
@@ -375,16 +393,45 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup
 /// of that millisecond must count the stale rest correctly and name new
 /// entries around the ones already there; random timing never lines up
 /// more than a handful of entries like this.
+/// Then the same edge one request at a time ([`trim_then_back`]).
 async fn mass_expiry(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
+    burst_then_expiry(&actor, &limiter, setup).await;
+    trim_then_back(&actor, &limiter, setup).await;
+}
+
+/// The trim batch's edge, one request at a time: `64 + k` admissions pinned
+/// at `t`, one at `t + W` (all `64 + k` are stale; the log trims 64 and
+/// counts the `k` left as stale), then one at `t + W − 1`, an instant
+/// behind: there the `k` untrimmed entries are back in the window, and how
+/// many there are says exactly how many the call before trimmed. The
+/// requests never overlap, so `rate-limit-exact` replays them in order.
+async fn trim_then_back(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) {
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-trim-edge"));
+    let w = setup.window_ms;
+    let start = actor.now();
+    let t = start + rng.random_range(0..w);
+    let n = 64 + rng.random_range(1..=6u64);
+    let instants = (0..n).map(|_| t).chain([t + w, t + w - 1]);
+    for at in instants {
+        if one_request(actor.clone(), Arc::clone(limiter), setup, "probe-trim".to_string(), Some(at)).await.is_none() {
+            return;
+        }
+    }
+    if actor.now() - start < w {
+        actor.reached("trim-batch-edge");
+    }
+}
+
+async fn burst_then_expiry(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) {
     let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-mass-expiry"));
     let first = rng.random_range(100..=PROBE_END_MS - setup.window_ms - 200);
     let mut known = true;
     let mut admitted_late = 0;
     for (at, n) in [(first, MASS_LIMIT as u32), (first + setup.window_ms, MASS_SECOND)] {
-        until(&actor, at).await;
+        until(actor, at).await;
         let at = actor.now();
         let tasks: Vec<_> = (0..n)
-            .map(|_| actor.spawn(one_request(actor.clone(), Arc::clone(&limiter), setup, "probe-mass".to_string(), Some(at))))
+            .map(|_| actor.spawn(one_request(actor.clone(), Arc::clone(limiter), setup, "probe-mass".to_string(), Some(at))))
             .collect();
         for t in tasks {
             match t.await {
@@ -395,6 +442,79 @@ async fn mass_expiry(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
     }
     if known && admitted_late >= 2 {
         actor.reached("mass-expiry");
+    }
+}
+
+/// The server's clock across a second: one `check` (no pinned instant) per
+/// millisecond from 30 ms before two seeded whole seconds to 4 ms after, so
+/// that, whatever the link latency, some script reads `TIME` with its
+/// microseconds at 999xxx. A script that turns microseconds into
+/// milliseconds with the wrong divisor is off only there (or off by one
+/// everywhere else); `rate-limit-exact` compares every such `now` with the
+/// clock the bridge ran the script under. It is an actor of its own
+/// (`clock-prober`), so that every script its host sends is one of these
+/// requests and each reported `now` can be matched to its execution.
+async fn second_edge(actor: Actor, variant: Variant, setup: Setup) -> ActorResult {
+    // Requests on one connection arrive in order, so their executions
+    // bunch up behind a slow one; four connections spread them out.
+    let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
+    let limiters: Vec<Arc<Limiter>> =
+        (0..4).map(|_| Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()))).collect();
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-second-edge"));
+    // Simulated time 0 is a whole second of unix time (the pinned epoch).
+    let first = rng.random_range(1..PROBE_END_MS / 1000);
+    let mut tasks = Vec::new();
+    for second in [1000 * first, 1000 * (first + 1)] {
+        for (i, at) in (second - 30..second + 4).enumerate() {
+            until(&actor, at).await;
+            let limiter = Arc::clone(&limiters[i % limiters.len()]);
+            tasks.push(actor.spawn(one_request(actor.clone(), limiter, setup, "probe-second".to_string(), None)));
+        }
+    }
+    let mut last_ms = false;
+    for t in tasks {
+        if let Ok(Some(d)) = t.await {
+            last_ms |= d.at_ms() % 1000 == 999;
+        }
+    }
+    if last_ms {
+        actor.reached("server-clock-read-at-a-seconds-last-ms");
+    }
+    Ok(())
+}
+
+/// Two application servers whose clocks disagree, sharing one key through
+/// `check_at` with their own clocks: one runs up to 1.5 windows ahead of
+/// simulated time, the other up to a window behind, and their sequential
+/// requests interleave at random, so the pinned instants go backwards
+/// across buckets and windows. Each limiter documents what it does then
+/// (the log counts every entry not yet out of the window, "future" ones
+/// included; the counter keeps counting in its newest bucket); the requests
+/// never overlap and span less than a window, so `rate-limit-exact` can
+/// replay them one by one with no expiry in between.
+async fn skewed_clocks(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-skew"));
+    let w = setup.window_ms;
+    until(&actor, rng.random_range(w..=PROBE_END_MS - w)).await;
+    let start = actor.now();
+    let ahead = rng.random_range(1..=w + w / 2);
+    let behind = rng.random_range(1..=w);
+    let mut known = true;
+    let mut backwards = false;
+    let mut last = None;
+    for _ in 0..rng.random_range(10..=18) {
+        let now = actor.now();
+        let at = if rng.random_bool(0.5) { now + ahead } else { now - behind };
+        backwards |= last.is_some_and(|l| at < l);
+        last = Some(at);
+        if one_request(actor.clone(), Arc::clone(&limiter), setup, "probe-skew".to_string(), Some(at)).await.is_none() {
+            known = false;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..=10))).await;
+    }
+    if known && backwards && actor.now() - start < w {
+        actor.reached("skewed-clocks-went-backwards");
     }
 }
 
@@ -585,6 +705,9 @@ pub fn run_planned(
         let flush = if i == flusher { flush_at } else { None };
         world.actor(format!("client-{i}"), move |actor| client(actor, variant, bursts, setup, flush));
     }
+    if correct {
+        world.actor("clock-prober", move |actor| second_edge(actor, variant, setup));
+    }
     let last_heal = schedule.faults.iter().map(|f| f.end()).max().unwrap_or(0);
     world.nemesis(schedule);
     let run = world.run()?;
@@ -614,8 +737,8 @@ pub fn run_planned(
             Variant::Counter => rate_limit_exact::Algorithm::Counter { epoch_ms },
             _ => rate_limit_exact::Algorithm::Log,
         };
-        let config = rate_limit_exact::Config { algorithm, last_heal_ms: last_heal, drain_ms: DRAIN_MS };
-        let exact = rate_limit_exact::check(&outcome.history, config);
+        let config = rate_limit_exact::Config { algorithm, last_heal_ms: last_heal, drain_ms: DRAIN_MS, epoch_ms };
+        let exact = rate_limit_exact::check(&outcome.history, &run.executions[0], config);
         outcome.violations.extend(exact.violations);
         let settle = last_heal + DRAIN_MS;
         outcome.violations.extend(rate_limit_liveness::check(&outcome.history, settle));
