@@ -106,6 +106,8 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     ("sliding_counter", "q = q - 1", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
     ("sliding_counter", "q = q + 2", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
     ("sliding_counter", "q = q + 0", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
+    ("sliding_counter", "-- removed: q = q - 1", "unreachable: the floating quotient of operands below 2^52 never rounds past an integer"),
+    ("sliding_counter", "-- removed: q = q + 1", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
     ("sliding_counter", "cur = tonumber(state[2]) or 1", "the state hash is always written whole (i, c, p in one HSET): the default never applies"),
     ("sliding_counter", "prev = tonumber(state[3]) or 1", "the state hash is always written whole (i, c, p in one HSET): the default never applies"),
     ("sliding_counter", "elseif idx >= stored + 1 then", "idx == stored + 1 is taken by the branch before"),
@@ -200,6 +202,13 @@ pub fn generate(script: &ScriptUnderTest) -> Vec<Mutant> {
                 edits.push((at, len, (n - 1).to_string(), format!("{n} -> {}", n - 1)));
             }
         }
+        if is_plain_statement(code) {
+            // Statement deletion: the line's effect (a write, an expiry, an
+            // update of a local) never happens.
+            let indent = code.len() - code.trim_start().len();
+            let statement = code.trim();
+            edits.push((indent, code.trim_end().len() - indent, format!("-- removed: {statement}"), "delete statement".to_string()));
+        }
         edits.sort_by_key(|(at, ..)| *at);
         for (at, len, replacement, operator) in edits {
             let mutated_line = format!("{}{}{}", &line[..at], replacement, &line[at + len..]);
@@ -219,6 +228,24 @@ pub fn generate(script: &ScriptUnderTest) -> Vec<Mutant> {
         }
     }
     out
+}
+
+/// Whether a line of code is one whole statement that can be deleted and
+/// still leave a valid script: a bare `redis.call(...)` or an assignment to
+/// existing variables (not a declaration, a branch, a loop or a return).
+fn is_plain_statement(code: &str) -> bool {
+    let c = code.trim();
+    if c.starts_with("redis.call(") || c.starts_with("redis.pcall(") {
+        return c.ends_with(')');
+    }
+    let Some((lhs, rhs)) = c.split_once(" = ") else { return false };
+    !rhs.is_empty()
+        && !lhs.is_empty()
+        && lhs.split(',').all(|v| {
+            let v = v.trim();
+            !v.is_empty() && v.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') && !v.starts_with(|ch: char| ch.is_ascii_digit())
+        })
+        && !["local", "if", "elseif", "while", "for", "return", "function"].iter().any(|k| lhs.trim().split_whitespace().next() == Some(*k))
 }
 
 fn display(to: &str) -> &str {
@@ -449,6 +476,7 @@ mod tests {
         assert!(lines.contains(&"if x <= 2 and y == 'a<b' then".to_string()), "{lines:?}");
         assert!(lines.contains(&"return KEYS[1]".to_string()), "{lines:?}");
         assert!(lines.contains(&"return KEYS[3]".to_string()), "{lines:?}");
+        assert!(ms.iter().all(|m| m.operator != "delete statement"), "nothing here is a plain statement");
         // Nothing from the comment line or inside the string literal.
         assert!(ms.iter().all(|m| m.line != 1), "{lines:?}");
         assert!(lines.iter().all(|l| !l.contains("'a<=b'")), "{lines:?}");
@@ -458,6 +486,21 @@ mod tests {
             assert_ne!(m.text, TOY.text);
             assert_eq!(m.text.lines().count(), TOY.text.lines().count());
         }
+    }
+
+    #[test]
+    fn statement_deletion_takes_whole_statements_only() {
+        assert!(is_plain_statement("  redis.call('PEXPIRE', key, window)"));
+        assert!(is_plain_statement("    prev, cur = cur, 0"));
+        assert!(is_plain_statement("  k = k + 1"));
+        assert!(!is_plain_statement("local k = 1"));
+        assert!(!is_plain_statement("if x == 1 then"));
+        assert!(!is_plain_statement("return redis.call('DEL', KEYS[1])"));
+        assert!(!is_plain_statement("while redis.call('ZADD', key) == 0 do"));
+        let toy = ScriptUnderTest { name: "toy", text: "local x = 1\n  x = x + 1\nreturn x\n", scenarios: &[] };
+        let deleted: Vec<_> = generate(&toy).into_iter().filter(|m| m.operator == "delete statement").collect();
+        assert_eq!(deleted.len(), 1);
+        assert_eq!(deleted[0].text, "local x = 1\n  -- removed: x = x + 1\nreturn x\n");
     }
 
     #[test]

@@ -30,6 +30,18 @@ use redis_primitives_testkit::{RedisServer, ServerConfig, ServerError};
 
 use crate::clock::ServerClock;
 
+
+/// A key a run left on a server ([`ServerNode::keys`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAtEnd {
+    /// Its name.
+    pub key: String,
+    /// Its `TYPE` (`string`, `hash`, `zset`, ...).
+    pub kind: String,
+    /// Its `PTTL` in ms (−1: no expiry).
+    pub pttl_ms: i64,
+}
+
 /// Where `build.rs` put the clock library when this crate was compiled.
 const BUILT_CLOCK_LIB: &str = env!("RP_CLOCK_LIB");
 
@@ -234,6 +246,24 @@ impl ServerNode {
         Ok(())
     }
 
+    /// Every key on the server with its type and `PTTL` (ms; −1 = no
+    /// expiry), sorted by name: what a run left behind. Read directly, not
+    /// through the simulation, while the clock is still pinned at the run's
+    /// last instant, so the expiries are those of that instant.
+    pub fn keys(&self) -> Result<Vec<KeyAtEnd>, SetupError> {
+        let io = |e: redis::RedisError| SetupError::Simulation(format!("reading the keys of {}: {e}", self.url()));
+        let mut conn = redis::Client::open(self.url()).map_err(io)?.get_connection().map_err(io)?;
+        let mut names: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).map_err(io)?;
+        names.sort();
+        let mut out = Vec::with_capacity(names.len());
+        for key in names {
+            let (kind, pttl_ms): (String, i64) =
+                redis::pipe().cmd("TYPE").arg(&key).cmd("PTTL").arg(&key).query(&mut conn).map_err(io)?;
+            out.push(KeyAtEnd { key, kind, pttl_ms });
+        }
+        Ok(out)
+    }
+
     /// Kills the process and starts a new one on the same port (same clock
     /// file), with no data: a real crash and restart.
     pub fn restart(&mut self) -> Result<(), SetupError> {
@@ -251,12 +281,18 @@ impl ServerNode {
     }
 
     /// Clock released, data and scripts flushed; restarted first if stopped.
+    /// A server that refuses the flush (still `BUSY` in a script a previous
+    /// run left looping, say) is restarted: every run starts clean.
     pub fn reset(&mut self) -> Result<(), SetupError> {
         self.clock.release();
         if !self.server.is_running() {
             self.restart()?;
         }
-        self.flush()
+        if self.flush().is_err() {
+            self.restart()?;
+            self.flush()?;
+        }
+        Ok(())
     }
 }
 

@@ -219,6 +219,9 @@ pub struct RunOutcome {
     /// Every command each node executed (index = node), in execution order:
     /// see [`crate::bridge::Execution`].
     pub executions: Vec<Vec<crate::bridge::Execution>>,
+    /// The keys each node held when the run ended (index = node), read at
+    /// the run's last instant: what `key-lifetimes` judges.
+    pub keys_at_end: Vec<Vec<crate::servers::KeyAtEnd>>,
 }
 
 impl RunOutcome {
@@ -524,6 +527,19 @@ impl<'s> World<'s> {
             }
         }
         let wall = started.elapsed();
+        // A server that cannot list its keys now (`BUSY` in a script that
+        // never ends) has answered with an error: that is the finding, not
+        // a set-up failure, so it goes into the history for error-replies.
+        let keys_at_end = (0..self.bridges.len())
+            .map(|i| match self.servers.node(i).map(|n| n.keys()) {
+                Some(Ok(keys)) => keys,
+                Some(Err(e)) => {
+                    self.history.observe("harness", Op::ErrorReply { message: format!("at the end of the run, {e}") });
+                    Vec::new()
+                }
+                None => Vec::new(),
+            })
+            .collect();
         let commands = self
             .bridges
             .iter()
@@ -537,6 +553,7 @@ impl<'s> World<'s> {
             wall,
             commands,
             executions: self.bridges.iter().map(|b| b.executions()).collect(),
+            keys_at_end,
         })
     }
 

@@ -20,6 +20,7 @@ pub mod election;
 pub mod error_replies;
 pub mod fencing_tokens;
 pub mod guarded_body;
+pub mod key_lifetimes;
 pub mod lock_liveness;
 pub mod lock_replies;
 pub mod mutual_exclusion;
@@ -71,6 +72,11 @@ pub const LIVENESS: &str = "liveness";
 /// never writes is refused with a typed error naming it, and nothing
 /// changes; a counter it can advance gives the exact next token.
 pub const CORRUPT_STATE: &str = "corrupt-state";
+
+/// Name of the key-lifetimes invariant: keys a correct primitive leaves
+/// behind expire as documented (leases and limiter keys within their bound,
+/// fence counters and fenced entries never).
+pub const KEY_LIFETIMES: &str = "key-lifetimes";
 
 /// Name of the error-replies invariant: Redis never answers a correct
 /// primitive with an error the run did not provoke.
@@ -135,6 +141,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         ERROR_REPLIES,
         "Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) when nothing corrupted its keys",
+    ),
+    (
+        KEY_LIFETIMES,
+        "every key a correct primitive leaves behind expires as documented: a lease within its TTL, a limiter key once it can no longer count, a fence counter or fenced entry never",
     ),
     (
         CORRUPT_STATE,

@@ -29,6 +29,7 @@
 //! window, failover (a stall longer than the lease, until another node
 //! leads) and hand-over (from `stop()` until another node leads).
 
+use crate::checker::key_lifetimes::{Life, Rule};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
@@ -560,6 +561,12 @@ pub fn run_planned(
     violations.extend(checker::stale_overwrite::check(events));
     if variant == Variant::Election {
         violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
+        let rules = [
+            Rule { prefix: "election:{", suffix: "}:fence", life: Life::Forever, what: "epoch counter" },
+            Rule { prefix: "election:{", suffix: "}", life: Life::AtMost(planned.lease_ms), what: "leadership lease" },
+            Rule { prefix: "fenced:{", suffix: "}", life: Life::Forever, what: "fenced entry" },
+        ];
+        violations.extend(checker::key_lifetimes::check(0, &run.keys_at_end[0], &rules, &[]));
         violations.extend(checker::election::check_deadlines(
             events,
             ELECTION_NAME,

@@ -37,6 +37,7 @@ use redis_primitives::{FencedStore, Lock, OwnerSource, Ttl, WriteOutcome};
 
 use super::Outcome;
 use crate::checker::mutual_exclusion::{self, Policy};
+use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::checker::{corrupt_state, fencing_tokens, guarded_body, lock_liveness, lock_replies, stale_overwrite};
 use crate::history::{GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, FaultClass, Profile, Schedule};
@@ -230,6 +231,23 @@ impl LockWorkload {
             outcome.violations.extend(lock_replies::check(&outcome.history));
             outcome.violations.extend(guarded_body::check(&outcome.history));
             outcome.violations.extend(corrupt_state::check(&outcome.history));
+            let longest = outcome
+                .history
+                .iter()
+                .filter_map(|e| match e.op {
+                    Op::Acquire { ttl_ms, .. } | Op::Extend { ttl_ms, .. } => Some(ttl_ms),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(self.ttl_ms);
+            let rules = [
+                Rule { prefix: "lock:{", suffix: "}:fence", life: Life::Forever, what: "fence counter" },
+                Rule { prefix: "lock:{", suffix: "}", life: Life::AtMost(longest), what: "lease" },
+                Rule { prefix: "fenced:{", suffix: "}", life: Life::Forever, what: "fenced entry" },
+            ];
+            for (node, keys) in run.keys_at_end.iter().enumerate() {
+                outcome.violations.extend(key_lifetimes::check(node, keys, &rules, &["probe-corrupt"]));
+            }
             let live = lock_liveness::check(&outcome.history, "reader", self.ttl_ms);
             if live.is_empty() && outcome.history.iter().any(|e| e.process == "reader" && matches!(e.op, Op::Retry { token: Some(_), .. })) {
                 outcome.reach(situation::LOCK_FREE_AFTER_HEAL);

@@ -58,6 +58,7 @@ use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, Slidin
 use redis_primitives::OwnerSource;
 
 use super::{outcome_from, Outcome, Situation};
+use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::checker::rate_limit::{self, Allowance};
 use crate::checker::{rate_limit_exact, rate_limit_liveness};
 use crate::history::{Admission, Event, EventKind, Millis, Op};
@@ -740,6 +741,14 @@ pub fn run_planned(
         let config = rate_limit_exact::Config { algorithm, last_heal_ms: last_heal, drain_ms: DRAIN_MS, epoch_ms };
         let exact = rate_limit_exact::check(&outcome.history, &run.executions[0], config);
         outcome.violations.extend(exact.violations);
+        // An idle key goes once it can no longer count: the log's newest
+        // entry leaves the window after W, the counter's bucket matters
+        // until the end of the next one.
+        let rule = match variant {
+            Variant::Counter => Rule { prefix: "rate-counter:{", suffix: "}", life: Life::AtMost(2 * plan.window_ms), what: "limiter key" },
+            _ => Rule { prefix: "rate-log:{", suffix: "}", life: Life::AtMost(plan.window_ms), what: "limiter key" },
+        };
+        outcome.violations.extend(key_lifetimes::check(0, &run.keys_at_end[0], &[rule], &[]));
         let settle = last_heal + DRAIN_MS;
         outcome.violations.extend(rate_limit_liveness::check(&outcome.history, settle));
         for s in reached(&outcome.history, setup, settle) {

@@ -39,6 +39,7 @@
 //!   there expire at once; client-1 wins 0, 1, 3 and 4 — a second majority
 //!   while client-0's validity still runs.
 
+use crate::checker::key_lifetimes::{Life, Rule};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -660,6 +661,12 @@ pub fn run_planned(
     violations.extend(redlock_votes::check(events, &setup));
     violations.extend(redlock_rounds::check(events, &setup));
     violations.extend(redlock_liveness::check(events, &setup));
+    if variant == Variant::Correct {
+        let rule = Rule { prefix: "redlock:{", suffix: "}", life: Life::AtMost(plan.ttl_ms), what: "Redlock key" };
+        for (node, keys) in run.keys_at_end.iter().enumerate() {
+            violations.extend(crate::checker::key_lifetimes::check(node, keys, &[rule], &[]));
+        }
+    }
     outcome.violations.extend(violations);
     let mut h = Histograms::new();
     stats::record_acquire_latency(&outcome.history, &mut h);
