@@ -477,9 +477,35 @@ pub enum Op {
     /// Redis answered a request with an error reply (a script error, a
     /// `CORRUPT`/`WRONGTYPE` refusal, anything but the `NOSCRIPT` the library
     /// recovers from), recorded by the connection itself (see
-    /// [`crate::net::SimConnection`]); judged by `error-replies`.
+    /// [`crate::net::SimConnection`]); judged by `unexpected-errors`.
     ErrorReply {
         /// The error as the client saw it.
+        message: String,
+    },
+    /// Observation: what a held `Lease`'s accessors said at this instant
+    /// (the holder asked `is_trusted()` here); judged by `lease-views`.
+    LeaseView {
+        /// `Lease::name`.
+        name: String,
+        /// `Lease::key`.
+        key: String,
+        /// `Lease::token`.
+        token: u64,
+        /// `Lease::ttl`, in ms.
+        ttl_ms: u64,
+        /// `Lease::sent_at`, in simulated ms.
+        sent_ms: Millis,
+        /// `Lease::local_deadline`, in simulated ms (truncated).
+        deadline_ms: Millis,
+        /// `Lease::is_trusted()`.
+        trusted: bool,
+    },
+    /// A library call returned an error that no fault explains (anything
+    /// but a timeout or a lost connection, `Error::outcome_is_unknown`),
+    /// recorded by [`crate::world::Actor::errored`]; judged by
+    /// `unexpected-errors`.
+    LibraryError {
+        /// The error as the library displays it.
         message: String,
     },
     /// The corruption probe planted a key, called the library and read the
@@ -523,6 +549,8 @@ impl Op {
             Op::Reached { .. } => "reached",
             Op::ErrorReply { .. } => "error-reply",
             Op::StateProbe { .. } => "state-probe",
+            Op::LibraryError { .. } => "library-error",
+            Op::LeaseView { .. } => "lease-view",
             Op::Note { .. } => "note",
         }
     }
@@ -657,6 +685,12 @@ impl fmt::Display for Op {
             Op::Fault { description } => write!(f, "fault: {description}"),
             Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
+            Op::LibraryError { message } => write!(f, "library error: {message}"),
+            Op::LeaseView { name, key, token, ttl_ms, sent_ms, deadline_ms, trusted } => write!(
+                f,
+                "lease-view {name} key={key} token={token} ttl={ttl_ms}ms sent={sent_ms}ms trusted-until={deadline_ms}ms -> {}",
+                if *trusted { "trusted" } else { "not trusted" }
+            ),
             Op::StateProbe { planted, reply, after } => write!(f, "state-probe {planted:?} -> {reply:?}, after {after:?}"),
             Op::Note { text } => write!(f, "note: {text}"),
         }

@@ -32,7 +32,7 @@
 //! loading the script) is also written into the history as an
 //! [`Op::ErrorReply`] when the connection belongs to an actor
 //! ([`SimConnection::record_errors`]): a correct primitive whose keys
-//! nobody corrupted never gets one, and the `error-replies` checker says so.
+//! nobody corrupted never gets one, and the `unexpected-errors` checker says so.
 //! Recording it here, where every reply passes, rather than at each call
 //! site means a script that fails (a nil argument, a `CORRUPT` refusal of
 //! a value the library itself wrote) cannot hide behind a scenario that

@@ -315,7 +315,7 @@ impl Actor {
     }
 
     /// Like [`Actor::connection`], but the error replies it receives are
-    /// not recorded as [`Op::ErrorReply`] (see `checker::error_replies`):
+    /// not recorded as [`Op::ErrorReply`] (see `checker::unexpected_errors`):
     /// for a workload that provokes them on purpose, such as the
     /// corruption probe, which plants values the library must refuse.
     pub fn connection_expecting_errors(&self, node: usize) -> SimConnection {
@@ -377,6 +377,19 @@ impl Actor {
     /// Completes an operation: outcome unknown (timeout, dropped connection).
     pub fn info(&self, id: OpId, op: Op) {
         self.history.complete(id, &self.name, EventKind::Info, op)
+    }
+
+    /// Completes an operation that returned a library error: as `info` (a
+    /// timeout or a lost connection leaves its outcome unknown), and, when
+    /// no fault explains the error (`!e.outcome_is_unknown()`: a refusal of
+    /// corrupt state, a reply of the wrong shape, a script error), also as
+    /// an [`Op::LibraryError`], which `unexpected-errors` convicts: a
+    /// correct primitive whose keys nobody corrupted never returns one.
+    pub fn errored(&self, id: OpId, op: Op, e: &redis_primitives::Error) {
+        self.info(id, op);
+        if !e.outcome_is_unknown() {
+            self.observe(Op::LibraryError { message: e.to_string() });
+        }
     }
 
     /// Records an observation (no invoke).
@@ -529,7 +542,7 @@ impl<'s> World<'s> {
         let wall = started.elapsed();
         // A server that cannot list its keys now (`BUSY` in a script that
         // never ends) has answered with an error: that is the finding, not
-        // a set-up failure, so it goes into the history for error-replies.
+        // a set-up failure, so it goes into the history for unexpected-errors.
         let keys_at_end = (0..self.bridges.len())
             .map(|i| match self.servers.node(i).map(|n| n.keys()) {
                 Some(Ok(keys)) => keys,

@@ -36,7 +36,9 @@ pub struct Rule {
 }
 
 /// Checks the keys of one node against `rules`; the first matching rule
-/// applies, keys no rule matches are not judged, and keys whose name
+/// applies. The rules are the family's whole documented key layout, so a
+/// key no rule matches is a violation too (a primitive writing where it
+/// says it does not: a wrong prefix, a lost hash tag). Keys whose name
 /// contains one of `skip` (planted on purpose, such as the corruption
 /// probe's) are left alone.
 pub fn check(node: usize, keys: &[KeyAtEnd], rules: &[Rule], skip: &[&str]) -> Vec<Violation> {
@@ -46,6 +48,11 @@ pub fn check(node: usize, keys: &[KeyAtEnd], rules: &[Rule], skip: &[&str]) -> V
             continue;
         }
         let Some(rule) = rules.iter().find(|r| k.key.starts_with(r.prefix) && k.key.ends_with(r.suffix)) else {
+            out.push(Violation::new(
+                KEY_LIFETIMES,
+                None,
+                format!("redis-{node}: stray key `{}` ({}): no key this primitive documents is named like it", k.key, k.kind),
+            ));
             continue;
         };
         let wrong = match rule.life {
@@ -82,8 +89,10 @@ mod tests {
 
     #[test]
     fn leases_expire_in_time_and_fences_never() {
-        let fine = [key("lock:{a}", 120), key("lock:{a}:fence", -1), key("other", -1)];
+        let fine = [key("lock:{a}", 120), key("lock:{a}:fence", -1)];
         assert!(check(0, &fine, RULES, &[]).is_empty());
+        let stray = check(0, &[key("xyzzy", -1)], RULES, &[]);
+        assert!(stray.len() == 1 && stray[0].detail.contains("stray key `xyzzy`"), "{stray:?}");
         let v = check(0, &[key("lock:{a}", -1), key("lock:{a}:fence", 5000), key("lock:{b}", 301)], RULES, &[]);
         assert_eq!(v.len(), 3, "{v:?}");
         assert!(v[0].detail.contains("no expiry") && v[1].detail.contains("never expire") && v[2].detail.contains("beyond"));

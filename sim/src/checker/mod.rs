@@ -17,10 +17,11 @@ use crate::history::Millis;
 
 pub mod corrupt_state;
 pub mod election;
-pub mod error_replies;
+pub mod unexpected_errors;
 pub mod fencing_tokens;
 pub mod guarded_body;
 pub mod key_lifetimes;
+pub mod lease_views;
 pub mod lock_liveness;
 pub mod lock_replies;
 pub mod mutual_exclusion;
@@ -73,14 +74,19 @@ pub const LIVENESS: &str = "liveness";
 /// changes; a counter it can advance gives the exact next token.
 pub const CORRUPT_STATE: &str = "corrupt-state";
 
+/// Name of the lease-views invariant: a lease's local deadline runs from
+/// its request's send, and its accessors say what it was granted.
+pub const LEASE_VIEWS: &str = "lease-views";
+
 /// Name of the key-lifetimes invariant: keys a correct primitive leaves
 /// behind expire as documented (leases and limiter keys within their bound,
 /// fence counters and fenced entries never).
 pub const KEY_LIFETIMES: &str = "key-lifetimes";
 
-/// Name of the error-replies invariant: Redis never answers a correct
-/// primitive with an error the run did not provoke.
-pub const ERROR_REPLIES: &str = "error-replies";
+/// Name of the unexpected-errors invariant: Redis never answers a correct
+/// primitive with an error reply, and the library never returns an error
+/// that no fault explains.
+pub const UNEXPECTED_ERRORS: &str = "unexpected-errors";
 
 /// Name of the lock-replies invariant: every `Lock` answer (acquire,
 /// extend, release, current_token, remaining_ttl, `Retry::run`) is
@@ -139,8 +145,12 @@ pub const INVARIANTS: &[(&str, &str)] = &[
         "after the last fault heals (a quiet tail), every primitive makes progress within its stated bound",
     ),
     (
-        ERROR_REPLIES,
-        "Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) when nothing corrupted its keys",
+        UNEXPECTED_ERRORS,
+        "when nothing corrupted its keys, Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) and the library returns no error but an unknown outcome (timeout, lost connection)",
+    ),
+    (
+        LEASE_VIEWS,
+        "a Lock lease's local deadline is send + ttl − drift, measured from the acquire or extend that set it; is_trusted() is true exactly before it; name, key, token and ttl are those granted",
     ),
     (
         KEY_LIFETIMES,

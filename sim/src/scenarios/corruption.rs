@@ -56,17 +56,17 @@ pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
     counters.extend((0..4).map(|i| (base + i).to_string()));
     for value in counters {
         let name = next_name();
-        let (lock_key, fence_key) = (lock.key(&name)?, lock.fence_key(&name)?);
+        let (lock_key, fence_key) = documented_lock_keys(&name);
         let planted = Planted::Counter { lock_key: lock_key.clone(), fence_key: fence_key.clone(), value: value.clone() };
         let set = redis::pipe().del(&lock_key).set(&fence_key, &value).query_async::<()>(&mut conn.clone()).await;
         probe_lock(actor, &conn, &lock, &name, ttl, planted, set).await;
     }
     let name = next_name();
-    let (lock_key, fence_key) = (lock.key(&name)?, lock.fence_key(&name)?);
+    let (lock_key, fence_key) = documented_lock_keys(&name);
     let set = redis::pipe().del(&lock_key).hset(&fence_key, "not", "a counter").query_async::<()>(&mut conn.clone()).await;
     probe_lock(actor, &conn, &lock, &name, ttl, Planted::CounterHash { lock_key, fence_key }, set).await;
     let name = next_name();
-    let (lock_key, fence_key) = (lock.key(&name)?, lock.fence_key(&name)?);
+    let (lock_key, fence_key) = documented_lock_keys(&name);
     let set = redis::pipe().hset(&lock_key, "not", "a lease").del(&fence_key).query_async::<()>(&mut conn.clone()).await;
     probe_lock(actor, &conn, &lock, &name, ttl, Planted::LockHash { lock_key, fence_key }, set).await;
 
@@ -90,7 +90,9 @@ pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
     ];
     for (token, write) in stores {
         let name = next_name();
-        let key = store.redis_key(&name)?;
+        // The documented layout, not `redis_key`: a store that wrote
+        // somewhere else would miss the planted entry.
+        let key = format!("fenced:{{{name}}}");
         let set = redis::cmd("HSET")
             .arg(&key)
             .arg("token")
@@ -154,6 +156,14 @@ async fn probe_lock(
     .await
     .ok();
     actor.observe(Op::StateProbe { planted, reply, after });
+}
+
+/// The keys `Lock` documents for `name` with its default prefix:
+/// `lock:{name}` and `lock:{name}:fence`. Spelled out here rather than
+/// asked of the library, so a lock that used other keys would miss what the
+/// probe planted.
+fn documented_lock_keys(name: &str) -> (String, String) {
+    (format!("lock:{{{name}}}"), format!("lock:{{{name}}}:fence"))
 }
 
 /// A key as [`ProbeAfter`] shows it: a string's value, `<type>` otherwise.

@@ -169,8 +169,7 @@ impl Node {
         };
         match result {
             Ok(()) => actor.ok(id, op),
-            Err(e) if e.outcome_is_unknown() => actor.info(id, op),
-            Err(_) => actor.fail(id, op),
+            Err(e) => actor.errored(id, op, &e),
         }
     }
 
@@ -214,8 +213,7 @@ impl Node {
                     Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
                         actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
                     }
-                    Err(e) if e.outcome_is_unknown() => actor.info(id, op(None)),
-                    Err(_) => actor.fail(id, op(None)),
+                    Err(e) => actor.errored(id, op(None), &e),
                 }
             }
             Node::Naive(n) => {
@@ -413,7 +411,7 @@ async fn final_read(actor: Actor, read_at: u64) -> crate::world::ActorResult {
     match FencedStore::new(actor.connection(0)).read(RESOURCE).await {
         Ok(Some(s)) => actor.ok(id, op(Some(String::from_utf8_lossy(&s.value).into_owned()), Some(s.token.get()))),
         Ok(None) => actor.ok(id, op(None, None)),
-        Err(_) => actor.info(id, op(None, None)),
+        Err(e) => actor.errored(id, op(None, None), &e),
     }
     Ok(())
 }

@@ -38,7 +38,7 @@ use redis_primitives::{FencedStore, Lock, OwnerSource, Ttl, WriteOutcome};
 use super::Outcome;
 use crate::checker::mutual_exclusion::{self, Policy};
 use crate::checker::key_lifetimes::{self, Life, Rule};
-use crate::checker::{corrupt_state, fencing_tokens, guarded_body, lock_liveness, lock_replies, stale_overwrite};
+use crate::checker::{corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies, stale_overwrite};
 use crate::history::{GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, FaultClass, Profile, Schedule};
 use crate::net::SimConnection;
@@ -231,6 +231,7 @@ impl LockWorkload {
             outcome.violations.extend(lock_replies::check(&outcome.history));
             outcome.violations.extend(guarded_body::check(&outcome.history));
             outcome.violations.extend(corrupt_state::check(&outcome.history));
+            outcome.violations.extend(lease_views::check(&outcome.history, lease_views::Allowance::DEFAULT));
             let longest = outcome
                 .history
                 .iter()
@@ -308,6 +309,8 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let mut writes = 0u32;
     // The modes' own stream: the plain path's draws stay as they were.
     let mut mode_rng = rand::rngs::StdRng::seed_from_u64(actor.seed_for("mode"));
+    // Trust checks aimed at the lease's edge: its own stream, too.
+    let mut edge_rng = rand::rngs::StdRng::seed_from_u64(actor.seed_for("edge"));
     let mut stall_at = stall_at;
 
     while actor.now() < w.length_ms {
@@ -360,7 +363,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
                 continue;
             }
             Err(e) => {
-                actor.info(id, acquire_op(None, None));
+                actor.errored(id, acquire_op(None, None), &e);
                 actor.note(format!("acquire: {e}"));
                 sleep_ms(draw(&mut rng, w.think_ms)).await;
                 continue;
@@ -376,9 +379,23 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             actor.note(format!("{STALL_NOTE} {}ms inside its critical section", w.stall_ms));
             actor.pause().pause_for(Duration::from_millis(w.stall_ms));
         }
-        sleep_ms(draw(&mut rng, w.hold_ms)).await;
+        let hold = draw(&mut rng, w.hold_ms);
+        match (&held, w.modes && edge_rng.random_bool(0.5)) {
+            // The instant that matters: the trust check lands exactly on
+            // the local deadline, or one millisecond before it.
+            (Held::Fenced(lease), true) => {
+                let edge = actor.millis_of(lease.local_deadline()) - edge_rng.random_range(0..=1);
+                let now = actor.now();
+                sleep_ms(edge.saturating_sub(now)).await;
+                if w.modes {
+                    actor.reached(situation::TRUST_CHECKED_AT_THE_DEADLINE);
+                }
+            }
+            _ => sleep_ms(hold).await,
+        }
 
         let trusted = match &held {
+            Held::Fenced(lease) if w.modes => view(&actor, lease),
             Held::Fenced(lease) => lease.is_trusted(),
             Held::Naive => true,
         };
@@ -413,7 +430,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
         match released {
             Ok(true) => actor.ok(id, release_op),
             Ok(false) => actor.fail(id, release_op),
-            Err(_) => actor.info(id, release_op),
+            Err(e) => actor.errored(id, release_op, &e),
         }
         sleep_ms(draw(&mut rng, w.think_ms)).await;
     }
@@ -441,11 +458,11 @@ async fn write(
                 }
                 actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
             }
-            Err(_) => actor.info(id, op(None)),
+            Err(e) => actor.errored(id, op(None), &e),
         },
         _ => match unfenced.write(RESOURCE_KEY, value).await {
             Ok(()) => actor.ok(id, op(Some(WriteResult::Accepted))),
-            Err(_) => actor.info(id, op(None)),
+            Err(e) => actor.errored(id, op(None), &e),
         },
     }
 }
@@ -469,11 +486,11 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
         StoreKind::Fenced => match FencedStore::new(conn).read(RESOURCE_KEY).await {
             Ok(Some(s)) => actor.ok(id, op(Some(String::from_utf8_lossy(&s.value).into_owned()), Some(s.token.get()))),
             Ok(None) => actor.ok(id, op(None, None)),
-            Err(_) => actor.info(id, op(None, None)),
+            Err(e) => actor.errored(id, op(None, None), &e),
         },
         StoreKind::Unfenced => match UnfencedStore::new(conn).read(RESOURCE_KEY).await {
             Ok(v) => actor.ok(id, op(v.map(|b| String::from_utf8_lossy(&b).into_owned()), None)),
-            Err(_) => actor.info(id, op(None, None)),
+            Err(e) => actor.errored(id, op(None, None), &e),
         },
     }
     if w.modes {
@@ -523,6 +540,8 @@ impl Mode {
 
 /// Situations the correct lock scenarios declare (see `SITUATIONS`).
 pub mod situation {
+    /// A holder asked `is_trusted()` at its local deadline or 1 ms before.
+    pub const TRUST_CHECKED_AT_THE_DEADLINE: &str = "trust-checked-at-the-deadline";
     /// A holder's own pause ended after its lease's local deadline.
     pub const LEASE_EXPIRED_WHILE_PAUSED: &str = "lease-expired-while-paused";
     /// The fenced store rejected a write (a newer token had written).
@@ -551,8 +570,10 @@ pub mod situation {
 
 use crate::scenarios::Situation;
 
-/// The situations `lock` and `fencing` both reach.
-const COMMON: [Situation; 10] = [
+/// The situations of `fencing`; `lock` declares all but the last (its
+/// holders check their deadline before writing, so a refused stale write
+/// is rare there).
+const ALL: [Situation; 12] = [
     Situation { name: situation::LEASE_EXPIRED_WHILE_PAUSED, meaning: "a holder resumed from a pause after its lease's local deadline" },
     Situation { name: situation::EXTENSION_REFUSED, meaning: "Lock::extend returned false (lease expired or taken)" },
     Situation { name: situation::EXTENSION_CONFIRMED, meaning: "Lock::extend returned true" },
@@ -563,26 +584,15 @@ const COMMON: [Situation; 10] = [
     Situation { name: situation::RETRY_ACQUIRED_AFTER_CONTENTION, meaning: "Retry::run was granted on its second or later attempt" },
     Situation { name: situation::STALE_SUCCESS_AFTER_PAUSE, meaning: "an extend confirmed after the local deadline (paused between send and reply) was treated as a loss" },
     Situation { name: situation::LOCK_FREE_AFTER_HEAL, meaning: "after the faults healed, the liveness probe was granted the lock in time" },
-];
-
-/// The situations of `lock` (its holders check their deadline before
-/// writing, so a refused stale write is rare there: `fencing` declares it).
-pub const SITUATIONS: &[Situation] = &COMMON;
-
-/// The situations of `fencing`: the common ones and the refused stale write.
-pub const FENCING_SITUATIONS: &[Situation] = &[
-    COMMON[0],
-    COMMON[1],
-    COMMON[2],
-    COMMON[3],
-    COMMON[4],
-    COMMON[5],
-    COMMON[6],
-    COMMON[7],
-    COMMON[8],
-    COMMON[9],
+    Situation { name: situation::TRUST_CHECKED_AT_THE_DEADLINE, meaning: "a holder asked is_trusted() exactly at its local deadline, or 1 ms before it" },
     Situation { name: situation::STALE_WRITE_REFUSED, meaning: "the fenced store refused a write carrying an older token" },
 ];
+
+/// The situations of `lock`.
+pub const SITUATIONS: &[Situation] = ALL.split_at(ALL.len() - 1).0;
+
+/// The situations of `fencing`.
+pub const FENCING_SITUATIONS: &[Situation] = &ALL;
 
 /// The situations the finished history shows (rather than an actor).
 fn reach_post_hoc(outcome: &mut Outcome) {
@@ -632,7 +642,7 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
                 match &r {
                     Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),
                     Ok(None) => actor.fail(id, op(None, None)),
-                    Err(_) => actor.info(id, op(None, None)),
+                    Err(e) => actor.errored(id, op(None, None), &e),
                 }
                 r
             }
@@ -646,13 +656,29 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
             match lock.release(&lease).await {
                 Ok(true) => actor.ok(id, op),
                 Ok(false) => actor.fail(id, op),
-                Err(_) => actor.info(id, op),
+                Err(e) => actor.errored(id, op, &e),
             }
         }
         Ok(None) => actor.fail(rid, rop(None)),
-        Err(_) => actor.info(rid, rop(None)),
+        Err(e) => actor.errored(rid, rop(None), &e),
     }
     Ok(())
+}
+
+/// `lease.is_trusted()`, recorded with everything the lease says about
+/// itself (an [`Op::LeaseView`], judged by `lease-views`).
+fn view(actor: &Actor, lease: &redis_primitives::Lease) -> bool {
+    let trusted = lease.is_trusted();
+    actor.observe(Op::LeaseView {
+        name: lease.name().to_string(),
+        key: lease.key().to_string(),
+        token: lease.token().get(),
+        ttl_ms: lease.ttl().as_millis(),
+        sent_ms: actor.millis_of(lease.sent_at()),
+        deadline_ms: actor.millis_of(lease.local_deadline()),
+        trusted,
+    });
+    trusted
 }
 
 /// Awaits `fut`; with `pause = Some((after, ms))`, freezes the whole actor
@@ -723,7 +749,7 @@ impl Ctx<'_> {
                 None
             }
             Err(e) => {
-                self.actor.info(id, self.acquire_op(None, None));
+                self.actor.errored(id, self.acquire_op(None, None), &e);
                 self.actor.note(format!("acquire: {e}"));
                 None
             }
@@ -747,7 +773,7 @@ impl Ctx<'_> {
 
     /// Writes if the lease is still trusted; otherwise records the loss.
     async fn write_if_trusted(&mut self, lease: &redis_primitives::Lease, paused_at: Option<Millis>) -> bool {
-        if lease.is_trusted() || !self.w.check_deadline {
+        if view(self.actor, lease) || !self.w.check_deadline {
             self.write(lease.token().get()).await;
             true
         } else {
@@ -775,8 +801,8 @@ impl Ctx<'_> {
                 self.actor.fail(id, op);
                 Some(false)
             }
-            Err(_) => {
-                self.actor.info(id, op);
+            Err(e) => {
+                self.actor.errored(id, op, &e);
                 None
             }
         }
@@ -816,7 +842,7 @@ async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnection>, value: 
             actor.reached(situation::STALE_WRITE_REFUSED);
             actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
         }
-        Err(_) => actor.info(id, op(None)),
+        Err(e) => actor.errored(id, op(None), &e),
     }
 }
 
@@ -827,14 +853,14 @@ async fn read_lock_state(actor: &Actor, lock: &Lock<SimConnection>, rng: &mut im
         let id = actor.call("Lock::current_token", op(None));
         match lock.current_token(LOCK_NAME).await {
             Ok(t) => actor.ok(id, op(t.map(|t| t.get()))),
-            Err(_) => actor.info(id, op(None)),
+            Err(e) => actor.errored(id, op(None), &e),
         }
     } else {
         let op = |ms| Op::RemainingTtl { name: LOCK_NAME.into(), ms };
         let id = actor.call("Lock::remaining_ttl", op(None));
         match lock.remaining_ttl(LOCK_NAME).await {
             Ok(d) => actor.ok(id, op(d.map(|d| d.as_millis() as u64))),
-            Err(_) => actor.info(id, op(None)),
+            Err(e) => actor.errored(id, op(None), &e),
         }
     }
 }
@@ -871,7 +897,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         let d = cx.deadline_ms(&lease);
                         cx.actor.ok(id, op(Some(d)));
                         cx.actor.reached(situation::EXTENSION_CONFIRMED);
-                        if !lease.is_trusted() {
+                        if !view(cx.actor, &lease) {
                             if pause.is_some() {
                                 cx.actor.reached(situation::STALE_SUCCESS_AFTER_PAUSE);
                             }
@@ -883,8 +909,8 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         cx.actor.reached(situation::EXTENSION_REFUSED);
                         break;
                     }
-                    Err(_) => {
-                        cx.actor.info(id, op(None));
+                    Err(e) => {
+                        cx.actor.errored(id, op(None), &e);
                         break;
                     }
                 }
@@ -921,7 +947,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 let d = actor.millis_of(lease.local_deadline());
                 actor.ok(acquire_id, Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) });
                 sleep_ms(hold).await;
-                if lease.is_trusted() || !w.check_deadline {
+                if view(&actor, &lease) || !w.check_deadline {
                     write_fenced(&actor, &store, &format!("{}-{writes}", actor.name()), token).await;
                 } else {
                     actor.observe(Op::LeaseLost { name: LOCK_NAME.into(), token: Some(token), reason: "local deadline passed before the write".into() });
@@ -939,11 +965,11 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     match release {
                         redis_primitives::Release::Released => cx.actor.ok(rid, rel(output)),
                         redis_primitives::Release::AlreadyGone => cx.actor.fail(rid, rel(output)),
-                        _ => cx.actor.info(rid, rel(output)),
+                        redis_primitives::Release::Unknown(e) => cx.actor.errored(rid, rel(output), &e),
                     }
                 }
-                (Err(_), Some((rid, token))) => cx.actor.info(rid, rel(token)),
-                (Err(_), None) => cx.actor.info(acquire_id, cx.acquire_op(None, None)),
+                (Err(e), Some((rid, token))) => cx.actor.errored(rid, rel(token), &e),
+                (Err(e), None) => cx.actor.errored(acquire_id, cx.acquire_op(None, None), &e),
                 (Ok(_), None) => return Err("with_lock ran without its body".into()),
             }
         }
@@ -998,7 +1024,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         match release {
                             redis_primitives::Release::Released => cx.actor.ok(rid, rel),
                             redis_primitives::Release::AlreadyGone => cx.actor.fail(rid, rel),
-                            _ => cx.actor.info(rid, rel),
+                            redis_primitives::Release::Unknown(e) => cx.actor.errored(rid, rel, &e),
                         }
                     }
                     cx.actor.reached(situation::GUARDED_BODY_COMPLETED);
@@ -1014,13 +1040,13 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     cx.actor.reached(situation::GUARD_CANCELLED_BODY);
                     cx.actor.ok(gid, gop(Some(token.get()), Some(GuardedResult::Cancelled { at })));
                 }
-                Err(_) => {
+                Err(e) => {
                     match state.get() {
                         // The body finished; the release failed.
                         Some((rid, token)) => cx.actor.info(rid, Op::Release { name: LOCK_NAME.into(), token: Some(token) }),
                         None => cx.actor.info(acquire_id, cx.acquire_op(None, None)),
                     }
-                    cx.actor.info(gid, gop(None, None));
+                    cx.actor.errored(gid, gop(None, None), &e);
                 }
             }
         }
@@ -1087,7 +1113,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         match &r {
                             Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),
                             Ok(None) => actor.fail(id, op(None, None)),
-                            Err(_) => actor.info(id, op(None, None)),
+                            Err(e) => actor.errored(id, op(None, None), &e),
                         }
                         r
                     }
@@ -1106,7 +1132,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     cx.release(&lease).await;
                 }
                 Ok(None) => cx.actor.fail(rid, rop(None)),
-                Err(_) => cx.actor.info(rid, rop(None)),
+                Err(e) => cx.actor.errored(rid, rop(None), &e),
             }
         }
     }

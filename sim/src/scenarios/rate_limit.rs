@@ -325,7 +325,7 @@ async fn one_request(
             None
         }
         Err(e) => {
-            actor.fail(id, op(None, None, None, None));
+            actor.errored(id, op(None, None, None, None), &e);
             actor.note(format!("rate-limit: {e}"));
             None
         }

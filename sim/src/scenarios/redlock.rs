@@ -313,7 +313,7 @@ async fn correct_attempt(
         }
         Err(e) => {
             actor.note(format!("redlock acquire: {e}"));
-            actor.info(id, acquire_op(None, None, None));
+            actor.errored(id, acquire_op(None, None, None), &e);
             return;
         }
     };

@@ -1,0 +1,180 @@
+//! `lease-views`: a `Lock` lease says exactly what it is, and its local
+//! deadline is measured from the instant its request was sent.
+//!
+//! The lease's deadline is the whole of a holder's safety (the README's
+//! self-fencing): `sent_at + ttl − drift`, on the holder's clock, from the
+//! moment the acquire (or the extend that moved it) was *sent*. A deadline
+//! taken from the reply, a drift allowance dropped, a `<` that became `<=`
+//! in `is_trusted` all give a lease that trusts itself a little too long,
+//! and only an overlap at the wrong moment would show it. In the simulation
+//! an operation is sent at its invoke's instant, so the deadline can be
+//! judged exactly:
+//!
+//! - every granted acquire and confirmed extend reports the deadline
+//!   `invoke + ttl − allowance(ttl)` (truncated to the millisecond), where
+//!   `allowance(ttl) = ttl × factor‰ + constant` (`Drift`);
+//! - every [`Op::LeaseView`] (a holder asking `is_trusted()`) reports the
+//!   name and token it was granted, the documented key `lock:{name}`, the
+//!   TTL, send instant and deadline of the last acquire or confirmed extend
+//!   that set it, and `trusted` exactly when the view's instant is before
+//!   that deadline.
+
+use std::collections::BTreeMap;
+
+use super::{Violation, LEASE_VIEWS};
+use crate::history::{Event, EventKind, Millis, Op};
+
+/// The drift allowance the lock was built with (`Drift::new(factor, constant)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allowance {
+    /// Per mille of the TTL.
+    pub per_mille: u64,
+    /// Constant part, ms.
+    pub constant_ms: u64,
+}
+
+impl Allowance {
+    /// `Drift::DEFAULT`: 10 ‰ of the TTL plus 2 ms.
+    pub const DEFAULT: Allowance = Allowance { per_mille: 10, constant_ms: 2 };
+
+    /// The deadline, in ns since the start, of a lease set by a request sent
+    /// at `sent_ms` for `ttl_ms`.
+    fn deadline_ns(self, sent_ms: Millis, ttl_ms: u64) -> u128 {
+        let ttl_ns = u128::from(ttl_ms) * 1_000_000;
+        let allowance = ttl_ns * u128::from(self.per_mille) / 1000 + u128::from(self.constant_ms) * 1_000_000;
+        u128::from(sent_ms) * 1_000_000 + ttl_ns.saturating_sub(allowance)
+    }
+}
+
+/// What set a lease last: `(sent ms, ttl ms, deadline ns, completed at)`.
+type Setter = (Millis, u64, u128, Millis);
+
+/// Every deadline or view that differs from the lease it belongs to.
+pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut invoked: BTreeMap<u64, Millis> = BTreeMap::new();
+    // (process, token) -> setters in completion order.
+    let mut leases: BTreeMap<(&str, u64), (String, Vec<Setter>)> = BTreeMap::new();
+    for e in events {
+        if e.kind == EventKind::Invoke {
+            invoked.insert(e.op_id.0, e.time);
+            continue;
+        }
+        let sent = invoked.get(&e.op_id.0).copied().unwrap_or(e.time);
+        let set = match &e.op {
+            Op::Acquire { name, ttl_ms, token: Some(token), deadline: Some(d), .. } if e.kind == EventKind::Ok => {
+                Some((name, *ttl_ms, *token, *d, "acquire"))
+            }
+            Op::Extend { name, ttl_ms, token: Some(token), deadline: Some(d), .. } if e.kind == EventKind::Ok => {
+                Some((name, *ttl_ms, *token, *d, "extend"))
+            }
+            _ => None,
+        };
+        if let Some((name, ttl_ms, token, d, what)) = set {
+            let deadline_ns = allowance.deadline_ns(sent, ttl_ms);
+            let expected = (deadline_ns / 1_000_000) as Millis;
+            if d != expected {
+                out.push(Violation::new(
+                    LEASE_VIEWS,
+                    Some(e.time),
+                    format!(
+                        "{}: the {what} of {name} (token {token}) sent at {sent}ms for {ttl_ms}ms reports a local deadline of {d}ms; measured from the send it is {expected}ms",
+                        e.process
+                    ),
+                ));
+            }
+            let entry = leases.entry((e.process.as_str(), token)).or_insert_with(|| (name.clone(), Vec::new()));
+            entry.1.push((sent, ttl_ms, deadline_ns, e.time));
+            continue;
+        }
+        let Op::LeaseView { name, key, token, ttl_ms, sent_ms, deadline_ms, trusted } = &e.op else { continue };
+        let Some((granted_name, setters)) = leases.get(&(e.process.as_str(), *token)) else {
+            out.push(Violation::new(
+                LEASE_VIEWS,
+                Some(e.time),
+                format!("{}: a lease with token {token} that was never granted to it reports itself at {}ms", e.process, e.time),
+            ));
+            continue;
+        };
+        let Some(&(sent, ttl, deadline_ns, _)) = setters.iter().rev().find(|s| s.3 <= e.time) else { continue };
+        let expected_trusted = u128::from(e.time) * 1_000_000 < deadline_ns;
+        let documented_key = format!("lock:{{{granted_name}}}");
+        let mut wrong = Vec::new();
+        if name != granted_name {
+            wrong.push(format!("name {name:?} (granted for {granted_name:?})"));
+        }
+        if *key != documented_key {
+            wrong.push(format!("key {key:?} (documented: {documented_key:?})"));
+        }
+        if *ttl_ms != ttl {
+            wrong.push(format!("ttl {ttl_ms}ms (set to {ttl}ms)"));
+        }
+        if *sent_ms != sent {
+            wrong.push(format!("sent at {sent_ms}ms (sent at {sent}ms)"));
+        }
+        if *deadline_ms != (deadline_ns / 1_000_000) as Millis {
+            wrong.push(format!("deadline {deadline_ms}ms (set to {}ms)", deadline_ns / 1_000_000));
+        }
+        if *trusted != expected_trusted {
+            wrong.push(format!(
+                "is_trusted() = {trusted} at {}ms with its deadline at {}.{:06}ms",
+                e.time,
+                deadline_ns / 1_000_000,
+                deadline_ns % 1_000_000
+            ));
+        }
+        if !wrong.is_empty() {
+            out.push(Violation::new(
+                LEASE_VIEWS,
+                Some(e.time),
+                format!("{}: lease {token} of {granted_name} reports {}", e.process, wrong.join(", ")),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::History;
+
+    fn view(h: &History, t: Millis, deadline_ms: Millis, trusted: bool) {
+        let op = Op::LeaseView {
+            name: "l".into(),
+            key: "lock:{l}".into(),
+            token: 1,
+            ttl_ms: 300,
+            sent_ms: 10,
+            deadline_ms,
+            trusted,
+        };
+        h.observe_at(t, "c", op);
+    }
+
+    fn acquire(h: &History, deadline: Millis) {
+        let op = |token, deadline| Op::Acquire { name: "l".into(), ttl_ms: 300, token, deadline };
+        let id = h.invoke_at(10, "c", op(None, None));
+        h.complete_at(14, id, "c", EventKind::Ok, op(Some(1), Some(deadline)));
+    }
+
+    #[test]
+    fn deadlines_run_from_the_send_and_views_agree() {
+        // 300 ms - (3 + 2) ms allowance from the send at 10 ms: 305 ms.
+        let h = History::new();
+        acquire(&h, 305);
+        view(&h, 304, 305, true);
+        view(&h, 305, 305, false);
+        assert_eq!(check(&h.events(), Allowance::DEFAULT), vec![]);
+        // Measured from the reply (14 ms): 309 ms.
+        let h = History::new();
+        acquire(&h, 309);
+        assert_eq!(check(&h.events(), Allowance::DEFAULT).len(), 1);
+        // Trusted at its own deadline: `<=` for `<`.
+        let h = History::new();
+        acquire(&h, 305);
+        view(&h, 305, 305, true);
+        let v = check(&h.events(), Allowance::DEFAULT);
+        assert!(v.len() == 1 && v[0].detail.contains("is_trusted() = true at 305ms"), "{v:?}");
+    }
+}
