@@ -176,6 +176,29 @@ pub struct ProbeAfter {
     pub value: Option<String>,
 }
 
+/// `Election::leadership()`, as an `ElectionView` records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Published {
+    /// `Leadership::Leader`.
+    Leader {
+        /// Its epoch.
+        epoch: u64,
+        /// `elected_at`, simulated ms.
+        elected_at_ms: Millis,
+    },
+    /// `Leadership::Follower`, with the epoch of its last demotion.
+    Follower {
+        /// `last_demotion`'s epoch.
+        demoted: Option<u64>,
+    },
+    /// `Leadership::Stopped`, with the epoch of its last demotion.
+    Stopped {
+        /// `last_demotion`'s epoch.
+        demoted: Option<u64>,
+    },
+}
+
 /// A rate limiter's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Admission {
@@ -500,6 +523,43 @@ pub enum Op {
         /// `Lease::is_trusted()`.
         trusted: bool,
     },
+    /// Observation: what an `Election`'s accessors said, recorded whenever
+    /// one of them changed (polled every millisecond); judged by
+    /// `election-views`.
+    ElectionView {
+        /// `Election::name()`.
+        name: String,
+        /// `Election::is_leader()`.
+        is_leader: bool,
+        /// `Election::epoch()`.
+        epoch: Option<u64>,
+        /// `Election::leader_lease()`: `(epoch, sent_at µs, local_deadline µs)`.
+        lease: Option<(u64, u64, u64)>,
+        /// `Election::leadership()`.
+        published: Published,
+    },
+    /// Observation: an `on_elected` (`elected`) or `on_demoted` callback ran
+    /// for `epoch`; judged by `election-views`.
+    ElectionCallback {
+        /// `on_elected` rather than `on_demoted`.
+        elected: bool,
+        /// The epoch it was called with.
+        epoch: u64,
+    },
+    /// Observation: what an `Election` reports of its configuration
+    /// (recorded once, at build); judged by `election-views`.
+    ElectionConfig {
+        /// `Election::name()`.
+        name: String,
+        /// `Election::lease_ttl()`, ms.
+        lease_ms: u64,
+        /// `Election::renew_interval()`, ms.
+        renew_ms: u64,
+        /// `Election::campaign_interval()`, ms.
+        campaign_ms: u64,
+        /// `Election::demotion()`, as `Debug` prints it.
+        demotion: String,
+    },
     /// A library call returned an error that no fault explains (anything
     /// but a timeout or a lost connection, `Error::outcome_is_unknown`),
     /// recorded by [`crate::world::Actor::errored`]; judged by
@@ -551,6 +611,9 @@ impl Op {
             Op::StateProbe { .. } => "state-probe",
             Op::LibraryError { .. } => "library-error",
             Op::LeaseView { .. } => "lease-view",
+            Op::ElectionView { .. } => "election-view",
+            Op::ElectionCallback { .. } => "election-callback",
+            Op::ElectionConfig { .. } => "election-config",
             Op::Note { .. } => "note",
         }
     }
@@ -686,6 +749,18 @@ impl fmt::Display for Op {
             Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
             Op::LibraryError { message } => write!(f, "library error: {message}"),
+            Op::ElectionView { name, is_leader, epoch, lease, published } => write!(
+                f,
+                "election-view {name} is_leader={is_leader} epoch={} lease={lease:?} published={published:?}",
+                opt(epoch)
+            ),
+            Op::ElectionCallback { elected, epoch } => {
+                write!(f, "{} epoch={epoch}", if *elected { "on_elected" } else { "on_demoted" })
+            }
+            Op::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion } => write!(
+                f,
+                "election-config {name} lease={lease_ms}ms renew={renew_ms}ms campaign={campaign_ms}ms demotion={demotion}"
+            ),
             Op::LeaseView { name, key, token, ttl_ms, sent_ms, deadline_ms, trusted } => write!(
                 f,
                 "lease-view {name} key={key} token={token} ttl={ttl_ms}ms sent={sent_ms}ms trusted-until={deadline_ms}ms -> {}",

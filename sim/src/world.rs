@@ -346,6 +346,14 @@ impl Actor {
         at.as_millis() as Millis
     }
 
+    /// Like [`Actor::millis_of`], in microseconds.
+    pub fn micros_of(&self, instant: tokio::time::Instant) -> u64 {
+        let now = tokio::time::Instant::now();
+        let base = sim_now();
+        let at = if instant >= now { base + (instant - now) } else { base.saturating_sub(now - instant) };
+        at.as_micros() as u64
+    }
+
     /// Records an invocation by this actor.
     pub fn invoke(&self, op: Op) -> OpId {
         self.history.invoke(&self.name, op)

@@ -17,6 +17,7 @@ use crate::history::Millis;
 
 pub mod corrupt_state;
 pub mod election;
+pub mod election_views;
 pub mod unexpected_errors;
 pub mod fencing_tokens;
 pub mod guarded_body;
@@ -73,6 +74,10 @@ pub const LIVENESS: &str = "liveness";
 /// never writes is refused with a typed error naming it, and nothing
 /// changes; a counter it can advance gives the exact next token.
 pub const CORRUPT_STATE: &str = "corrupt-state";
+
+/// Name of the election-views invariant: an election's accessors and
+/// callbacks agree with each other, its configuration and the clock.
+pub const ELECTION_VIEWS: &str = "election-views";
 
 /// Name of the lease-views invariant: a lease's local deadline runs from
 /// its request's send, and its accessors say what it was granted.
@@ -147,6 +152,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         UNEXPECTED_ERRORS,
         "when nothing corrupted its keys, Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) and the library returns no error but an unknown outcome (timeout, lost connection)",
+    ),
+    (
+        ELECTION_VIEWS,
+        "an Election's is_leader, epoch, leader_lease, leadership, callbacks and configuration agree with each other and with the clock: epoch() is Some exactly before the lease's deadline, on_elected runs once per term",
     ),
     (
         LEASE_VIEWS,

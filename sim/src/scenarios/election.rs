@@ -29,7 +29,6 @@
 //! window, failover (a stall longer than the lease, until another node
 //! leads) and hand-over (from `stop()` until another node leads).
 
-use crate::checker::key_lifetimes::{Life, Rule};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
@@ -37,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use core::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand::rngs::StdRng;
-use redis_primitives::election::{Demotion, DemotionReason, Election};
+use redis_primitives::election::{Demotion, DemotionReason, Election, Leadership};
 use redis_primitives::naive::NaiveElection;
 use redis_primitives::{FencedStore, FencingToken, OwnerSource, WriteOutcome};
 use serde::Serialize;
@@ -45,7 +44,8 @@ use tokio::time::{sleep, Instant};
 
 use super::{outcome_from, Outcome, Situation};
 use crate::checker;
-use crate::history::{Op, Role, WriteResult};
+use crate::checker::key_lifetimes::{Life, Rule};
+use crate::history::{Op, Published, Role, WriteResult};
 use crate::nemesis::{FaultClass, Profile, Schedule};
 use crate::plan::{ElectionPlan, LeaderStall};
 use crate::net::SimConnection;
@@ -132,6 +132,26 @@ impl Node {
             }
             Node::Naive(n) => n.is_leader().then_some((None, None)),
         }
+    }
+
+    /// Everything the election's accessors say now, as an
+    /// [`Op::ElectionView`] (`None` for the naive election).
+    fn view(&self, actor: &Actor) -> Option<Op> {
+        let Node::Fenced { election, .. } = self else { return None };
+        let published = match election.leadership() {
+            Leadership::Leader { epoch, elected_at } => {
+                Published::Leader { epoch: epoch.get(), elected_at_ms: actor.millis_of(elected_at) }
+            }
+            Leadership::Follower { last_demotion } => Published::Follower { demoted: last_demotion.map(|d| d.epoch.get()) },
+            Leadership::Stopped { last_demotion } => Published::Stopped { demoted: last_demotion.map(|d| d.epoch.get()) },
+        };
+        Some(Op::ElectionView {
+            name: election.name().to_string(),
+            is_leader: election.is_leader(),
+            epoch: election.epoch().map(|e| e.get()),
+            lease: election.leader_lease().map(|l| (l.epoch.get(), actor.micros_of(l.sent_at), actor.micros_of(l.local_deadline))),
+            published,
+        })
     }
 
     /// The type whose operations this node calls (for the operations table).
@@ -233,14 +253,24 @@ impl Node {
 fn build_node(
     variant: Variant,
     conn: SimConnection,
-    seed: u64,
+    actor: &Actor,
     (lease_ms, renew_ms, campaign_ms): (u64, u64, u64),
 ) -> redis_primitives::Result<Node> {
     let builder = Election::builder(conn.clone(), ELECTION_NAME)
         .lease_ttl(Duration::from_millis(lease_ms))
         .renew_interval(Duration::from_millis(renew_ms))
         .campaign_interval(Duration::from_millis(campaign_ms))
-        .owners(OwnerSource::seeded(seed));
+        .owners(OwnerSource::seeded(actor.seed()));
+    // The callbacks record themselves (judged by election-views).
+    let builder = if variant == Variant::NoEpoch {
+        builder
+    } else {
+        let (h, who) = (actor.history().clone(), actor.name().to_string());
+        let (h2, who2) = (h.clone(), who.clone());
+        builder
+            .on_elected(move |epoch| h.observe(&who, Op::ElectionCallback { elected: true, epoch: epoch.get() }))
+            .on_demoted(move |d| h2.observe(&who2, Op::ElectionCallback { elected: false, epoch: d.epoch.get() }))
+    };
     Ok(match variant {
         Variant::Election => Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) },
         Variant::RenewOnly => Node::Fenced {
@@ -268,7 +298,17 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
     if start_at > 0 {
         sleep(Duration::from_millis(start_at)).await;
     }
-    let node = Arc::new(build_node(plan.variant, actor.connection(0), actor.seed(), plan.timing)?);
+    let node = Arc::new(build_node(plan.variant, actor.connection(0), &actor, plan.timing)?);
+    if let Node::Fenced { election, .. } = node.as_ref() {
+        actor.observe(Op::ElectionConfig {
+            name: election.name().to_string(),
+            lease_ms: election.lease_ttl().as_millis(),
+            renew_ms: election.renew_interval().as_millis() as u64,
+            campaign_ms: election.campaign_interval().as_millis() as u64,
+            demotion: format!("{:?}", election.demotion()),
+        });
+    }
+    let mut last_view = None;
     if let (Some(base), Node::Fenced { election, .. }) = (plan.epoch_base, node.as_ref()) {
         // Every node presets the counter if nobody has yet (NX), before its
         // own first campaign: no acquire can precede the preset.
@@ -343,6 +383,12 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
         }
         let leading = belief.is_some();
         last = belief;
+        if let Some(view) = node.view(&actor) {
+            if last_view.as_ref() != Some(&view) {
+                actor.observe(view.clone());
+                last_view = Some(view);
+            }
+        }
         let demotion = node.last_demotion();
         if demotion != last_demotion {
             if let Some((_, reason)) = demotion {
@@ -557,14 +603,25 @@ pub fn run_planned(
     let (failovers, handovers) = measure(events, &markers, planned.lease_ms, &mut h);
     let mut violations = checker::election::check(events, ELECTION_NAME, RESOURCE);
     violations.extend(checker::stale_overwrite::check(events));
-    if variant == Variant::Election {
-        violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
+    if variant != Variant::NoEpoch {
+        let built = checker::election_views::Built {
+            name: ELECTION_NAME,
+            lease_ms: planned.lease_ms,
+            renew_ms: planned.renew_ms,
+            campaign_ms: planned.campaign_ms,
+            at_deadline: variant == Variant::Election,
+            allowance: checker::lease_views::Allowance::DEFAULT,
+        };
+        violations.extend(checker::election_views::check(events, built));
         let rules = [
             Rule { prefix: "election:{", suffix: "}:fence", life: Life::Forever, what: "epoch counter" },
             Rule { prefix: "election:{", suffix: "}", life: Life::AtMost(planned.lease_ms), what: "leadership lease" },
             Rule { prefix: "fenced:{", suffix: "}", life: Life::Forever, what: "fenced entry" },
         ];
         violations.extend(checker::key_lifetimes::check(0, &run.keys_at_end[0], &rules, &[]));
+    }
+    if variant == Variant::Election {
+        violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
         violations.extend(checker::election::check_deadlines(
             events,
             ELECTION_NAME,

@@ -1,0 +1,215 @@
+//! `election-views`: what an `Election` says about itself agrees with
+//! itself, with its configuration, and with the clock.
+//!
+//! The election checkers judge reigns (who believed it led, when); this one
+//! judges the accessors a user's code actually calls. The workload polls
+//! them every millisecond and records an [`Op::ElectionView`] whenever one
+//! changed, plus every `on_elected`/`on_demoted` callback and the
+//! configuration the node reports at build. Per node:
+//!
+//! - the configuration reported (`name`, `lease_ttl`, `renew_interval`,
+//!   `campaign_interval`, `demotion`) is the one it was built with;
+//! - `is_leader()` is `epoch().is_some()`;
+//! - `leader_lease()`'s deadline is its send instant plus `lease − drift`;
+//! - under `Demotion::AtDeadline`, `epoch()` is `Some(e)` exactly while the
+//!   published role is `Leader { e }`, the lease is `e`'s, and the instant
+//!   is before its deadline (so it is `None` from the deadline on, and not
+//!   `None` before it); under `Demotion::OnRenewTick` it is the lease's;
+//! - a published `Leader { e }` holds lease `e`; a published follower or
+//!   stopped node holds none; `elected_at` is when the view first saw it;
+//! - `on_elected(e)` ran exactly once for every epoch ever published as
+//!   leader and for no other; `on_demoted(e)` at most once, only for an
+//!   elected epoch, and before any view published `e`'s demotion.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::lease_views::Allowance;
+use super::{Violation, ELECTION_VIEWS};
+use crate::history::{Event, Millis, Op, Published};
+
+/// What every node was built with.
+#[derive(Debug, Clone, Copy)]
+pub struct Built<'a> {
+    /// Election name.
+    pub name: &'a str,
+    /// Lease TTL, ms.
+    pub lease_ms: u64,
+    /// Renew interval, ms.
+    pub renew_ms: u64,
+    /// Campaign interval, ms.
+    pub campaign_ms: u64,
+    /// Whether the node demotes itself at its deadline (`AtDeadline`).
+    pub at_deadline: bool,
+    /// Its lock's drift allowance.
+    pub allowance: Allowance,
+}
+
+#[derive(Default)]
+struct Node {
+    /// Epochs published as leader, with the first view's time.
+    published: BTreeMap<u64, Millis>,
+    /// Epochs published as demoted, with the first view's time.
+    demoted: BTreeMap<u64, Millis>,
+    /// `on_elected` calls per epoch, with their times.
+    elected_calls: BTreeMap<u64, Vec<Millis>>,
+    /// `on_demoted` calls per epoch, with their times.
+    demoted_calls: BTreeMap<u64, Vec<Millis>>,
+}
+
+/// Every disagreement, at most a few per node.
+pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut nodes: BTreeMap<&str, Node> = BTreeMap::new();
+    let usable_us = {
+        let lease_ns = u128::from(built.lease_ms) * 1_000_000;
+        let allowance = lease_ns * u128::from(built.allowance.per_mille) / 1000 + u128::from(built.allowance.constant_ms) * 1_000_000;
+        (lease_ns.saturating_sub(allowance) / 1000) as u64
+    };
+    let demotion = if built.at_deadline { "AtDeadline" } else { "OnRenewTick" };
+    for e in events {
+        let node = nodes.entry(e.process.as_str()).or_default();
+        let wrong = |why: String| Violation::new(ELECTION_VIEWS, Some(e.time), format!("{} at {}ms: {why}", e.process, e.time));
+        match &e.op {
+            Op::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion: d } => {
+                let reported = (name.as_str(), *lease_ms, *renew_ms, *campaign_ms, d.as_str());
+                let expected = (built.name, built.lease_ms, built.renew_ms, built.campaign_ms, demotion);
+                if reported != expected {
+                    out.push(wrong(format!("the election reports (name, lease, renew, campaign, demotion) = {reported:?}; it was built with {expected:?}")));
+                }
+            }
+            Op::ElectionCallback { elected: true, epoch } => node.elected_calls.entry(*epoch).or_default().push(e.time),
+            Op::ElectionCallback { elected: false, epoch } => node.demoted_calls.entry(*epoch).or_default().push(e.time),
+            Op::ElectionView { name, is_leader, epoch, lease, published } => {
+                let t_us = e.time * 1000;
+                let mut why = Vec::new();
+                if name != built.name {
+                    why.push(format!("name() is {name:?}, not {:?}", built.name));
+                }
+                if *is_leader != epoch.is_some() {
+                    why.push(format!("is_leader() is {is_leader} while epoch() is {epoch:?}"));
+                }
+                if let Some((_, sent_us, deadline_us)) = lease {
+                    if deadline_us.abs_diff(sent_us + usable_us) > 1 {
+                        why.push(format!(
+                            "leader_lease() ends at {deadline_us}µs for a renewal sent at {sent_us}µs; send + lease − drift is {}µs",
+                            sent_us + usable_us
+                        ));
+                    }
+                }
+                let lease_epoch = lease.map(|l| l.0);
+                match published {
+                    Published::Leader { epoch: p, elected_at_ms } => {
+                        if lease_epoch != Some(*p) {
+                            why.push(format!("leadership() is Leader {{ epoch: {p} }} while leader_lease() is {lease:?}"));
+                        }
+                        if !node.published.contains_key(p) {
+                            node.published.insert(*p, e.time);
+                            if *elected_at_ms > e.time || e.time - elected_at_ms > 2 {
+                                why.push(format!("epoch {p} was first published at {}ms with elected_at = {elected_at_ms}ms", e.time));
+                            }
+                        }
+                    }
+                    Published::Follower { demoted } | Published::Stopped { demoted } => {
+                        if lease.is_some() {
+                            why.push(format!("leadership() is {published:?} while leader_lease() is {lease:?}"));
+                        }
+                        if let Some(d) = demoted {
+                            node.demoted.entry(*d).or_insert(e.time);
+                        }
+                    }
+                }
+                let should = match (built.at_deadline, lease, published) {
+                    (true, Some((l, _, deadline_us)), Published::Leader { epoch: p, .. }) if l == p => {
+                        (t_us < *deadline_us).then_some(*l)
+                    }
+                    (true, ..) => None,
+                    (false, ..) => lease_epoch,
+                };
+                if *epoch != should {
+                    why.push(match (built.at_deadline, lease) {
+                        (true, Some((_, _, d))) => format!("epoch() is {epoch:?} at {t_us}µs with the lease's deadline at {d}µs; it must be {should:?}"),
+                        _ => format!("epoch() is {epoch:?} while leader_lease() is {lease:?}; it must be {should:?}"),
+                    });
+                }
+                if !why.is_empty() {
+                    out.push(wrong(why.join("; ")));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (process, n) in &nodes {
+        let published: BTreeSet<u64> = n.published.keys().copied().collect();
+        let called: BTreeSet<u64> = n.elected_calls.keys().copied().collect();
+        let mut why = Vec::new();
+        if published != called {
+            why.push(format!("epochs published as leader {published:?}, but on_elected ran for {called:?}"));
+        }
+        for (epoch, calls) in n.elected_calls.iter().chain(&n.demoted_calls) {
+            if calls.len() > 1 {
+                why.push(format!("a callback ran {} times for epoch {epoch} (at {calls:?}ms)", calls.len()));
+            }
+        }
+        for (epoch, calls) in &n.demoted_calls {
+            if !n.elected_calls.contains_key(epoch) {
+                why.push(format!("on_demoted ran for epoch {epoch} at {calls:?}ms, which was never elected"));
+            }
+        }
+        for (epoch, seen) in &n.demoted {
+            if !n.demoted_calls.get(epoch).is_some_and(|c| c.iter().any(|&t| t <= *seen)) {
+                why.push(format!("epoch {epoch}'s demotion was published by {seen}ms but on_demoted had not run for it"));
+            }
+        }
+        if !why.is_empty() {
+            out.push(Violation::new(ELECTION_VIEWS, None, format!("{process}: {}", why.join("; "))));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::History;
+
+    const BUILT: Built<'static> = Built {
+        name: "leader",
+        lease_ms: 400,
+        renew_ms: 100,
+        campaign_ms: 25,
+        at_deadline: true,
+        allowance: Allowance::DEFAULT,
+    };
+
+    fn view(h: &History, t: Millis, epoch: Option<u64>, lease: Option<(u64, u64, u64)>, published: Published) {
+        let op = Op::ElectionView { name: "leader".into(), is_leader: epoch.is_some(), epoch, lease, published };
+        h.observe_at(t, "n", op);
+    }
+
+    #[test]
+    fn a_term_seen_from_every_accessor() {
+        // Sent at 10 ms: deadline 10 + 400 − 6 = 404 ms.
+        let lease = Some((7, 10_000, 404_000));
+        let leader = Published::Leader { epoch: 7, elected_at_ms: 12 };
+        let h = History::new();
+        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7 });
+        view(&h, 12, Some(7), lease, leader);
+        view(&h, 404, None, lease, leader);
+        h.observe_at(420, "n", Op::ElectionCallback { elected: false, epoch: 7 });
+        view(&h, 420, None, None, Published::Follower { demoted: Some(7) });
+        assert_eq!(check(&h.events(), BUILT), vec![]);
+
+        // Still claiming the epoch at its deadline.
+        let h = History::new();
+        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7 });
+        view(&h, 404, Some(7), lease, leader);
+        let v = check(&h.events(), BUILT);
+        assert!(v.len() == 1 && v[0].detail.contains("must be None"), "{v:?}");
+
+        // Elected without the callback.
+        let h = History::new();
+        view(&h, 12, Some(7), lease, leader);
+        let v = check(&h.events(), BUILT);
+        assert!(v.len() == 1 && v[0].detail.contains("on_elected ran for {}"), "{v:?}");
+    }
+}
