@@ -234,6 +234,11 @@ pub enum GuardedResult {
     Cancelled {
         /// When the body was dropped.
         at: Millis,
+        /// Whether the guard said the local deadline was reached
+        /// (`LeaseLoss::DeadlineReached`), rather than a refused or failed
+        /// extension.
+        #[serde(default)]
+        deadline_reached: bool,
     },
 }
 
@@ -736,7 +741,9 @@ impl fmt::Display for Op {
                 match outcome {
                     Some(GuardedResult::NotAcquired) => write!(f, " -> not acquired"),
                     Some(GuardedResult::Completed) => write!(f, " -> completed"),
-                    Some(GuardedResult::Cancelled { at }) => write!(f, " -> cancelled at {at}ms"),
+                    Some(GuardedResult::Cancelled { at, deadline_reached }) => {
+                        write!(f, " -> cancelled at {at}ms{}", if *deadline_reached { " (deadline reached)" } else { "" })
+                    }
                     None => Ok(()),
                 }
             }

@@ -12,7 +12,10 @@
 //!   completed: that grant proves P's key was gone (expired or deleted), so
 //!   P's local deadline — which is never later than the server's expiry —
 //!   had passed, and the guard should have dropped the body.
-//! - `Cancelled { at }` ⇒ no step was invoked after `at`.
+//! - `Cancelled { at }` ⇒ no step was invoked after `at`; and a
+//!   cancellation for the deadline (`LeaseLoss::DeadlineReached`) comes no
+//!   earlier than the deadline the acquire reported (extensions only move
+//!   it later): a guard that gives up on a lease still trusted is wrong too.
 //! - `Completed` ⇒ every step completed (the body was not dropped midway).
 
 use std::collections::BTreeMap;
@@ -51,6 +54,16 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
             _ => None,
         })
         .collect();
+    // The deadline each grant reported: (process, token) -> deadline.
+    let deadlines: BTreeMap<(&str, u64), Millis> = calls
+        .iter()
+        .filter_map(|c| match c.done {
+            Some(Event { kind: EventKind::Ok, op: Op::Acquire { token: Some(t), deadline: Some(d), .. }, .. }) => {
+                Some(((c.process, *t), *d))
+            }
+            _ => None,
+        })
+        .collect();
     let mut out = Vec::new();
     for g in &calls {
         let Op::Guarded { name, .. } = g.op else { continue };
@@ -61,6 +74,20 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
         else {
             continue;
         };
+        if let (Some(GuardedResult::Cancelled { at, deadline_reached: true }), Some(&d)) =
+            (outcome, deadlines.get(&(g.process, *token)))
+        {
+            if *at < d {
+                out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(*at),
+                    format!(
+                        "{} (token {token}): the guard dropped its body at {at}ms for reaching the local deadline, but the lease was trusted until at least {d}ms",
+                        g.process
+                    ),
+                ));
+            }
+        }
         let steps = calls.iter().filter(|w| {
             w.process == g.process
                 && matches!(w.op, Op::Write { token: Some(t), .. } if t == token)
@@ -83,7 +110,7 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                 ));
             }
             match outcome {
-                Some(GuardedResult::Cancelled { at }) if w.invoked > *at => out.push(Violation::new(
+                Some(GuardedResult::Cancelled { at, .. }) if w.invoked > *at => out.push(Violation::new(
                     SELF_FENCING,
                     Some(w.invoked),
                     format!("{} (token {token}): guarded body step at {}ms after the body was cancelled at {at}ms", g.process, w.invoked),
@@ -142,7 +169,7 @@ mod tests {
             acq(h, "a", 0, 2, 1);
             step(h, "a", 10, 1, true);
             step(h, "a", 50, 1, false); // dropped mid-flight at the cancel
-        }, 95, GuardedResult::Cancelled { at: 90 });
+        }, 95, GuardedResult::Cancelled { at: 90, deadline_reached: false });
         acq(&h, "b", 150, 152, 2);
         assert_eq!(check(&h.events()), vec![]);
     }
@@ -167,7 +194,7 @@ mod tests {
         guarded(&h, 0, |h| {
             acq(h, "a", 0, 2, 1);
             step(h, "a", 60, 1, true);
-        }, 70, GuardedResult::Cancelled { at: 50 });
+        }, 70, GuardedResult::Cancelled { at: 50, deadline_reached: false });
         guarded(&h, 100, |h| {
             acq(h, "a", 100, 102, 1);
             step(h, "a", 110, 1, false);

@@ -215,7 +215,7 @@ impl<'a> Model<'a> {
                     let h = leases[l].hidden_until.get_or_insert(end);
                     *h = (*h).max(end);
                     let release_from = match c.result() {
-                        Op::Guarded { outcome: Some(GuardedResult::Cancelled { at }), .. } => Some(*at),
+                        Op::Guarded { outcome: Some(GuardedResult::Cancelled { at, .. }), .. } => Some(*at),
                         Op::Guarded { outcome: Some(_), .. } if c.ok() => None,
                         _ => Some(c.invoked),
                     };

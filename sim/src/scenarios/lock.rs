@@ -665,6 +665,19 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
     Ok(())
 }
 
+/// Whether a guard gave up for the deadline; a failed extension whose
+/// error no fault explains is recorded for `unexpected-errors`.
+fn loss_is_deadline(actor: &Actor, reason: &redis_primitives::LeaseLoss) -> bool {
+    match reason {
+        redis_primitives::LeaseLoss::DeadlineReached => true,
+        redis_primitives::LeaseLoss::Failed(e) if !e.outcome_is_unknown() => {
+            actor.observe(Op::LibraryError { message: e.to_string() });
+            false
+        }
+        _ => false,
+    }
+}
+
 /// `lease.is_trusted()`, recorded with everything the lease says about
 /// itself (an [`Op::LeaseView`], judged by `lease-views`).
 fn view(actor: &Actor, lease: &redis_primitives::Lease) -> bool {
@@ -1038,7 +1051,8 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         cx.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
                     }
                     cx.actor.reached(situation::GUARD_CANCELLED_BODY);
-                    cx.actor.ok(gid, gop(Some(token.get()), Some(GuardedResult::Cancelled { at })));
+                    let deadline_reached = loss_is_deadline(cx.actor, &reason);
+                    cx.actor.ok(gid, gop(Some(token.get()), Some(GuardedResult::Cancelled { at, deadline_reached })));
                 }
                 Err(e) => {
                     match state.get() {
@@ -1076,7 +1090,8 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         cx.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
                     }
                     cx.actor.reached(situation::GUARD_CANCELLED_BODY);
-                    cx.actor.ok(gid, gop(Some(GuardedResult::Cancelled { at })));
+                    let deadline_reached = loss_is_deadline(cx.actor, &reason);
+                    cx.actor.ok(gid, gop(Some(GuardedResult::Cancelled { at, deadline_reached })));
                 }
                 None => {
                     cx.actor.reached(situation::GUARDED_BODY_COMPLETED);
