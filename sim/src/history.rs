@@ -565,6 +565,15 @@ pub enum Op {
         /// `Election::demotion()`, as `Debug` prints it.
         demotion: String,
     },
+    /// Observation: what a primitive's accessors report of how it was
+    /// built, beside what it was built with (`(accessor, reported,
+    /// configured)`); judged by `configuration`.
+    Configured {
+        /// The primitive (`Lock`, `Redlock`, ...).
+        primitive: String,
+        /// `(accessor, reported, configured)`, as text.
+        fields: Vec<(String, String, String)>,
+    },
     /// A library call returned an error that no fault explains (anything
     /// but a timeout or a lost connection, `Error::outcome_is_unknown`),
     /// recorded by [`crate::world::Actor::errored`]; judged by
@@ -616,6 +625,7 @@ impl Op {
             Op::StateProbe { .. } => "state-probe",
             Op::LibraryError { .. } => "library-error",
             Op::LeaseView { .. } => "lease-view",
+            Op::Configured { .. } => "configured",
             Op::ElectionView { .. } => "election-view",
             Op::ElectionCallback { .. } => "election-callback",
             Op::ElectionConfig { .. } => "election-config",
@@ -756,6 +766,13 @@ impl fmt::Display for Op {
             Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
             Op::LibraryError { message } => write!(f, "library error: {message}"),
+            Op::Configured { primitive, fields } => {
+                write!(f, "configured {primitive}:")?;
+                for (name, reported, _) in fields {
+                    write!(f, " {name}={reported}")?;
+                }
+                Ok(())
+            }
             Op::ElectionView { name, is_leader, epoch, lease, published } => write!(
                 f,
                 "election-view {name} is_leader={is_leader} epoch={} lease={lease:?} published={published:?}",

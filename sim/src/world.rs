@@ -400,6 +400,14 @@ impl Actor {
         }
     }
 
+    /// Records what `primitive`'s accessors report beside what it was
+    /// built with (judged by `configuration`): `fields` are `(accessor,
+    /// reported, configured)`, each pair compared as text.
+    pub fn configured(&self, primitive: &str, fields: &[(&str, String, String)]) {
+        let fields = fields.iter().map(|(n, r, c)| (n.to_string(), r.clone(), c.clone())).collect();
+        self.observe(Op::Configured { primitive: primitive.to_string(), fields });
+    }
+
     /// Records an observation (no invoke).
     pub fn observe(&self, op: Op) {
         self.history.observe(&self.name, op)

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::Millis;
 
+pub mod configuration;
 pub mod corrupt_state;
 pub mod election;
 pub mod election_views;
@@ -74,6 +75,10 @@ pub const LIVENESS: &str = "liveness";
 /// never writes is refused with a typed error naming it, and nothing
 /// changes; a counter it can advance gives the exact next token.
 pub const CORRUPT_STATE: &str = "corrupt-state";
+
+/// Name of the configuration invariant: accessors report what a primitive
+/// was built with.
+pub const CONFIGURATION: &str = "configuration";
 
 /// Name of the election-views invariant: an election's accessors and
 /// callbacks agree with each other, its configuration and the clock.
@@ -152,6 +157,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         UNEXPECTED_ERRORS,
         "when nothing corrupted its keys, Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) and the library returns no error but an unknown outcome (timeout, lost connection)",
+    ),
+    (
+        CONFIGURATION,
+        "every primitive's accessors (drift, key names, intervals, quorum, limits) report the configuration it was built with",
     ),
     (
         ELECTION_VIEWS,

@@ -231,7 +231,7 @@ impl LockWorkload {
             outcome.violations.extend(lock_replies::check(&outcome.history));
             outcome.violations.extend(guarded_body::check(&outcome.history));
             outcome.violations.extend(corrupt_state::check(&outcome.history));
-            outcome.violations.extend(lease_views::check(&outcome.history, lease_views::Allowance::DEFAULT));
+            outcome.violations.extend(lease_views::check(&outcome.history, DRIFT));
             let longest = outcome
                 .history
                 .iter()
@@ -297,13 +297,27 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let store_conn = if w.store_node == w.lock_node { lock_conn.clone() } else { actor.connection(w.store_node) };
     let lock = match w.lock {
         LockKind::Fenced => {
-            AnyLock::Fenced(Lock::builder(lock_conn).owners(OwnerSource::seeded(actor.seed())).build()?)
+            AnyLock::Fenced(Lock::builder(lock_conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(&w)?).build()?)
         }
         LockKind::Naive => AnyLock::Naive(NaiveLock::new(lock_conn)),
     };
     let fenced = FencedStore::new(store_conn.clone());
     let unfenced = UnfencedStore::new(store_conn);
     let ttl = Ttl::from_millis(w.ttl_ms)?;
+    if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
+        let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
+        actor.configured(
+            "Lock",
+            &[
+                ("Lock::drift", format!("{:?}", l.drift()), format!("{:?}", lock_drift(&w)?)),
+                ("Lock::key", l.key(LOCK_NAME)?, format!("lock:{{{LOCK_NAME}}}")),
+                ("Lock::fence_key", l.fence_key(LOCK_NAME)?, format!("lock:{{{LOCK_NAME}}}:fence")),
+                ("KeepAlive::every", format!("{:?}", keep.every()), format!("{:?}", Duration::from_millis(w.ttl_ms) / 3)),
+                ("KeepAlive::ttl", keep.ttl().to_string(), ttl.to_string()),
+                ("FencedStore::redis_key", fenced.redis_key(RESOURCE_KEY)?, format!("fenced:{{{RESOURCE_KEY}}}")),
+            ],
+        );
+    }
     let mut rng = actor.rng();
     let mut holds = 0u32;
     let mut writes = 0u32;
@@ -620,7 +634,7 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
     while done.load(Ordering::Relaxed) < w.clients {
         sleep_ms(10).await;
     }
-    let lock = Lock::builder(actor.connection(w.lock_node)).owners(OwnerSource::seeded(actor.seed())).build()?;
+    let lock = Lock::builder(actor.connection(w.lock_node)).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(w)?).build()?;
     let ttl = Ttl::from_millis(w.ttl_ms)?;
     let bound = w.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
     let retry = redis_primitives::Retry::new(
@@ -663,6 +677,21 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
         Err(e) => actor.errored(rid, rop(None), &e),
     }
     Ok(())
+}
+
+/// The drift allowance of the correct scenarios' locks: not the default,
+/// so an accessor or a computation that fell back to `Drift::DEFAULT`
+/// shows. `lease-views` judges deadlines with the same numbers.
+const DRIFT: lease_views::Allowance = lease_views::Allowance { per_mille: 20, constant_ms: 3 };
+
+/// The drift the workload's locks are built with (the default for the
+/// broken variants, whose seeds stay as they were).
+fn lock_drift(w: &LockWorkload) -> redis_primitives::Result<redis_primitives::Drift> {
+    if w.modes {
+        redis_primitives::Drift::new(DRIFT.per_mille as u32, Duration::from_millis(DRIFT.constant_ms))
+    } else {
+        Ok(redis_primitives::Drift::DEFAULT)
+    }
 }
 
 /// Whether a guard gave up for the deadline; a failed extension whose

@@ -104,6 +104,7 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
     outcome.simulated_ms = run.sim_elapsed.as_millis() as u64;
     // Judged for every scenario: no family's faults provoke an error reply.
     outcome.violations.extend(crate::checker::unexpected_errors::check(&outcome.history));
+    outcome.violations.extend(crate::checker::configuration::check(&outcome.history));
     outcome
 }
 

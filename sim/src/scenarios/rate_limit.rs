@@ -55,7 +55,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis_primitives::naive::{ClientSideWindow, NaiveFixedWindow, WatchMultiLimiter};
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
-use redis_primitives::OwnerSource;
+use redis_primitives::{OwnerSource, Ttl};
 
 use super::{outcome_from, Outcome, Situation};
 use crate::checker::key_lifetimes::{self, Life, Rule};
@@ -233,6 +233,27 @@ impl Limiter {
         }
     }
 
+    /// Records what a correct limiter reports of its configuration
+    /// (judged by `configuration`).
+    fn report(&self, actor: &Actor, setup: Setup) -> redis_primitives::Result<()> {
+        let (primitive, limit, key, prefix, worst) = match self {
+            Limiter::Log(l) => ("SlidingWindowLog", l.limit(), l.key(NAME)?, "rate-log", None),
+            Limiter::Counter(l) => ("SlidingWindowCounter", l.limit(), l.key(NAME)?, "rate-counter", Some(l.worst_case_admissions())),
+            _ => return Ok(()),
+        };
+        let mut fields = vec![
+            ("limit().max()", limit.max().to_string(), setup.max.to_string()),
+            ("limit().window()", limit.window().to_string(), Ttl::from_millis(setup.window_ms)?.to_string()),
+            ("key", key, format!("{prefix}:{{{NAME}}}")),
+        ];
+        if let Some(w) = worst {
+            // The documented bound of two weighted buckets.
+            fields.push(("worst_case_admissions", w.to_string(), (2 * setup.max - 1).to_string()));
+        }
+        actor.configured(primitive, &fields);
+        Ok(())
+    }
+
     /// The public operation `check(name, at)` calls, for the operations table.
     fn api(&self, pinned: bool) -> &'static str {
         match (self, pinned) {
@@ -336,6 +357,7 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup
     let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
     // One multiplexed connection per actor, shared by all its requests.
     let limiter = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
+    limiter.report(&actor, setup)?;
     let prober = if actor.index() == 0 && matches!(variant, Variant::Log | Variant::Counter) {
         // Its own connection (and limiter), so its sequential pinned
         // requests never queue behind a burst.

@@ -235,6 +235,23 @@ async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<A
             Ok(r) => {
                 let unverified = r.unverified_masters().into_iter().map(|m| m as u32).collect();
                 actor.ok(id, connect_op(Some(unverified)));
+                // drift_allowance: 10 ‰ of the TTL plus 2 ms (Drift::DEFAULT).
+                let allowance = Duration::from_millis(timing.ttl_ms) / 100 + Duration::from_millis(2);
+                let run_ids_read = r.run_ids().iter().filter(|id| id.is_some()).count();
+                actor.configured(
+                    "Redlock",
+                    &[
+                        ("len", r.len().to_string(), MASTERS.to_string()),
+                        ("is_empty", r.is_empty().to_string(), "false".to_string()),
+                        ("quorum", r.quorum().to_string(), (MASTERS / 2 + 1).to_string()),
+                        ("ttl", r.ttl().to_string(), Ttl::from_millis(timing.ttl_ms)?.to_string()),
+                        ("drift", format!("{:?}", r.drift()), format!("{:?}", redis_primitives::Drift::DEFAULT)),
+                        ("drift_allowance", format!("{:?}", r.drift_allowance()), format!("{allowance:?}")),
+                        ("master_timeout", format!("{:?}", r.master_timeout()), format!("{:?}", Duration::from_millis(timing.master_timeout_ms))),
+                        ("key", r.key(NAME)?, format!("redlock:{{{NAME}}}")),
+                        ("run_ids read + unverified", (run_ids_read + r.unverified_masters().len()).to_string(), MASTERS.to_string()),
+                    ],
+                );
                 Client::Correct(r)
             }
             Err(e) => {
