@@ -245,7 +245,7 @@ fn is_plain_statement(code: &str) -> bool {
             let v = v.trim();
             !v.is_empty() && v.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') && !v.starts_with(|ch: char| ch.is_ascii_digit())
         })
-        && !["local", "if", "elseif", "while", "for", "return", "function"].iter().any(|k| lhs.trim().split_whitespace().next() == Some(*k))
+        && !["local", "if", "elseif", "while", "for", "return", "function"].iter().any(|k| lhs.split_whitespace().next() == Some(*k))
 }
 
 fn display(to: &str) -> &str {

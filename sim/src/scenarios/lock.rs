@@ -656,7 +656,7 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
                 match &r {
                     Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),
                     Ok(None) => actor.fail(id, op(None, None)),
-                    Err(e) => actor.errored(id, op(None, None), &e),
+                    Err(e) => actor.errored(id, op(None, None), e),
                 }
                 r
             }
@@ -1157,7 +1157,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         match &r {
                             Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),
                             Ok(None) => actor.fail(id, op(None, None)),
-                            Err(e) => actor.errored(id, op(None, None), &e),
+                            Err(e) => actor.errored(id, op(None, None), e),
                         }
                         r
                     }
