@@ -117,6 +117,22 @@ pub enum Planted {
         /// The fence counter's key.
         fence_key: String,
     },
+    /// `Lock::current_token` with the fence counter set to the string
+    /// `value` (`None`: absent).
+    CounterRead {
+        /// The fence counter's key.
+        fence_key: String,
+        /// What the counter held.
+        value: Option<String>,
+    },
+    /// `Lock::remaining_ttl` with the lock key set to a string with this
+    /// expiry in ms (`Some(None)`: no expiry; `None`: absent).
+    LeaseRead {
+        /// The lock key.
+        lock_key: String,
+        /// The planted key's expiry.
+        expiry: Option<Option<u64>>,
+    },
     /// `FencedStore::write` with token `write` over an entry whose `token`
     /// field held the string `token` (and whose value was `planted`).
     StoredToken {
@@ -137,6 +153,10 @@ pub enum ProbeReply {
     Token(u64),
     /// `Lock::acquire` returned `Ok(None)`.
     NotAcquired,
+    /// `Lock::current_token` / `Lock::remaining_ttl` returned `Ok(None)`.
+    Nothing,
+    /// `Lock::remaining_ttl` returned this many ms.
+    Remaining(u64),
     /// `FencedStore::write` accepted.
     Accepted,
     /// `FencedStore::write` rejected.

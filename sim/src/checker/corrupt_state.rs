@@ -50,6 +50,27 @@ fn canonical_u64(s: &str) -> Option<u64> {
 fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> Option<String> {
     let after = after.cloned();
     match planted {
+        Planted::CounterRead { fence_key, value } => {
+            let expected = match value.as_deref().map(canonical_i64) {
+                None => ProbeReply::Nothing,
+                Some(Some(n)) if n >= 0 => ProbeReply::Token(n as u64),
+                Some(_) => {
+                    return (!matches!(reply, ProbeReply::CorruptState { key, .. } if key == fence_key)).then(|| {
+                        format!("current_token over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}")
+                    })
+                }
+            };
+            (*reply != expected).then(|| format!("current_token over counter {value:?} answered {reply:?}, not {expected:?}"))
+        }
+        Planted::LeaseRead { lock_key, expiry } => match expiry {
+            None => (*reply != ProbeReply::Nothing).then(|| format!("remaining_ttl of an absent lease answered {reply:?}")),
+            Some(None) => (!matches!(reply, ProbeReply::CorruptState { key, .. } if key == lock_key))
+                .then(|| format!("remaining_ttl of a lock key without expiry answered {reply:?}, not CorruptState naming {lock_key}")),
+            Some(Some(ms)) => match reply {
+                ProbeReply::Remaining(r) if r <= ms => None,
+                _ => Some(format!("remaining_ttl of a lease set for {ms}ms answered {reply:?}")),
+            },
+        },
         Planted::Counter { fence_key, value, .. } => match canonical_i64(value) {
             Some(n) if (0..i64::MAX).contains(&n) => {
                 let next = n as u64 + 1;
@@ -168,6 +189,23 @@ mod tests {
         assert!(judge(&counter("007"), &ProbeReply::Error("ERR value is not an integer".into()), None).is_some());
         // "-1" would INCR to 0: never a token.
         assert!(judge(&counter("-1"), &ProbeReply::Token(0), lock_after(Some("o"), Some("0")).as_ref()).is_some());
+    }
+
+    #[test]
+    fn reads_report_the_counter_and_the_expiry_or_refuse_them() {
+        let read = |v: Option<&str>| Planted::CounterRead { fence_key: "lock:p:fence".into(), value: v.map(str::to_string) };
+        assert_eq!(judge(&read(None), &ProbeReply::Nothing, None), None);
+        assert_eq!(judge(&read(Some("41")), &ProbeReply::Token(41), None), None);
+        assert!(judge(&read(Some("41")), &ProbeReply::Token(42), None).is_some());
+        let refused = ProbeReply::CorruptState { key: "lock:p:fence".into(), detail: "not an integer".into() };
+        assert_eq!(judge(&read(Some("18446744073709551615")), &refused, None), None);
+        assert!(judge(&read(Some("-3")), &ProbeReply::Token(3), None).is_some());
+        let lease = |expiry| Planted::LeaseRead { lock_key: "lock:p".into(), expiry };
+        assert_eq!(judge(&lease(Some(Some(500))), &ProbeReply::Remaining(499), None), None);
+        assert!(judge(&lease(Some(Some(500))), &ProbeReply::Remaining(501), None).is_some());
+        let no_expiry = ProbeReply::CorruptState { key: "lock:p".into(), detail: "PTTL -1".into() };
+        assert_eq!(judge(&lease(Some(None)), &no_expiry, None), None);
+        assert!(judge(&lease(Some(None)), &ProbeReply::Remaining(u64::MAX), None).is_some());
     }
 
     #[test]

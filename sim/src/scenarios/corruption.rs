@@ -70,6 +70,53 @@ pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
     let set = redis::pipe().hset(&lock_key, "not", "a lease").del(&fence_key).query_async::<()>(&mut conn.clone()).await;
     probe_lock(actor, &conn, &lock, &name, ttl, Planted::LockHash { lock_key, fence_key }, set).await;
 
+    // The read-only calls over the same kinds of value.
+    let reads = [
+        None,
+        Some(rng.random_range(0..1_000_000u64).to_string()),
+        Some(i64::MAX.to_string()),
+        Some(u64::MAX.to_string()),
+        Some(NOT_INTEGERS[rng.random_range(0..NOT_INTEGERS.len())].to_string()),
+        Some(format!("-{}", rng.random_range(1..=1000u64))),
+    ];
+    for value in reads {
+        let name = next_name();
+        let (_, fence_key) = documented_lock_keys(&name);
+        let mut c = conn.clone();
+        let set = match &value {
+            Some(v) => redis::cmd("SET").arg(&fence_key).arg(v).query_async::<()>(&mut c).await,
+            None => redis::cmd("DEL").arg(&fence_key).query_async::<()>(&mut c).await,
+        };
+        if set.is_err() {
+            continue;
+        }
+        let reply = match lock.current_token(&name).await {
+            Ok(Some(t)) => ProbeReply::Token(t.get()),
+            Ok(None) => ProbeReply::Nothing,
+            Err(e) => reply_of(e),
+        };
+        actor.observe(Op::StateProbe { planted: Planted::CounterRead { fence_key, value }, reply, after: None });
+    }
+    for planted in [None, Some(None), Some(Some(rng.random_range(50..=5000u64)))] {
+        let name = next_name();
+        let (lock_key, _) = documented_lock_keys(&name);
+        let mut c = conn.clone();
+        let set = match planted {
+            Some(Some(ms)) => redis::cmd("SET").arg(&lock_key).arg("someone").arg("PX").arg(ms).query_async::<()>(&mut c).await,
+            Some(None) => redis::cmd("SET").arg(&lock_key).arg("someone").query_async::<()>(&mut c).await,
+            None => redis::cmd("DEL").arg(&lock_key).query_async::<()>(&mut c).await,
+        };
+        if set.is_err() {
+            continue;
+        }
+        let reply = match lock.remaining_ttl(&name).await {
+            Ok(Some(d)) => ProbeReply::Remaining(d.as_millis() as u64),
+            Ok(None) => ProbeReply::Nothing,
+            Err(e) => reply_of(e),
+        };
+        actor.observe(Op::StateProbe { planted: Planted::LeaseRead { lock_key, expiry: planted }, reply, after: None });
+    }
+
     // The store: a malformed token field must be refused, whatever the
     // written token; the write is chosen longer than the malformed text, so
     // a store that skipped the check would accept it (a length-first
@@ -146,7 +193,7 @@ async fn probe_lock(
         Planted::Counter { lock_key, fence_key, .. }
         | Planted::CounterHash { lock_key, fence_key }
         | Planted::LockHash { lock_key, fence_key } => (lock_key.clone(), fence_key.clone()),
-        Planted::StoredToken { .. } => return,
+        _ => return,
     };
     let after = async {
         let lock = read_key(conn, &lock_key).await?;
