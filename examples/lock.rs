@@ -6,7 +6,7 @@ mod support;
 
 use core::time::Duration;
 
-use redis_primitives::{KeepAlive, Lock, LockOutcome, GuardedOutcome, Release, Ttl};
+use redis_primitives::{GuardedOutcome, KeepAlive, Lock, LockOutcome, Release, Ttl};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

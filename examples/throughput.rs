@@ -134,7 +134,11 @@ async fn main() -> Result<(), BoxError> {
     let conn = client.get_multiplexed_async_connection().await?;
     let ceiling = evalsha_ceiling(&server, seconds)?;
     server.command(&["FLUSHALL"])?;
-    let reference = [("lock acquire+release pairs/s", 41_000.0), ("sliding-log decisions/s", 59_000.0), ("fenced writes/s", 72_000.0)];
+    let reference = [
+        ("lock acquire+release pairs/s", 41_000.0),
+        ("sliding-log decisions/s", 59_000.0),
+        ("fenced writes/s", 72_000.0),
+    ];
     let mut rows = Vec::new();
     for workload in [Workload::LockPairs, Workload::Decisions, Workload::FencedWrites] {
         let one = run(conn.clone(), workload, 1, seconds).await?;

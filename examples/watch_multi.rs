@@ -70,8 +70,7 @@ impl Experiment {
             conns.push(connect(&client).await);
         }
         let shared =
-            watch_multi(&shared_conn, vec![shared_conn.clone(); callers as usize], limit_value, "shared")
-                .await;
+            watch_multi(&shared_conn, vec![shared_conn.clone(); callers as usize], limit_value, "shared").await;
         let per_caller = watch_multi(&shared_conn, conns, limit_value, "per-caller").await;
         let lua = lua(&shared_conn, callers, limit_value).await;
         Experiment { callers, limit, shared, per_caller, lua }

@@ -22,15 +22,9 @@ fn main() {
     };
     let library = out_dir.join("librp_clock.so");
 
-    let compiler = cc::Build::new()
-        .cargo_metadata(false)
-        .opt_level(2)
-        .get_compiler();
+    let compiler = cc::Build::new().cargo_metadata(false).opt_level(2).get_compiler();
     let mut cmd: Command = compiler.to_command();
-    cmd.args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-std=gnu11"])
-        .arg("-o")
-        .arg(&library)
-        .arg(&source);
+    cmd.args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-std=gnu11"]).arg("-o").arg(&library).arg(&source);
     let status = match cmd.status() {
         Ok(s) => s,
         Err(e) => fail(&format!(

@@ -50,10 +50,7 @@ impl Drift {
     /// ```
     pub fn new(factor_per_mille: u32, constant: Duration) -> Result<Drift> {
         if factor_per_mille >= 1000 {
-            return Err(Error::invalid(
-                "drift factor",
-                format!("{factor_per_mille}‰ must be below 1000‰ of the TTL"),
-            ));
+            return Err(Error::invalid("drift factor", format!("{factor_per_mille}‰ must be below 1000‰ of the TTL")));
         }
         if constant > Drift::MAX_CONSTANT {
             return Err(Error::invalid(

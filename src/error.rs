@@ -109,19 +109,14 @@ impl Error {
     pub(crate) fn from_redis(source: RedisError, key: &str) -> Error {
         if source.is_timeout() {
             Error::OutcomeUnknown { source }
-        } else if source.is_connection_dropped()
-            || source.is_connection_refusal()
-            || source.is_io_error()
-        {
+        } else if source.is_connection_dropped() || source.is_connection_refusal() || source.is_io_error() {
             Error::ConnectionLost { source }
         } else if source.code() == Some(CORRUPT) {
             // Raised by our own scripts (`redis.error_reply('CORRUPT …')`)
             // when they find a value they never write.
             let detail = source.detail().unwrap_or("corrupt value").to_string();
             Error::CorruptState { key: key.to_string(), detail }
-        } else if source.code() == Some("WRONGTYPE")
-            || source.detail().is_some_and(|d| d.contains("WRONGTYPE"))
-        {
+        } else if source.code() == Some("WRONGTYPE") || source.detail().is_some_and(|d| d.contains("WRONGTYPE")) {
             Error::WrongType { key: key.to_string(), source }
         } else {
             Error::Redis { source }

@@ -131,9 +131,6 @@ impl<C: Connection> FencedStore<C> {
 /// A stored token, which the write script only ever stores in canonical form.
 fn parse_stored(text: &[u8], key: &str) -> Result<FencingToken> {
     FencingToken::parse_canonical(text).ok_or_else(|| {
-        Error::corrupt(
-            key,
-            format!("stored token {:?} is not a canonical decimal u64", String::from_utf8_lossy(text)),
-        )
+        Error::corrupt(key, format!("stored token {:?} is not a canonical decimal u64", String::from_utf8_lossy(text)))
     })
 }

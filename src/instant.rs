@@ -16,7 +16,5 @@ use tokio::time::Instant;
 /// its next instant after firing).
 pub(crate) fn after(at: Instant, d: Duration) -> Instant {
     const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
-    at.checked_add(d)
-        .or_else(|| at.checked_add(d.min(YEAR)))
-        .unwrap_or(at)
+    at.checked_add(d).or_else(|| at.checked_add(d.min(YEAR))).unwrap_or(at)
 }

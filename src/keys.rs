@@ -45,10 +45,7 @@ pub fn validate_name(name: &str) -> Result<()> {
         return Err(Error::invalid("name", "must not be empty"));
     }
     if name.contains(['{', '}']) {
-        return Err(Error::invalid(
-            "name",
-            format!("{name:?} contains '{{' or '}}', which would break the hash tag"),
-        ));
+        return Err(Error::invalid("name", format!("{name:?} contains '{{' or '}}', which would break the hash tag")));
     }
     Ok(())
 }

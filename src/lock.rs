@@ -126,12 +126,7 @@ impl<C: Connection> Lock<C> {
 
     /// Starts configuring a lock.
     pub fn builder(conn: C) -> LockBuilder<C> {
-        LockBuilder {
-            conn,
-            prefix: "lock".into(),
-            drift: Drift::DEFAULT,
-            owners: OwnerSource::Random,
-        }
+        LockBuilder { conn, prefix: "lock".into(), drift: Drift::DEFAULT, owners: OwnerSource::Random }
     }
 
     /// The key holding the lease for `name`.
@@ -181,15 +176,7 @@ impl<C: Connection> Lock<C> {
                 other => other,
             })?;
         let Some(token) = token_from_reply(reply, &fence)? else { return Ok(None) };
-        Ok(Some(Lease {
-            name: name.to_string(),
-            key,
-            owner,
-            token,
-            ttl,
-            sent_at,
-            deadline: after(sent_at, usable),
-        }))
+        Ok(Some(Lease { name: name.to_string(), key, owner, token, ttl, sent_at, deadline: after(sent_at, usable) }))
     }
 
     /// Compare-and-delete. `Ok(false)` when the lease had already expired or
@@ -262,11 +249,8 @@ impl<C: Connection> Lock<C> {
     pub async fn current_token(&self, name: &str) -> Result<Option<FencingToken>> {
         let fence = self.fence_key(name)?;
         let mut conn = self.conn.clone();
-        let raw: Option<Vec<u8>> = redis::cmd("GET")
-            .arg(&fence)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &fence))?;
+        let raw: Option<Vec<u8>> =
+            redis::cmd("GET").arg(&fence).query_async(&mut conn).await.map_err(|e| Error::from_redis(e, &fence))?;
         // The counter is a Redis integer: INCR never takes it past 2^63 − 1.
         raw.map(|text| {
             FencingToken::parse_canonical(&text).filter(|t| i64::try_from(t.get()).is_ok()).ok_or_else(|| {
@@ -281,18 +265,14 @@ impl<C: Connection> Lock<C> {
     pub async fn remaining_ttl(&self, name: &str) -> Result<Option<Duration>> {
         let key = self.key(name)?;
         let mut conn = self.conn.clone();
-        let pttl: i64 = redis::cmd("PTTL")
-            .arg(&key)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &key))?;
+        let pttl: i64 =
+            redis::cmd("PTTL").arg(&key).query_async(&mut conn).await.map_err(|e| Error::from_redis(e, &key))?;
         match pttl {
             -2 => Ok(None),
             ms if ms >= 0 => Ok(Some(Duration::from_millis(ms as u64))),
-            other => Err(Error::corrupt(
-                &key,
-                format!("PTTL {other}: the lock key has no expiry; something else wrote it"),
-            )),
+            other => {
+                Err(Error::corrupt(&key, format!("PTTL {other}: the lock key has no expiry; something else wrote it")))
+            }
         }
     }
 

@@ -79,9 +79,7 @@ impl Retry {
             Some(seed) => rand::rngs::StdRng::seed_from_u64(seed),
             None => rand::rngs::StdRng::from_os_rng(),
         };
-        let out_of_time = |extra: Duration| {
-            self.deadline.is_some_and(|d| start.elapsed().saturating_add(extra) >= d)
-        };
+        let out_of_time = |extra: Duration| self.deadline.is_some_and(|d| start.elapsed().saturating_add(extra) >= d);
         for n in 0..self.attempts.get() {
             if n > 0 && out_of_time(Duration::ZERO) {
                 break;
@@ -92,10 +90,8 @@ impl Retry {
             if n + 1 == self.attempts.get() {
                 break;
             }
-            let cap = self
-                .base_delay
-                .saturating_mul(1u32.checked_shl(n.min(16)).unwrap_or(u32::MAX))
-                .min(self.max_delay);
+            let cap =
+                self.base_delay.saturating_mul(1u32.checked_shl(n.min(16)).unwrap_or(u32::MAX)).min(self.max_delay);
             // Clamped, not `as u64`: a cap of 2^64 µs or more must not wrap
             // to a tiny one.
             let cap_micros = u64::try_from(cap.as_micros()).unwrap_or(u64::MAX);

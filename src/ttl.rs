@@ -45,10 +45,7 @@ impl Ttl {
         }
         let ms = d.as_millis();
         if ms > u128::from(Ttl::MAX_MILLIS) {
-            return Err(Error::invalid(
-                what,
-                format!("{ms} ms exceeds the maximum of {} ms", Ttl::MAX_MILLIS),
-            ));
+            return Err(Error::invalid(what, format!("{ms} ms exceeds the maximum of {} ms", Ttl::MAX_MILLIS)));
         }
         Ok(Ttl(ms as u64))
     }

@@ -32,7 +32,7 @@ use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig};
 use redis_primitives::{
     Drift, Error, FencedStore, FencingToken, GuardedOutcome, KeepAlive, Lock, Retry, Ttl, WriteOutcome,
 };
-use support::{RedisServer, connect};
+use support::{connect, RedisServer};
 
 // ------------------------------------------------------------ strategies
 
@@ -115,7 +115,13 @@ fn check<S: Strategy>(
     name: &str,
     min_ran: f64,
     strategy: S,
-    property: impl Fn(&tokio::runtime::Runtime, &MultiplexedConnection, &RedisServer, u64, S::Value) -> Result<bool, TestCaseError>,
+    property: impl Fn(
+        &tokio::runtime::Runtime,
+        &MultiplexedConnection,
+        &RedisServer,
+        u64,
+        S::Value,
+    ) -> Result<bool, TestCaseError>,
 ) {
     let cases = std::env::var("RP_ARGUMENT_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
     let config = Config { cases, failure_persistence: None, ..Config::default() };
@@ -152,59 +158,69 @@ fn accepted<T: core::fmt::Debug>(r: Result<T, Error>) -> Result<Option<T>, TestC
 fn ttl_drift_and_fence_counters_up_to_2_pow_63() {
     // Counter presets: absent, or anything a Redis integer can hold.
     let counter = prop_oneof![Just(None), (0u64..=i64::MAX as u64).prop_map(Some), any_u64().prop_map(Some)];
-    check("lock", 0.25, (ttl_like(), any_drift(), counter), |rt, conn, server, case, (ttl, (factor, constant), counter)| {
-        let ttl_ok = accepted(Ttl::new(ttl))?;
-        let drift_ok = accepted(Drift::new(factor, constant))?;
-        let _ = Drift::DEFAULT.allowance(ttl); // total for any Duration
-        if let Some(drift) = drift_ok {
-            let _ = drift.allowance(ttl);
-        }
-        let (Some(ttl), Some(drift)) = (ttl_ok, drift_ok) else { return Ok(false) };
-        let lock = Lock::builder(conn.clone()).drift(drift).build().unwrap();
-        let name = format!("lock-{case}");
-        if let Some(c) = counter {
-            server.command(&["SET", &lock.fence_key(&name).unwrap(), &c.to_string()]).unwrap();
-        }
-        rt.block_on(async {
-            match (lock.acquire(&name, ttl).await, counter) {
-                (Ok(Some(mut lease)), c) => {
-                    let expected = c.unwrap_or(0) + 1;
-                    prop_assert_eq!(lease.token().get(), expected, "token must be exactly counter + 1");
-                    prop_assert_eq!(lock.current_token(&name).await.unwrap(), Some(lease.token()));
-                    prop_assert!(lock.extend(&mut lease, ttl).await.unwrap());
-                    prop_assert!(lock.release(&lease).await.unwrap());
-                }
-                // A counter INCR cannot advance: refused, nothing taken.
-                (Err(Error::CorruptState { .. }), Some(c)) if c >= i64::MAX as u64 => {
-                    prop_assert_eq!(server.command(&["EXISTS", &lock.key(&name).unwrap()]).unwrap(), ":0\r\n");
-                }
-                (other, c) => prop_assert!(false, "counter {:?}: acquire gave {:?}", c, other),
+    check(
+        "lock",
+        0.25,
+        (ttl_like(), any_drift(), counter),
+        |rt, conn, server, case, (ttl, (factor, constant), counter)| {
+            let ttl_ok = accepted(Ttl::new(ttl))?;
+            let drift_ok = accepted(Drift::new(factor, constant))?;
+            let _ = Drift::DEFAULT.allowance(ttl); // total for any Duration
+            if let Some(drift) = drift_ok {
+                let _ = drift.allowance(ttl);
             }
-            Ok(true)
-        })
-    });
+            let (Some(ttl), Some(drift)) = (ttl_ok, drift_ok) else { return Ok(false) };
+            let lock = Lock::builder(conn.clone()).drift(drift).build().unwrap();
+            let name = format!("lock-{case}");
+            if let Some(c) = counter {
+                server.command(&["SET", &lock.fence_key(&name).unwrap(), &c.to_string()]).unwrap();
+            }
+            rt.block_on(async {
+                match (lock.acquire(&name, ttl).await, counter) {
+                    (Ok(Some(mut lease)), c) => {
+                        let expected = c.unwrap_or(0) + 1;
+                        prop_assert_eq!(lease.token().get(), expected, "token must be exactly counter + 1");
+                        prop_assert_eq!(lock.current_token(&name).await.unwrap(), Some(lease.token()));
+                        prop_assert!(lock.extend(&mut lease, ttl).await.unwrap());
+                        prop_assert!(lock.release(&lease).await.unwrap());
+                    }
+                    // A counter INCR cannot advance: refused, nothing taken.
+                    (Err(Error::CorruptState { .. }), Some(c)) if c >= i64::MAX as u64 => {
+                        prop_assert_eq!(server.command(&["EXISTS", &lock.key(&name).unwrap()]).unwrap(), ":0\r\n");
+                    }
+                    (other, c) => prop_assert!(false, "counter {:?}: acquire gave {:?}", c, other),
+                }
+                Ok(true)
+            })
+        },
+    );
 }
 
 #[test]
 fn keep_alive_and_with_lock_guarded() {
-    check("keep-alive", 0.25, (ttl_like(), mostly_ms(1, 2_000), any_drift()), |rt, conn, _, case, (ttl, every, (factor, constant))| {
-        let (Some(ttl), Some(drift)) = (accepted(Ttl::new(ttl))?, accepted(Drift::new(factor, constant))?) else {
-            return Ok(false);
-        };
-        let lock = Lock::builder(conn.clone()).drift(drift).build().unwrap();
-        let _ = accepted(KeepAlive::thirds(&lock, ttl))?;
-        let Some(policy) = accepted(KeepAlive::new(&lock, ttl, every))? else { return Ok(false) };
-        rt.block_on(async {
-            let outcome = lock.with_lock_guarded(&format!("guarded-{case}"), policy, |_| async { 7 }).await;
-            match outcome {
-                Ok(GuardedOutcome::Completed { output, .. }) => prop_assert_eq!(output, 7),
-                // A lease so short its deadline passed before the reply.
-                Ok(GuardedOutcome::Cancelled { .. }) => {}
-                other => prop_assert!(false, "with_lock_guarded gave {:?}", other),
-            }
-            Ok(true)
-        })
-    });
+    check(
+        "keep-alive",
+        0.25,
+        (ttl_like(), mostly_ms(1, 2_000), any_drift()),
+        |rt, conn, _, case, (ttl, every, (factor, constant))| {
+            let (Some(ttl), Some(drift)) = (accepted(Ttl::new(ttl))?, accepted(Drift::new(factor, constant))?) else {
+                return Ok(false);
+            };
+            let lock = Lock::builder(conn.clone()).drift(drift).build().unwrap();
+            let _ = accepted(KeepAlive::thirds(&lock, ttl))?;
+            let Some(policy) = accepted(KeepAlive::new(&lock, ttl, every))? else { return Ok(false) };
+            rt.block_on(async {
+                let outcome = lock.with_lock_guarded(&format!("guarded-{case}"), policy, |_| async { 7 }).await;
+                match outcome {
+                    Ok(GuardedOutcome::Completed { output, .. }) => prop_assert_eq!(output, 7),
+                    // A lease so short its deadline passed before the reply.
+                    Ok(GuardedOutcome::Cancelled { .. }) => {}
+                    other => prop_assert!(false, "with_lock_guarded gave {:?}", other),
+                }
+                Ok(true)
+            })
+        },
+    );
 }
 
 #[test]

@@ -12,9 +12,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use core::time::Duration;
-use redis_primitives::election::{
-    Demoted, Demotion, DemotionReason, Election, ElectionBuilder, Leadership,
-};
+use redis_primitives::election::{Demoted, Demotion, DemotionReason, Election, ElectionBuilder, Leadership};
 use redis_primitives::naive::NaiveElection;
 use redis_primitives::{Connection, Error, FencedStore, FencingToken, OwnerSource, WriteOutcome};
 use support::{connect, connect_with_timeout, server};
@@ -126,7 +124,10 @@ fn summary(mut v: Vec<f64>) -> String {
     format!("{:.1} / {:.1} / {:.1} ms", v[0], v[v.len() / 2], v[v.len() - 1])
 }
 
-async fn stop_all<C: Connection>(nodes: &[Election<C>], tasks: Vec<tokio::task::JoinHandle<redis_primitives::Result<()>>>) {
+async fn stop_all<C: Connection>(
+    nodes: &[Election<C>],
+    tasks: Vec<tokio::task::JoinHandle<redis_primitives::Result<()>>>,
+) {
     for n in nodes {
         n.stop().await;
     }
@@ -423,7 +424,10 @@ async fn split_brain<C: Connection>(
         Demotion::OnRenewTick => {
             assert!(matches!(d.reason, DemotionReason::LeaseLost), "{d:?}");
             assert!(published_window > ms_f(LEASE), "window {published_window:.1} ms");
-            assert!(published_window <= ms_f(stall + RENEW + Duration::from_millis(300)), "window {published_window:.1} ms");
+            assert!(
+                published_window <= ms_f(stall + RENEW + Duration::from_millis(300)),
+                "window {published_window:.1} ms"
+            );
             assert!(both_samples > 0, "the sampler should have seen two leaders");
         }
         Demotion::AtDeadline => {
@@ -475,7 +479,10 @@ async fn case27_split_brain_window_renew_tick_versus_self_fencing() {
          the stalled leader's is_leader() turned false {} relative to the successor's election (negative = before)",
         summary(fenced_gap)
     );
-    println!("  (in tick mode the same deadline was {} relative to the election; it was simply not consulted)", summary(tick_deadline_gap));
+    println!(
+        "  (in tick mode the same deadline was {} relative to the election; it was simply not consulted)",
+        summary(tick_deadline_gap)
+    );
 }
 
 #[tokio::test]

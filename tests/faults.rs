@@ -9,9 +9,7 @@ mod support;
 use core::num::NonZeroU32;
 use core::time::Duration;
 
-use redis_primitives::{
-    Drift, Error, FencedStore, FencingToken, KeepAlive, Lock, Retry, Ttl, WriteOutcome,
-};
+use redis_primitives::{Drift, Error, FencedStore, FencingToken, KeepAlive, Lock, Retry, Ttl, WriteOutcome};
 use support::{connect, connect_with_timeout, ms, server};
 
 fn is_invalid<T: std::fmt::Debug>(r: Result<T, Error>, what: &str) {
@@ -38,10 +36,7 @@ fn other_settings_are_validated_at_construction() {
     is_invalid(Drift::new(1000, Duration::ZERO), "drift factor");
     let one = NonZeroU32::new(3).unwrap();
     is_invalid(Retry::new(one, Duration::ZERO, Duration::from_millis(1)), "retry base_delay");
-    is_invalid(
-        Retry::new(one, Duration::from_millis(10), Duration::from_millis(1)),
-        "retry max_delay",
-    );
+    is_invalid(Retry::new(one, Duration::from_millis(10), Duration::from_millis(1)), "retry max_delay");
 }
 
 #[tokio::test]
@@ -81,10 +76,7 @@ async fn wrongtype_is_a_typed_error_and_changes_nothing() {
 
     let store = FencedStore::new(connect(&s).await);
     s.command(&["SET", &store.redis_key("doc").unwrap(), "plain string"]).unwrap();
-    assert!(matches!(
-        store.write("doc", b"v", FencingToken::new(1)).await,
-        Err(Error::WrongType { .. })
-    ));
+    assert!(matches!(store.write("doc", b"v", FencingToken::new(1)).await, Err(Error::WrongType { .. })));
     assert!(matches!(store.read("doc").await, Err(Error::WrongType { .. })));
 }
 
@@ -165,10 +157,7 @@ async fn a_corrupt_fence_counter_is_corrupt_state_and_changes_nothing() {
         }
         assert_eq!(s.command(&["EXISTS", &key]).unwrap(), ":0\r\n", "counter {bad}: lock key untouched");
         assert_eq!(s.command(&["GET", &fence]).unwrap(), format!("${}\r\n{bad}\r\n", bad.len()), "counter unchanged");
-        assert!(
-            matches!(lock.current_token(&name).await, Err(Error::CorruptState { .. })),
-            "current_token of {bad}"
-        );
+        assert!(matches!(lock.current_token(&name).await, Err(Error::CorruptState { .. })), "current_token of {bad}");
     }
     // A counter at zero is a fresh one (1 is the first token), not corrupt.
     s.command(&["SET", &lock.fence_key("zero").unwrap(), "0"]).unwrap();

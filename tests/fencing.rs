@@ -26,10 +26,7 @@ async fn case10_lease_expires_mid_section_stale_write_refused() {
         b
     };
     let (a_outcome, b) = tokio::join!(holder_a, holder_b);
-    assert_eq!(
-        a_outcome,
-        WriteOutcome::Rejected { rejected_token: a.token(), highest_seen: b.token() }
-    );
+    assert_eq!(a_outcome, WriteOutcome::Rejected { rejected_token: a.token(), highest_seen: b.token() });
     let stored = store.read("doc").await.unwrap().unwrap();
     assert_eq!(stored.value, b"from B");
     assert_eq!(stored.token, b.token());
@@ -125,10 +122,7 @@ async fn case15_deleting_the_fence_counter_reissues_tokens_documented_non_guaran
     assert_eq!(store.write("doc", b"A, stale", a.token()).await.unwrap(), WriteOutcome::Accepted);
     assert_eq!(store.read("doc").await.unwrap().unwrap().value, b"A, stale");
     // And the current holder is now locked out of its own resource.
-    assert!(matches!(
-        store.write("doc", b"C again", c.token()).await.unwrap(),
-        WriteOutcome::Rejected { .. }
-    ));
+    assert!(matches!(store.write("doc", b"C again", c.token()).await.unwrap(), WriteOutcome::Rejected { .. }));
 }
 
 #[tokio::test]

@@ -52,9 +52,8 @@ async fn refused_extension_cancels_the_body() {
         s.command(&["DEL", &key]).unwrap(); // the lease vanishes under the holder
         Instant::now()
     };
-    let guarded = lock.with_lock_guarded("stolen", policy, |_| {
-        ticking_body(ticks.clone(), last.clone(), Duration::from_secs(5))
-    });
+    let guarded =
+        lock.with_lock_guarded("stolen", policy, |_| ticking_body(ticks.clone(), last.clone(), Duration::from_secs(5)));
     let (deleted_at, outcome) = tokio::join!(thief, guarded);
     match outcome.unwrap() {
         GuardedOutcome::Cancelled { reason: LeaseLoss::Refused, at, .. } => {
@@ -128,9 +127,8 @@ async fn failed_extension_cancels_the_body_with_the_fault() {
         sleep(Duration::from_millis(70)).await;
         s.stop();
     };
-    let guarded = lock.with_lock_guarded("dies", policy, |_| {
-        ticking_body(ticks.clone(), last.clone(), Duration::from_secs(5))
-    });
+    let guarded =
+        lock.with_lock_guarded("dies", policy, |_| ticking_body(ticks.clone(), last.clone(), Duration::from_secs(5)));
     let ((), outcome) = tokio::join!(killer, guarded);
     match outcome.unwrap() {
         GuardedOutcome::Cancelled { reason: LeaseLoss::Failed(e), .. } => {

@@ -116,10 +116,7 @@ async fn case06_extend_cannot_steal_someone_elses_lock() {
 async fn case07_with_lock_runs_body_with_its_token_and_releases() {
     let s = server();
     let lock = Lock::new(connect(&s).await);
-    let outcome = lock
-        .with_lock("w", ms(1000), |lease| async move { lease.token() })
-        .await
-        .unwrap();
+    let outcome = lock.with_lock("w", ms(1000), |lease| async move { lease.token() }).await.unwrap();
     match outcome {
         LockOutcome::Ran { output, token, release } => {
             assert_eq!(output, token, "the body saw the lease's own token");

@@ -86,10 +86,7 @@ async fn case16_naive_fixed_window_admits_double_at_the_boundary() {
         }
     }
     let span = admitted.last().unwrap() - admitted.first().unwrap();
-    println!(
-        "case 16: naive fixed window admitted {}/10 within {span} ms (limit 5 per 1000 ms)",
-        admitted.len()
-    );
+    println!("case 16: naive fixed window admitted {}/10 within {span} ms (limit 5 per 1000 ms)", admitted.len());
     assert_eq!(admitted.len(), 10);
     assert_eq!(span, 104);
     assert_eq!(max_in_any_window(&admitted, 1000), 10, "twice the limit inside one window");
@@ -215,11 +212,7 @@ async fn case20_sliding_log_uses_the_redis_clock_when_unpinned() {
     if elapsed < 300 {
         assert_eq!(
             third,
-            Decision::Denied {
-                count: 2,
-                retry_after: Duration::from_millis(300 - elapsed),
-                at_ms: third.at_ms()
-            }
+            Decision::Denied { count: 2, retry_after: Duration::from_millis(300 - elapsed), at_ms: third.at_ms() }
         );
     } else {
         panic!("the host stalled {elapsed} ms between two local round trips; cannot test case 20");
@@ -458,10 +451,7 @@ async fn retry_after_is_exact_for_both_limiters() {
                 }
             };
             if retry > 1 {
-                assert!(
-                    check(denied_at + retry - 1).await.unwrap().is_denied(),
-                    "trial {trial}/{which}: early"
-                );
+                assert!(check(denied_at + retry - 1).await.unwrap().is_denied(), "trial {trial}/{which}: early");
             }
             assert!(check(denied_at + retry).await.unwrap().is_allowed(), "trial {trial}/{which}: on time");
             probes += 1;
@@ -482,8 +472,7 @@ async fn unique_members_same_millisecond_both_count() {
     let now = server_ms(&conn).await;
     assert_eq!(log.check_at("same-ms", now).await.unwrap().count(), 1);
     assert_eq!(log.check_at("same-ms", now).await.unwrap().count(), 2);
-    let members: Vec<String> =
-        query(&conn, redis::cmd("ZRANGE").arg(log.key("same-ms").unwrap()).arg(0).arg(-1)).await;
+    let members: Vec<String> = query(&conn, redis::cmd("ZRANGE").arg(log.key("same-ms").unwrap()).arg(0).arg(-1)).await;
     assert_eq!(members, vec![format!("{now}-0"), format!("{now}-1")]);
 
     // Unpinned: 40 concurrent admissions, many in one millisecond.

@@ -19,9 +19,7 @@ use core::time::Duration;
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
 use redis_primitives::naive::NaiveRedlock;
-use redis_primitives::redlock::{
-    Acquisition, Extension, Redlock, RedlockConfig, RedlockLease, RefusalReason, Vote,
-};
+use redis_primitives::redlock::{Acquisition, Extension, Redlock, RedlockConfig, RedlockLease, RefusalReason, Vote};
 use redis_primitives::{Drift, Error, Retry};
 use support::proxy::DelayProxy;
 use support::{ms, RedisServer};
@@ -57,13 +55,8 @@ async fn connect_proxies(proxies: &[DelayProxy]) -> Vec<MultiplexedConnection> {
     conns
 }
 
-async fn connect_redlock(
-    servers: &[RedisServer],
-    config: RedlockConfig,
-) -> Redlock<MultiplexedConnection> {
-    Redlock::connect(connect_all(servers).await, config)
-        .await
-        .expect("valid redlock")
+async fn connect_redlock(servers: &[RedisServer], config: RedlockConfig) -> Redlock<MultiplexedConnection> {
+    Redlock::connect(connect_all(servers).await, config).await.expect("valid redlock")
 }
 
 /// The library's defaults, except a per-master timeout of a third of the TTL
@@ -97,19 +90,12 @@ fn get(server: &RedisServer, key: &str) -> Option<String> {
 }
 
 fn exists(server: &RedisServer, key: &str) -> bool {
-    server
-        .command(&["EXISTS", key])
-        .expect("EXISTS")
-        .starts_with(":1")
+    server.command(&["EXISTS", key]).expect("EXISTS").starts_with(":1")
 }
 
 fn pttl(server: &RedisServer, key: &str) -> i64 {
     let reply = server.command(&["PTTL", key]).expect("PTTL");
-    reply
-        .trim()
-        .trim_start_matches(':')
-        .parse()
-        .expect("integer reply")
+    reply.trim().trim_start_matches(':').parse().expect("integer reply")
 }
 
 fn invalid_what<C>(result: Result<Redlock<C>, Error>) -> (&'static str, String) {
@@ -153,18 +139,14 @@ async fn acquire_succeeds_with_two_of_five_masters_down() {
     assert_eq!(lease.masters().len(), 5);
     for v in lease.masters() {
         match v.master {
-            1 | 3 => assert!(
-                matches!(v.vote, Vote::Error(_) | Vote::TimedOut),
-                "a stopped master cannot vote yes: {v:?}"
-            ),
+            1 | 3 => {
+                assert!(matches!(v.vote, Vote::Error(_) | Vote::TimedOut), "a stopped master cannot vote yes: {v:?}")
+            }
             _ => assert!(v.vote.is_yes(), "{v:?}"),
         }
     }
     for i in [0, 2, 4] {
-        assert_eq!(
-            get(&servers[i], KEY).as_deref(),
-            Some(lease.owner().as_str())
-        );
+        assert_eq!(get(&servers[i], KEY).as_deref(), Some(lease.owner().as_str()));
     }
     println!(
         "2 of 5 down: held with {} votes, acquire took {}, validity {}",
@@ -195,22 +177,14 @@ async fn acquire_with_three_of_five_masters_down_is_refused_and_leaves_no_key() 
     for v in &refusal.masters {
         assert_eq!(v.vote.is_yes(), v.master == 1 || v.master == 3, "{v:?}");
     }
-    assert_eq!(
-        refusal.cleanup.len(),
-        5,
-        "the cleanup asks every master, down or not"
-    );
+    assert_eq!(refusal.cleanup.len(), 5, "the cleanup asks every master, down or not");
     for v in &refusal.cleanup {
         assert_eq!(v.vote.is_yes(), v.master == 1 || v.master == 3, "{v:?}");
     }
     for i in [1, 3] {
         assert!(!exists(&servers[i], KEY), "no key left on live master {i}");
     }
-    println!(
-        "3 of 5 down: refused with {} votes after {}",
-        refusal.votes,
-        fmt_ms(refusal.elapsed)
-    );
+    println!("3 of 5 down: refused with {} votes after {}", refusal.votes, fmt_ms(refusal.elapsed));
 }
 
 #[tokio::test]
@@ -225,10 +199,7 @@ async fn an_even_number_of_masters_tolerates_no_more_failures_than_one_fewer() {
     redlock4.release(&lease).await;
     four[1].stop();
     let refused = redlock4.acquire(NAME).await.unwrap();
-    assert_eq!(
-        refused.refusal().map(|r| (r.reason, r.votes)),
-        Some((RefusalReason::NoMajority, 2))
-    );
+    assert_eq!(refused.refusal().map(|r| (r.reason, r.votes)), Some((RefusalReason::NoMajority, 2)));
 
     // N = 2 needs both; N = 1 is a single-instance lease.
     let mut two = servers(2);
@@ -274,31 +245,21 @@ async fn contend(
             Acquisition::Held(lease) => {
                 let mut own = 0;
                 for conn in readers.iter_mut() {
-                    let value: Option<String> =
-                        redis::cmd("GET").arg(KEY).query_async(conn).await.unwrap();
+                    let value: Option<String> = redis::cmd("GET").arg(KEY).query_async(conn).await.unwrap();
                     own += usize::from(value.as_deref() == Some(lease.owner().as_str()));
                 }
                 if Instant::now() < lease.valid_until() {
-                    assert!(
-                        own >= redlock.quorum(),
-                        "a valid lease must have its value on a majority; found {own}"
-                    );
+                    assert!(own >= redlock.quorum(), "a valid lease must have its value on a majority; found {own}");
                     log.snapshots_checked += 1;
                 }
                 tokio::time::sleep(Duration::from_millis(rng.random_range(0..25))).await;
                 if rng.random_range(0..5) == 0 {
                     // Walk away: the lease ends by expiry, not by release.
                     log.let_expire += 1;
-                    log.intervals.push(Interval {
-                        start: lease.acquired_at(),
-                        end: lease.valid_until(),
-                    });
+                    log.intervals.push(Interval { start: lease.acquired_at(), end: lease.valid_until() });
                 } else {
                     let end = Instant::now().min(lease.valid_until());
-                    log.intervals.push(Interval {
-                        start: lease.acquired_at(),
-                        end,
-                    });
+                    log.intervals.push(Interval { start: lease.acquired_at(), end });
                     redlock.release(&lease).await;
                 }
             }
@@ -342,14 +303,8 @@ async fn two_contending_clients_never_both_hold_a_valid_majority() {
         lb.refusals,
         la.snapshots_checked + lb.snapshots_checked,
     );
-    assert!(
-        !la.intervals.is_empty() && !lb.intervals.is_empty(),
-        "both clients should win sometimes"
-    );
-    assert!(
-        la.refusals + lb.refusals > 0,
-        "the clients should actually have contended"
-    );
+    assert!(!la.intervals.is_empty() && !lb.intervals.is_empty(), "both clients should win sometimes");
+    assert!(la.refusals + lb.refusals > 0, "the clients should actually have contended");
 }
 
 // ------------------------------------------------------ elapsed-time gate
@@ -365,18 +320,13 @@ struct SlowMasters {
 const SLOW_REPLY: Duration = Duration::from_millis(700);
 
 fn slow_config() -> RedlockConfig {
-    config(1000)
-        .drift(Drift::new(10, Duration::from_millis(400)).unwrap())
-        .master_timeout(Duration::from_millis(950))
+    config(1000).drift(Drift::new(10, Duration::from_millis(400)).unwrap()).master_timeout(Duration::from_millis(950))
 }
 
 impl SlowMasters {
     fn start() -> SlowMasters {
         let servers = servers(5);
-        let proxies = servers
-            .iter()
-            .map(|s| DelayProxy::start(s.addr()).unwrap())
-            .collect();
+        let proxies = servers.iter().map(|s| DelayProxy::start(s.addr()).unwrap()).collect();
         SlowMasters { servers, proxies }
     }
 
@@ -395,34 +345,18 @@ impl SlowMasters {
 #[tokio::test]
 async fn elapsed_time_gate_refuses_five_votes_when_latency_leaves_no_validity() {
     let slow = SlowMasters::start();
-    let redlock = Redlock::connect(slow.connect().await, slow_config())
-        .await
-        .unwrap();
+    let redlock = Redlock::connect(slow.connect().await, slow_config()).await.unwrap();
     slow.slow_down();
 
-    let refusal = redlock
-        .acquire(NAME)
-        .await
-        .unwrap()
-        .refusal()
-        .expect("refused")
-        .clone();
+    let refusal = redlock.acquire(NAME).await.unwrap().refusal().expect("refused").clone();
     assert_eq!(refusal.reason, RefusalReason::TooSlow);
-    assert_eq!(
-        refusal.votes, 5,
-        "every master said yes: {:?}",
-        refusal.masters
-    );
+    assert_eq!(refusal.votes, 5, "every master said yes: {:?}", refusal.masters);
     assert!(refusal.elapsed >= SLOW_REPLY, "{:?}", refusal.elapsed);
     assert!(refusal.elapsed + refusal.drift >= refusal.ttl.as_duration());
     assert_eq!(refusal.validity_left(), None);
     // The keys were released, not left to expire: the compare-and-delete
     // found our value on all five and deleted it.
-    assert!(
-        refusal.cleanup.iter().all(|v| v.vote.is_yes()),
-        "{:?}",
-        refusal.cleanup
-    );
+    assert!(refusal.cleanup.iter().all(|v| v.vote.is_yes()), "{:?}", refusal.cleanup);
     for s in &slow.servers {
         assert!(!exists(s, KEY));
     }
@@ -443,66 +377,38 @@ async fn elapsed_time_gate_refuses_five_votes_when_the_client_pauses_past_the_tt
     let redlock = connect_redlock(&servers, config(300)).await;
     let pause = Duration::from_millis(600);
 
-    let acquisition = pause_after_first_poll(redlock.acquire(NAME), pause)
-        .await
-        .unwrap();
+    let acquisition = pause_after_first_poll(redlock.acquire(NAME), pause).await.unwrap();
     let refusal = acquisition.refusal().expect("refused").clone();
     assert_eq!(refusal.reason, RefusalReason::TooSlow);
     assert_eq!(refusal.votes, 5, "{:?}", refusal.masters);
-    assert!(
-        refusal.elapsed > refusal.ttl.as_duration(),
-        "T2 − T1 = {:?}",
-        refusal.elapsed
-    );
+    assert!(refusal.elapsed > refusal.ttl.as_duration(), "T2 − T1 = {:?}", refusal.elapsed);
     for s in &servers {
         assert!(!exists(s, KEY));
     }
-    println!(
-        "pause gate: 5/5 votes, T2 − T1 = {} > ttl {}: refused",
-        fmt_ms(refusal.elapsed),
-        refusal.ttl
-    );
+    println!("pause gate: 5/5 votes, T2 − T1 = {} > ttl {}: refused", fmt_ms(refusal.elapsed), refusal.ttl);
 }
 
 #[tokio::test]
 async fn naive_redlock_without_the_gate_accepts_what_redlock_refuses() {
     let slow = SlowMasters::start();
-    let redlock = Redlock::connect(slow.connect().await, slow_config())
-        .await
-        .unwrap();
-    let naive = NaiveRedlock::connect(slow.connect().await, slow_config())
-        .await
-        .unwrap();
+    let redlock = Redlock::connect(slow.connect().await, slow_config()).await.unwrap();
+    let naive = NaiveRedlock::connect(slow.connect().await, slow_config()).await.unwrap();
     // A second, well-connected client with a plain configuration.
     let other = connect_redlock(&slow.servers, config(1000)).await;
     slow.slow_down();
 
-    let refusal = redlock
-        .acquire(NAME)
-        .await
-        .unwrap()
-        .refusal()
-        .expect("refused")
-        .clone();
+    let refusal = redlock.acquire(NAME).await.unwrap().refusal().expect("refused").clone();
     assert_eq!((refusal.reason, refusal.votes), (RefusalReason::TooSlow, 5));
 
-    let lease = naive
-        .acquire(NAME)
-        .await
-        .unwrap()
-        .expect("the naive client accepts");
+    let lease = naive.acquire(NAME).await.unwrap().expect("the naive client accepts");
     assert_eq!(lease.votes(), 5);
     assert!(lease.elapsed() >= SLOW_REPLY);
     // It believes it holds the lock for a full TTL from now, but its keys
     // were set 700 ms ago and expire on the masters long before that.
-    let retry = Retry::new(
-        NonZeroU32::new(200).unwrap(),
-        ms(5).as_duration(),
-        ms(20).as_duration(),
-    )
-    .unwrap()
-    .deadline(Duration::from_secs(5))
-    .seeded(3);
+    let retry = Retry::new(NonZeroU32::new(200).unwrap(), ms(5).as_duration(), ms(20).as_duration())
+        .unwrap()
+        .deadline(Duration::from_secs(5))
+        .seeded(3);
     let theirs = held(other.acquire_with_retry(NAME, &retry).await.unwrap());
     let both = lease.is_trusted() && theirs.is_trusted();
     assert!(
@@ -518,11 +424,7 @@ async fn naive_redlock_without_the_gate_accepts_what_redlock_refuses() {
     );
     // The naive release is still a compare-and-delete: the other client's keys survive.
     assert_eq!(naive.release(&lease).await.deleted, 0);
-    let theirs_on = slow
-        .servers
-        .iter()
-        .filter(|s| get(s, KEY).as_deref() == Some(theirs.owner().as_str()))
-        .count();
+    let theirs_on = slow.servers.iter().filter(|s| get(s, KEY).as_deref() == Some(theirs.owner().as_str())).count();
     assert_eq!(theirs_on, theirs.votes());
 }
 
@@ -569,9 +471,7 @@ async fn extend_re_arms_a_majority_and_returns_the_new_validity() {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let extension = redlock.extend(&mut lease).await;
-    let Extension::Extended { validity } = extension else {
-        panic!("{extension:?}")
-    };
+    let Extension::Extended { validity } = extension else { panic!("{extension:?}") };
     assert_eq!(validity, lease.validity());
     assert!(lease.valid_until() > first_deadline + Duration::from_millis(200));
     assert!(validity > Duration::from_millis(500), "{validity:?}");
@@ -593,9 +493,7 @@ async fn extend_after_the_validity_ran_out_is_refused_and_resurrects_nothing() {
     let mut lease = held(redlock.acquire(NAME).await.unwrap());
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let Extension::Refused(refusal) = redlock.extend(&mut lease).await else {
-        panic!("extended a dead lease")
-    };
+    let Extension::Refused(refusal) = redlock.extend(&mut lease).await else { panic!("extended a dead lease") };
     assert_eq!(refusal.reason, RefusalReason::Expired);
     assert!(!lease.is_trusted());
     for s in &servers {
@@ -610,26 +508,15 @@ async fn extend_without_a_majority_is_refused_releases_and_cannot_steal() {
     let mut lease = held(redlock.acquire(NAME).await.unwrap());
     // Another owner now holds the key on two masters; a third master is gone.
     for i in [0, 1] {
-        servers[i]
-            .command(&["SET", KEY, "someone-else", "PX", "5000"])
-            .unwrap();
+        servers[i].command(&["SET", KEY, "someone-else", "PX", "5000"]).unwrap();
     }
     servers[2].stop();
 
-    let Extension::Refused(refusal) = redlock.extend(&mut lease).await else {
-        panic!("extended without a majority")
-    };
-    assert_eq!(
-        (refusal.reason, refusal.votes),
-        (RefusalReason::NoMajority, 2)
-    );
+    let Extension::Refused(refusal) = redlock.extend(&mut lease).await else { panic!("extended without a majority") };
+    assert_eq!((refusal.reason, refusal.votes), (RefusalReason::NoMajority, 2));
     assert!(!lease.is_trusted(), "a lease that failed to extend is lost");
     for i in [0, 1] {
-        assert_eq!(
-            get(&servers[i], KEY).as_deref(),
-            Some("someone-else"),
-            "not stolen"
-        );
+        assert_eq!(get(&servers[i], KEY).as_deref(), Some("someone-else"), "not stolen");
     }
     for i in [3, 4] {
         assert!(!exists(&servers[i], KEY), "our own keys were released");
@@ -654,10 +541,7 @@ async fn a_frozen_master_times_out_in_the_votes_and_its_late_set_still_lands() {
         assert!(v.vote.is_yes());
         println!("master {}: yes after {}", v.master, fmt_ms(v.latency));
     }
-    println!(
-        "master 4 (frozen): timed out after {}",
-        fmt_ms(frozen.latency)
-    );
+    println!("master 4 (frozen): timed out after {}", fmt_ms(frozen.latency));
 
     // A timeout is "outcome unknown", never "did not happen": on SIGCONT the
     // frozen master executes the SET that was waiting in its socket.
@@ -666,10 +550,7 @@ async fn a_frozen_master_times_out_in_the_votes_and_its_late_set_still_lands() {
     while get(&servers[4], KEY).is_none() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(
-        get(&servers[4], KEY).as_deref(),
-        Some(lease.owner().as_str())
-    );
+    assert_eq!(get(&servers[4], KEY).as_deref(), Some(lease.owner().as_str()));
     // Release asks every master, so the late key goes too.
     assert_eq!(redlock.release(&lease).await.deleted, 5);
 }
@@ -677,8 +558,7 @@ async fn a_frozen_master_times_out_in_the_votes_and_its_late_set_still_lands() {
 // ------------------------------------------------- the documented failure
 
 #[tokio::test]
-async fn documented_failure_master_restarted_without_persistence_lets_a_second_client_take_a_majority(
-) {
+async fn documented_failure_master_restarted_without_persistence_lets_a_second_client_take_a_majority() {
     let mut servers = servers(5);
     let a = connect_redlock(&servers, config(10_000)).await;
     // A gets exactly masters 0, 1, 2 (3 and 4 are down at that moment).
@@ -691,33 +571,17 @@ async fn documented_failure_master_restarted_without_persistence_lets_a_second_c
 
     // Master 2 crashes and comes back empty: no persistence, no delayed restart.
     servers[2].restart().unwrap();
-    assert!(
-        !exists(&servers[2], KEY),
-        "the restarted master forgot A's key"
-    );
+    assert!(!exists(&servers[2], KEY), "the restarted master forgot A's key");
 
     let b = connect_redlock(&servers, config(10_000)).await;
     let lease_b = held(b.acquire(NAME).await.unwrap());
 
     // THE FAILURE: both clients hold a valid Redlock lease at the same instant.
-    assert!(
-        lease_a.is_trusted() && lease_b.is_trusted(),
-        "two holders at once"
-    );
+    assert!(lease_a.is_trusted() && lease_b.is_trusted(), "two holders at once");
     assert_eq!(lease_b.votes(), 3);
-    let a_keys = servers
-        .iter()
-        .filter(|s| get(s, KEY).as_deref() == Some(lease_a.owner().as_str()))
-        .count();
-    let b_keys = servers
-        .iter()
-        .filter(|s| get(s, KEY).as_deref() == Some(lease_b.owner().as_str()))
-        .count();
-    assert_eq!(
-        (a_keys, b_keys),
-        (2, 3),
-        "A silently lost its majority; B has one"
-    );
+    let a_keys = servers.iter().filter(|s| get(s, KEY).as_deref() == Some(lease_a.owner().as_str())).count();
+    let b_keys = servers.iter().filter(|s| get(s, KEY).as_deref() == Some(lease_b.owner().as_str())).count();
+    assert_eq!((a_keys, b_keys), (2, 3), "A silently lost its majority; B has one");
     println!(
         "documented failure: after one empty restart A still trusts its lease ({} left) with its value on {a_keys} masters, \
          while B holds {b_keys}/5",
@@ -735,14 +599,10 @@ async fn retry_helper_waits_with_jitter_and_gives_up_at_the_deadline() {
     let lease_a = held(a.acquire(NAME).await.unwrap());
 
     let policy = |deadline_ms: u64| {
-        Retry::new(
-            NonZeroU32::new(1000).unwrap(),
-            Duration::from_millis(10),
-            Duration::from_millis(40),
-        )
-        .unwrap()
-        .deadline(Duration::from_millis(deadline_ms))
-        .seeded(11)
+        Retry::new(NonZeroU32::new(1000).unwrap(), Duration::from_millis(10), Duration::from_millis(40))
+            .unwrap()
+            .deadline(Duration::from_millis(deadline_ms))
+            .seeded(11)
     };
     let started = Instant::now();
     let gave_up = b.acquire_with_retry(NAME, &policy(300)).await.unwrap();
@@ -751,10 +611,7 @@ async fn retry_helper_waits_with_jitter_and_gives_up_at_the_deadline() {
     assert_eq!(refusal.reason, RefusalReason::NoMajority);
     // It gives up once the next delay (at most 40 ms) would cross 300 ms.
     assert!(waited >= Duration::from_millis(250), "{waited:?}");
-    assert!(
-        waited < Duration::from_secs(3),
-        "bounded by the deadline: {waited:?}"
-    );
+    assert!(waited < Duration::from_secs(3), "bounded by the deadline: {waited:?}");
 
     // A releases while B is retrying: B gets it.
     let patient = policy(5000);
@@ -777,35 +634,16 @@ async fn construction_refuses_every_bad_configuration_with_a_typed_error() {
     let servers = servers(2);
     let conns = connect_all(&servers).await;
 
-    let (what, _) =
-        invalid_what(Redlock::connect(Vec::<MultiplexedConnection>::new(), defaults(1000)).await);
+    let (what, _) = invalid_what(Redlock::connect(Vec::<MultiplexedConnection>::new(), defaults(1000)).await);
     assert_eq!(what, "redlock masters");
 
     let cases: Vec<(RedlockConfig, &str)> = vec![
-        (
-            defaults(100).drift(Drift::new(0, Duration::from_millis(100)).unwrap()),
-            "redlock drift",
-        ),
-        (
-            defaults(100).drift(Drift::new(500, Duration::from_millis(60)).unwrap()),
-            "redlock drift",
-        ),
-        (
-            defaults(100).master_timeout(Duration::from_millis(100)),
-            "redlock master_timeout",
-        ),
-        (
-            defaults(100).master_timeout(Duration::from_millis(250)),
-            "redlock master_timeout",
-        ),
-        (
-            defaults(100).master_timeout(Duration::ZERO),
-            "redlock master_timeout",
-        ),
-        (
-            defaults(1000).handshake_timeout(Duration::ZERO),
-            "redlock handshake_timeout",
-        ),
+        (defaults(100).drift(Drift::new(0, Duration::from_millis(100)).unwrap()), "redlock drift"),
+        (defaults(100).drift(Drift::new(500, Duration::from_millis(60)).unwrap()), "redlock drift"),
+        (defaults(100).master_timeout(Duration::from_millis(100)), "redlock master_timeout"),
+        (defaults(100).master_timeout(Duration::from_millis(250)), "redlock master_timeout"),
+        (defaults(100).master_timeout(Duration::ZERO), "redlock master_timeout"),
+        (defaults(1000).handshake_timeout(Duration::ZERO), "redlock handshake_timeout"),
         (defaults(1000).prefix("bad{prefix"), "prefix"),
         (defaults(1000).prefix(""), "prefix"),
     ];
@@ -814,10 +652,7 @@ async fn construction_refuses_every_bad_configuration_with_a_typed_error() {
         assert_eq!(what, expected, "{why}");
     }
     // Drift factors of 100 % or more are refused by `Drift` itself.
-    assert!(matches!(
-        Drift::new(1000, Duration::ZERO),
-        Err(Error::InvalidInput { .. })
-    ));
+    assert!(matches!(Drift::new(1000, Duration::ZERO), Err(Error::InvalidInput { .. })));
     // The default per-master timeout (50 ms) needs a longer TTL.
     let (what, _) = invalid_what(Redlock::connect(conns.clone(), defaults(50)).await);
     assert_eq!(what, "redlock master_timeout");
@@ -830,9 +665,7 @@ async fn configuration_errors_are_returned_before_any_request_is_sent() {
     let servers = servers(1);
     let conns = connect_all(&servers).await;
     servers[0].freeze().unwrap();
-    let bad = defaults(100)
-        .master_timeout(Duration::from_millis(100))
-        .handshake_timeout(Duration::from_secs(60));
+    let bad = defaults(100).master_timeout(Duration::from_millis(100)).handshake_timeout(Duration::from_secs(60));
     let result = tokio::time::timeout(Duration::from_secs(10), Redlock::connect(conns, bad)).await;
     servers[0].thaw().unwrap();
     let (what, _) = invalid_what(result.expect("answered without a round trip"));
@@ -884,10 +717,7 @@ async fn a_malformed_name_is_refused_before_any_request() {
     let redlock = connect_redlock(&servers, config(1000)).await;
     for name in ["", "a{b", "a}b"] {
         let err = redlock.acquire(name).await.unwrap_err();
-        assert!(
-            matches!(err, Error::InvalidInput { what: "name", .. }),
-            "{err}"
-        );
+        assert!(matches!(err, Error::InvalidInput { what: "name", .. }), "{err}");
     }
     assert_eq!(servers[0].command(&["DBSIZE"]).unwrap(), ":0\r\n");
 }
@@ -895,19 +725,11 @@ async fn a_malformed_name_is_refused_before_any_request() {
 #[test]
 fn redlock_futures_are_send() {
     fn assert_send<T: Send>(_: &T) {}
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let servers = servers(1);
     rt.block_on(async {
         let redlock = connect_redlock(&servers, config(1000)).await;
-        let retry = Retry::new(
-            NonZeroU32::MIN,
-            Duration::from_millis(1),
-            Duration::from_millis(1),
-        )
-        .unwrap();
+        let retry = Retry::new(NonZeroU32::MIN, Duration::from_millis(1), Duration::from_millis(1)).unwrap();
         assert_send(&redlock.acquire(NAME));
         assert_send(&redlock.acquire_with_retry(NAME, &retry));
         let lease = held(redlock.acquire(NAME).await.unwrap());
@@ -924,11 +746,7 @@ async fn acquire_and_release_latency_on_five_masters() {
     let servers = servers(5);
     // Throughput, not fault handling: a per-master timeout long enough that a
     // saturated machine never turns a slow reply into a miss.
-    let redlock = connect_redlock(
-        &servers,
-        defaults(10_000).master_timeout(Duration::from_secs(2)),
-    )
-    .await;
+    let redlock = connect_redlock(&servers, defaults(10_000).master_timeout(Duration::from_secs(2))).await;
     let mut acquire = Vec::new();
     let mut pair = Vec::new();
     for _ in 0..300 {
@@ -991,20 +809,13 @@ async fn delay_proxy_adds_latency_and_stop_closes_everything() {
     let _: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
     let rtt = t.elapsed();
     assert!(rtt >= Duration::from_millis(150), "round trip {rtt:?}");
-    println!(
-        "delay proxy: 60 + 90 ms configured, PING round trip {}",
-        fmt_ms(rtt)
-    );
+    println!("delay proxy: 60 + 90 ms configured, PING round trip {}", fmt_ms(rtt));
 
     // stop() joins every thread before returning; the open connection is cut
     // and nothing listens any more.
     proxy.stop();
     assert!(proxy.is_stopped());
-    let after = tokio::time::timeout(
-        Duration::from_secs(5),
-        redis::cmd("PING").query_async::<String>(&mut conn),
-    )
-    .await;
+    let after = tokio::time::timeout(Duration::from_secs(5), redis::cmd("PING").query_async::<String>(&mut conn)).await;
     assert!(matches!(after, Ok(Err(_))), "{after:?}");
     assert!(std::net::TcpStream::connect(proxy.addr()).is_err());
     proxy.stop(); // idempotent
@@ -1026,9 +837,10 @@ struct InfoFanOut {
 impl redis::aio::ConnectionLike for InfoFanOut {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
         Box::pin(async move {
-            let is_info = cmd.args_iter().next().is_some_and(|arg| {
-                matches!(arg, redis::Arg::Simple(name) if name.eq_ignore_ascii_case(b"INFO"))
-            });
+            let is_info = cmd
+                .args_iter()
+                .next()
+                .is_some_and(|arg| matches!(arg, redis::Arg::Simple(name) if name.eq_ignore_ascii_case(b"INFO")));
             if !is_info {
                 return self.nodes[0].1.req_packed_command(cmd).await;
             }

@@ -274,10 +274,7 @@ pub fn next_request(buf: &[u8]) -> io::Result<Option<usize>> {
                 Err(io::Error::new(io::ErrorKind::InvalidData, "request is not canonically encoded RESP"))
             }
         }
-        Ok(other) => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("request is not a RESP array: {other:?}"),
-        )),
+        Ok(other) => Err(io::Error::new(io::ErrorKind::InvalidData, format!("request is not a RESP array: {other:?}"))),
         // Parsing a byte slice can only fail with I/O when the slice ends
         // mid-frame: wait for more bytes.
         Err(e) if e.is_io_error() => Ok(None),

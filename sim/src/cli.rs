@@ -60,7 +60,9 @@ pub enum Command {
     /// and the exact `rp-sim replay` command that reproduces it. Histograms of
     /// all seeds are merged and summarised. Exit status 1 if anything was
     /// violated (broken variants such as `lock-naive` are expected to).
-    #[command(after_help = "Example:\n  rp-sim explore --scenario election --seeds 200\n  rp-sim explore --scenario lock-naive --seeds 50 --json | jq .violations[0]")]
+    #[command(
+        after_help = "Example:\n  rp-sim explore --scenario election --seeds 200\n  rp-sim explore --scenario lock-naive --seeds 50 --json | jq .violations[0]"
+    )]
     Explore(ExploreArgs),
     /// Re-run one seed of a scenario, deterministically.
     ///
@@ -76,7 +78,9 @@ pub enum Command {
     ///
     /// Exit status: 0 no violation, 1 a violation (expected of the broken
     /// variants), 2 usage or set-up error.
-    #[command(after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace\n  rp-sim replay --scenario lock-naive --plan shrunk.json --trace")]
+    #[command(
+        after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace\n  rp-sim replay --scenario lock-naive --plan shrunk.json --trace"
+    )]
     Replay(ReplayArgs),
     /// Run the standard scenario set and write a Markdown + JSON report.
     ///
@@ -97,7 +101,9 @@ pub enum Command {
     /// not listed as equivalent is a gap in the harness. Exit status 0 when
     /// every non-equivalent mutant was killed, 1 when one survived, 2 on a
     /// usage or set-up error.
-    #[command(after_help = "Example:\n  rp-sim mutants --seeds 20 --out reports/mutants.md\n  rp-sim mutants --script sliding_log --list")]
+    #[command(
+        after_help = "Example:\n  rp-sim mutants --seeds 20 --out reports/mutants.md\n  rp-sim mutants --script sliding_log --list"
+    )]
     Mutants(MutantsArgs),
 }
 
@@ -454,7 +460,9 @@ fn mutants_cmd(args: MutantsArgs) -> i32 {
                 }
             };
             let label = match &verdict {
-                Verdict::Killed { scenario, seed, invariant } => format!("killed ({scenario} seed {seed}: {invariant})"),
+                Verdict::Killed { scenario, seed, invariant } => {
+                    format!("killed ({scenario} seed {seed}: {invariant})")
+                }
                 Verdict::Equivalent { .. } => "equivalent".to_string(),
                 Verdict::Survived => "SURVIVED".to_string(),
                 Verdict::Error { message } => format!("error: {message}"),

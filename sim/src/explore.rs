@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::checker::Violation;
 use crate::history::{Digest, Fnv1a};
 use crate::scenarios::{Outcome, Scenario};
-use crate::servers::{SetupError, Servers};
+use crate::servers::{Servers, SetupError};
 use crate::stats::{Histograms, Summary};
 
 /// The violations of one seed, with what it takes to reproduce them.
@@ -111,10 +111,7 @@ fn draw(name: &str, done: u64, total: u64, violating: usize, started: Instant) {
     let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
     let bar: String = (0..WIDTH).map(|i| if i < filled { '#' } else { '.' }).collect();
     let mut err = std::io::stderr().lock();
-    let _ = write!(
-        err,
-        "\r{name} [{bar}] {done}/{total} seeds, {violating} violating, {rate:.1} seeds/s   "
-    );
+    let _ = write!(err, "\r{name} [{bar}] {done}/{total} seeds, {violating} violating, {rate:.1} seeds/s   ");
     let _ = err.flush();
 }
 

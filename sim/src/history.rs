@@ -953,7 +953,13 @@ impl History {
         let mut inner = self.lock();
         if inner.reached.insert(situation.to_string()) {
             let t = Self::now(&inner);
-            Self::observe_locked(&mut inner, t, process, EventKind::Ok, Op::Reached { situation: situation.to_string() });
+            Self::observe_locked(
+                &mut inner,
+                t,
+                process,
+                EventKind::Ok,
+                Op::Reached { situation: situation.to_string() },
+            );
         }
     }
 
@@ -1023,13 +1029,7 @@ impl History {
     pub fn fault(&self, description: impl Into<String>) {
         let mut inner = self.lock();
         let t = Self::now(&inner);
-        Self::observe_locked(
-            &mut inner,
-            t,
-            "nemesis",
-            EventKind::Info,
-            Op::Fault { description: description.into() },
-        );
+        Self::observe_locked(&mut inner, t, "nemesis", EventKind::Info, Op::Fault { description: description.into() });
     }
 
     fn observe_locked(inner: &mut Inner, time: Millis, process: &str, kind: EventKind, op: Op) {
@@ -1146,19 +1146,13 @@ mod tests {
     fn sample() -> History {
         let h = History::new();
         let id = h.invoke_at(0, "c1", Op::Acquire { name: "l".into(), ttl_ms: 100, token: None, deadline: None });
-        h.ok(
-            id,
-            "c1",
-            Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(1), deadline: Some(100) },
-        );
+        h.ok(id, "c1", Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(1), deadline: Some(100) });
         h.fault_at(5, "pause c1 for 1500ms");
-        let w = h.invoke_at(10, "c1", Op::Write {
-            key: "k".into(),
-            value: "a".into(),
-            token: Some(1),
-            fenced: true,
-            result: None,
-        });
+        let w = h.invoke_at(
+            10,
+            "c1",
+            Op::Write { key: "k".into(), value: "a".into(), token: Some(1), fenced: true, result: None },
+        );
         h.info(w, "c1", Op::Write { key: "k".into(), value: "a".into(), token: Some(1), fenced: true, result: None });
         h
     }

@@ -207,7 +207,12 @@ pub fn generate(script: &ScriptUnderTest) -> Vec<Mutant> {
             // update of a local) never happens.
             let indent = code.len() - code.trim_start().len();
             let statement = code.trim();
-            edits.push((indent, code.trim_end().len() - indent, format!("-- removed: {statement}"), "delete statement".to_string()));
+            edits.push((
+                indent,
+                code.trim_end().len() - indent,
+                format!("-- removed: {statement}"),
+                "delete statement".to_string(),
+            ));
         }
         edits.sort_by_key(|(at, ..)| *at);
         for (at, len, replacement, operator) in edits {
@@ -243,9 +248,13 @@ fn is_plain_statement(code: &str) -> bool {
         && !lhs.is_empty()
         && lhs.split(',').all(|v| {
             let v = v.trim();
-            !v.is_empty() && v.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') && !v.starts_with(|ch: char| ch.is_ascii_digit())
+            !v.is_empty()
+                && v.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                && !v.starts_with(|ch: char| ch.is_ascii_digit())
         })
-        && !["local", "if", "elseif", "while", "for", "return", "function"].iter().any(|k| lhs.split_whitespace().next() == Some(*k))
+        && !["local", "if", "elseif", "while", "for", "return", "function"]
+            .iter()
+            .any(|k| lhs.split_whitespace().next() == Some(*k))
 }
 
 fn display(to: &str) -> &str {
@@ -308,8 +317,10 @@ fn integers(code: &str) -> Vec<(usize, usize, u64)> {
             while i < bytes.len() && bytes[i].is_ascii_digit() {
                 i += 1;
             }
-            let glued_before = start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_' || bytes[start - 1] == b'.');
-            let glued_after = i < bytes.len() && (bytes[i].is_ascii_alphabetic() || bytes[i] == b'_' || bytes[i] == b'.');
+            let glued_before = start > 0
+                && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_' || bytes[start - 1] == b'.');
+            let glued_after =
+                i < bytes.len() && (bytes[i].is_ascii_alphabetic() || bytes[i] == b'_' || bytes[i] == b'.');
             if !glued_before && !glued_after && !in_string(code, start) {
                 if let Ok(n) = code[start..i].parse() {
                     out.push((start, i - start, n));
@@ -361,8 +372,15 @@ pub struct MutantResult {
 /// Runs one mutant: each of the script's scenarios over `seeds` seeds from
 /// 0, stopping at the first violation, in a child `rp-sim` process
 /// (`rp_sim`) with the mutated text at `scratch`.
-pub fn judge(rp_sim: &Path, scratch: &Path, mutant: &Mutant, scenarios: &[&str], seeds: u64) -> std::io::Result<Verdict> {
-    if let Some((_, _, reason)) = EQUIVALENT.iter().find(|(s, line, _)| *s == mutant.script && *line == mutant.mutated) {
+pub fn judge(
+    rp_sim: &Path,
+    scratch: &Path,
+    mutant: &Mutant,
+    scenarios: &[&str],
+    seeds: u64,
+) -> std::io::Result<Verdict> {
+    if let Some((_, _, reason)) = EQUIVALENT.iter().find(|(s, line, _)| *s == mutant.script && *line == mutant.mutated)
+    {
         return Ok(Verdict::Equivalent { reason: reason.to_string() });
     }
     std::fs::write(scratch, &mutant.text)?;
@@ -438,7 +456,9 @@ pub fn markdown(results: &[MutantResult], seeds: u64) -> String {
     let _ = writeln!(md, "|---|---|---|---|---|");
     for r in results {
         let verdict = match &r.verdict {
-            Verdict::Killed { scenario, seed, invariant } => format!("killed by `{scenario}` seed {seed} ({invariant})"),
+            Verdict::Killed { scenario, seed, invariant } => {
+                format!("killed by `{scenario}` seed {seed} ({invariant})")
+            }
             Verdict::Equivalent { reason } => format!("equivalent: {reason}"),
             Verdict::Survived => "**survived**".to_string(),
             Verdict::Error { message } => format!("error: {message}"),

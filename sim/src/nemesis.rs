@@ -576,12 +576,10 @@ mod tests {
             Fault { at: 150, duration: 10, kind: FaultKind::ClientPause, target: Target::Client(1) },
         ]);
         let acts = s.actions();
-        assert_eq!(acts.iter().map(|a| (a.time, a.undo)).collect::<Vec<_>>(), vec![
-            (100, false),
-            (150, true),
-            (150, false),
-            (160, true)
-        ]);
+        assert_eq!(
+            acts.iter().map(|a| (a.time, a.undo)).collect::<Vec<_>>(),
+            vec![(100, false), (150, true), (150, false), (160, true)]
+        );
         let text = s.to_string();
         assert!(text.contains("at 100ms for 50ms: hold client#0, then release"), "{text}");
         let bad = Fault { at: 0, duration: 1, kind: FaultKind::ServerPause, target: Target::Client(0) };

@@ -357,9 +357,7 @@ async fn race<T>(fut: impl Future<Output = RedisResult<T>>, timeout: Duration, o
 
 impl ConnectionLike for SimConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            self.request(|mut conn| async move { conn.req_packed_command(cmd).await }).await
-        })
+        Box::pin(async move { self.request(|mut conn| async move { conn.req_packed_command(cmd).await }).await })
     }
 
     fn req_packed_commands<'a>(
@@ -369,8 +367,7 @@ impl ConnectionLike for SimConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            self.request(|mut conn| async move { conn.req_packed_commands(pipeline, offset, count).await })
-                .await
+            self.request(|mut conn| async move { conn.req_packed_commands(pipeline, offset, count).await }).await
         })
     }
 

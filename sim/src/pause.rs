@@ -244,24 +244,27 @@ mod tests {
         let woke = Arc::new(AtomicU64::new(0));
         let pause = PauseHandle::new();
         let (t, w, p) = (ticks.clone(), woke.clone(), pause.clone());
-        sim.client("actor", pause.wrap(async move {
-            let t2 = t.clone();
-            let ticker = p.spawn_local(async move {
-                let mut every = tokio::time::interval(Duration::from_millis(10));
-                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-                while ms() < 1500 {
-                    every.tick().await;
-                    t2.lock().unwrap().push(ms());
-                }
-            });
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            // Stall here for 1000 ms: the next await does not come back before 1100.
-            p.pause_for(Duration::from_millis(1000));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            w.store(ms(), Ordering::SeqCst);
-            ticker.await?;
-            Ok(())
-        }));
+        sim.client(
+            "actor",
+            pause.wrap(async move {
+                let t2 = t.clone();
+                let ticker = p.spawn_local(async move {
+                    let mut every = tokio::time::interval(Duration::from_millis(10));
+                    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                    while ms() < 1500 {
+                        every.tick().await;
+                        t2.lock().unwrap().push(ms());
+                    }
+                });
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Stall here for 1000 ms: the next await does not come back before 1100.
+                p.pause_for(Duration::from_millis(1000));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                w.store(ms(), Ordering::SeqCst);
+                ticker.await?;
+                Ok(())
+            }),
+        );
         sim.run().unwrap();
         let woke = woke.load(Ordering::SeqCst);
         assert!((1100..=1102).contains(&woke), "woke at {woke}");
@@ -281,12 +284,15 @@ mod tests {
         let pause = PauseHandle::new();
         let woke = Arc::new(AtomicU64::new(0));
         let (p, w) = (pause.clone(), woke.clone());
-        sim.client("actor", pause.wrap(async move {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            w.store(ms(), Ordering::SeqCst);
-            drop(p);
-            Ok(())
-        }));
+        sim.client(
+            "actor",
+            pause.wrap(async move {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                w.store(ms(), Ordering::SeqCst);
+                drop(p);
+                Ok(())
+            }),
+        );
         pause.pause();
         for _ in 0..500 {
             sim.step().unwrap();

@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::checker::INVARIANTS;
 use crate::explore::{explore, stderr_is_terminal, Exploration, Progress};
 use crate::scenarios::{Expect, Scenario, SCENARIOS};
-use crate::servers::{SetupError, Servers};
+use crate::servers::{Servers, SetupError};
 use crate::stats::{Percentiles, HISTOGRAM_MEANINGS};
 
 /// Why the report could not be written.
@@ -250,7 +250,10 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(m, "`report.json` holds the same data with full percentiles.\n");
 
     let _ = writeln!(m, "## Scenarios\n");
-    let _ = writeln!(m, "| scenario | expected | seeds | violating seeds | violations | as expected | seeds/s | x real time |");
+    let _ = writeln!(
+        m,
+        "| scenario | expected | seeds | violating seeds | violations | as expected | seeds/s | x real time |"
+    );
     let _ = writeln!(m, "|---|---|---:|---:|---|:---:|---:|---:|");
     for s in &r.scenarios {
         let v = if s.violations.is_empty() {
@@ -379,7 +382,10 @@ pub fn markdown(r: &Report) -> String {
                 b.runs,
                 if b.release_build { "release" } else { "**debug** (rebuild with --release for real figures)" }
             );
-            let _ = writeln!(m, "| wall ms per run (min / median / max) | x real time (median) | x real time (slowest run) | target |");
+            let _ = writeln!(
+                m,
+                "| wall ms per run (min / median / max) | x real time (median) | x real time (slowest run) | target |"
+            );
             let _ = writeln!(m, "|---|---:|---:|---|");
             let _ = writeln!(
                 m,

@@ -30,7 +30,6 @@ use redis_primitives_testkit::{RedisServer, ServerConfig, ServerError};
 
 use crate::clock::ServerClock;
 
-
 /// A key a run left on a server ([`ServerNode::keys`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyAtEnd {

@@ -298,11 +298,7 @@ pub fn record_split_brain(events: &[Event], election: &str, out: &mut Histograms
 /// Time from `at` until a node other than `old_leader` begins a reign of
 /// `election` (at or after `at`); `None` if none did.
 pub fn time_to_new_leader(events: &[Event], election: &str, old_leader: &str, at: u64) -> Option<u64> {
-    reigns(events, election)
-        .into_iter()
-        .filter(|r| r.process != old_leader && r.from >= at)
-        .map(|r| r.from - at)
-        .min()
+    reigns(events, election).into_iter().filter(|r| r.process != old_leader && r.from >= at).map(|r| r.from - at).min()
 }
 
 /// For every admission of `key`, the number of admissions in the window

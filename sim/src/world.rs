@@ -569,11 +569,7 @@ impl<'s> World<'s> {
                 None => Vec::new(),
             })
             .collect();
-        let commands = self
-            .bridges
-            .iter()
-            .map(|b| b.stats().commands.load(std::sync::atomic::Ordering::Relaxed))
-            .sum();
+        let commands = self.bridges.iter().map(|b| b.stats().commands.load(std::sync::atomic::Ordering::Relaxed)).sum();
         Ok(RunOutcome {
             seed: self.config.seed,
             history: self.history.clone(),
@@ -676,9 +672,10 @@ impl<'s> World<'s> {
                 if let Target::Node(n) = fault.target {
                     let name = self.node_names[n as usize].clone();
                     self.sim.crash(name.as_str());
-                    let node = self.servers.node_mut(n as usize).ok_or_else(|| {
-                        SimError::InvalidSchedule(format!("server {n} missing from the pool"))
-                    })?;
+                    let node = self
+                        .servers
+                        .node_mut(n as usize)
+                        .ok_or_else(|| SimError::InvalidSchedule(format!("server {n} missing from the pool")))?;
                     match self.config.restart {
                         RestartMode::Flush => node.flush()?,
                         RestartMode::Process => node.restart()?,

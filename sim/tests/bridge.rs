@@ -45,7 +45,8 @@ fn a_simulated_client_talks_to_real_redis() {
             let n: i64 = conn.incr("counter", 5).await?;
             log(&l, n.to_string());
             // A pipeline (MULTI/EXEC) goes through as several frames.
-            let (a, b): (i64, i64) = redis::pipe().atomic().incr("counter", 1).incr("counter", 1).query_async(&mut conn).await?;
+            let (a, b): (i64, i64) =
+                redis::pipe().atomic().incr("counter", 1).incr("counter", 1).query_async(&mut conn).await?;
             log(&l, format!("{a},{b}"));
             Ok(())
         });
@@ -123,7 +124,8 @@ fn a_server_pause_holds_requests_and_runs_them_late() {
         log(&l, format!("incr at 600: timeout={}", r.as_ref().is_err_and(|e| e.is_timeout())));
         // ...a patient client's request is held, not lost: its reply comes
         // once the pause ends.
-        let mut patient = actor.connection_with(0, NetConfig { response_timeout: Duration::from_secs(3), ..NetConfig::default() });
+        let mut patient =
+            actor.connection_with(0, NetConfig { response_timeout: Duration::from_secs(3), ..NetConfig::default() });
         let sent = actor.now();
         let v: i64 = patient.incr("n", 10).await?;
         log(&l, format!("patient incr sent {sent} answered at {} value {v}", actor.now()));
@@ -271,11 +273,14 @@ fn partitions_time_out_and_the_connection_recovers_after_repair() {
         for t in [250u64, 600, 1050, 1400] {
             sleep_until_ms(&actor, t).await;
             let r: redis::RedisResult<i64> = conn.incr("n", 1).await;
-            log(&l, match r {
-                Ok(v) => format!("{t}: {v}"),
-                Err(e) if e.is_timeout() => format!("{t}: timeout"),
-                Err(e) => format!("{t}: error {e}"),
-            });
+            log(
+                &l,
+                match r {
+                    Ok(v) => format!("{t}: {v}"),
+                    Err(e) if e.is_timeout() => format!("{t}: timeout"),
+                    Err(e) => format!("{t}: error {e}"),
+                },
+            );
         }
         let stats = conn.stats();
         log(&l, format!("connects {}", stats.connects.load(std::sync::atomic::Ordering::Relaxed)));

@@ -152,12 +152,8 @@ fn the_library_governs_any_process_and_only_the_wall_clock() {
     // Monotonic time is untouched: `sleep` (CLOCK_MONOTONIC / nanosleep)
     // still sleeps for real, it does not hang or return at once.
     let started = std::time::Instant::now();
-    let status = Command::new("sleep")
-        .arg("0.2")
-        .env("LD_PRELOAD", &lib)
-        .env(CLOCK_FILE_ENV, clock.path())
-        .status()
-        .unwrap();
+    let status =
+        Command::new("sleep").arg("0.2").env("LD_PRELOAD", &lib).env(CLOCK_FILE_ENV, clock.path()).status().unwrap();
     assert!(status.success());
     let slept = started.elapsed();
     assert!(slept >= Duration::from_millis(190), "sleep 0.2 took {slept:?}");

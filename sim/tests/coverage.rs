@@ -68,7 +68,12 @@ fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
                 ));
             }
         }
-        println!("{:<24} reached {} of {} declared situations", scenario.name, scenario.situations.iter().filter(|s| reached.contains(s.name)).count(), scenario.situations.len());
+        println!(
+            "{:<24} reached {} of {} declared situations",
+            scenario.name,
+            scenario.situations.iter().filter(|s| reached.contains(s.name)).count(),
+            scenario.situations.len()
+        );
     }
     for op in PUBLIC_OPERATIONS {
         if !operations.contains(*op) {

@@ -17,8 +17,10 @@ fn every_scenario_gives_the_same_digest_twice_in_one_process() {
     for scenario in SCENARIOS.iter().filter(|s| s.run.is_some()) {
         let mut digests = Vec::new();
         for seed in SEEDS {
-            let first = scenario.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", scenario.name));
-            let second = scenario.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", scenario.name));
+            let first =
+                scenario.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", scenario.name));
+            let second =
+                scenario.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", scenario.name));
             println!(
                 "{:<24} seed {seed:>3}: {} ({} events, {} ms simulated)",
                 scenario.name,
@@ -59,7 +61,11 @@ fn replay_digest(scenario: &str, seed: u64) -> String {
         .last()
         .and_then(|l| l.strip_prefix("digest: "))
         .unwrap_or_else(|| {
-            panic!("rp-sim replay printed no digest (status {}):\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr))
+            panic!(
+                "rp-sim replay printed no digest (status {}):\n{stdout}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
         })
         .to_string()
 }

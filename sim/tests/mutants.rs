@@ -23,7 +23,13 @@ fn every_non_equivalent_script_mutant_is_killed_by_the_pinned_seeds() {
         .expect("rp-sim runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let survivors: Vec<&str> = stderr.lines().chain(stdout.lines()).filter(|l| l.contains("SURVIVED") || l.contains(": error:")).collect();
+    let survivors: Vec<&str> =
+        stderr.lines().chain(stdout.lines()).filter(|l| l.contains("SURVIVED") || l.contains(": error:")).collect();
     println!("{}", stdout.lines().find(|l| l.contains("Kill rate")).unwrap_or("(no summary)"));
-    assert_eq!(out.status.code(), Some(0), "mutants survived or were not judged:\n  {}\n{stderr}", survivors.join("\n  "));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "mutants survived or were not judged:\n  {}\n{stderr}",
+        survivors.join("\n  ")
+    );
 }

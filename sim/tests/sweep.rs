@@ -39,7 +39,11 @@ fn every_scenario_survives_a_wide_sweep() {
         for seed in start..start + seeds {
             let run = catch_unwind(AssertUnwindSafe(|| scenario.run(&mut servers, seed)));
             match run {
-                Err(_) => problems.push(format!("{} seed {seed}: panicked; {}", scenario.name, replay_command(scenario.name, seed))),
+                Err(_) => problems.push(format!(
+                    "{} seed {seed}: panicked; {}",
+                    scenario.name,
+                    replay_command(scenario.name, seed)
+                )),
                 Ok(Err(e)) => problems.push(format!("{} seed {seed}: set-up error: {e}", scenario.name)),
                 Ok(Ok(o)) if !o.violations.is_empty() => {
                     violating += 1;

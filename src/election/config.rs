@@ -191,13 +191,7 @@ impl<C: Connection> ElectionBuilder<C> {
         let lock = self.lock.build()?;
         lock.key(&self.name)?;
         let timing = self.timing(&lock)?;
-        Ok(Election::from_parts(
-            lock,
-            self.name.clone(),
-            timing,
-            self.on_elected.clone(),
-            self.on_demoted.clone(),
-        ))
+        Ok(Election::from_parts(lock, self.name.clone(), timing, self.on_elected.clone(), self.on_demoted.clone()))
     }
 
     fn timing(&self, lock: &Lock<C>) -> Result<Timing> {

@@ -164,9 +164,7 @@ impl<C: Connection> Election<C> {
         match result {
             // A success is only as good as the deadline it arrives before:
             // the reply may have sat in a buffer while the node was frozen.
-            Ok(true) if fenced && Instant::now() >= deadline => {
-                Renewal::Lost(DemotionReason::DeadlineReached)
-            }
+            Ok(true) if fenced && Instant::now() >= deadline => Renewal::Lost(DemotionReason::DeadlineReached),
             Ok(true) => Renewal::Confirmed(candidate),
             Ok(false) => Renewal::Lost(DemotionReason::LeaseLost),
             Err(e) => Renewal::Lost(DemotionReason::RedisError(e.into())),

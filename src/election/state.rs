@@ -57,9 +57,7 @@ impl Leadership {
     /// How the most recent term ended, if the node is not leading now.
     pub fn last_demotion(&self) -> Option<&Demoted> {
         match self {
-            Leadership::Follower { last_demotion } | Leadership::Stopped { last_demotion } => {
-                last_demotion.as_ref()
-            }
+            Leadership::Follower { last_demotion } | Leadership::Stopped { last_demotion } => last_demotion.as_ref(),
             Leadership::Leader { .. } => None,
         }
     }

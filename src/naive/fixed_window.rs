@@ -39,11 +39,7 @@ pub struct NaiveFixedWindow<C> {
 impl<C: Connection> NaiveFixedWindow<C> {
     /// A naive limiter with keys `naive-window:{name}:<index>`.
     pub fn new(conn: C, limit: Limit) -> NaiveFixedWindow<C> {
-        NaiveFixedWindow {
-            conn,
-            limit,
-            prefix: Prefix::new("naive-window").expect("the default prefix is valid"),
-        }
+        NaiveFixedWindow { conn, limit, prefix: Prefix::new("naive-window").expect("the default prefix is valid") }
     }
 
     /// The counter key of the window that contains `now_ms`.
@@ -92,12 +88,8 @@ impl<C: Connection> NaiveFixedWindow<C> {
         now_arg(Some(now_ms))?;
         let key = self.key(name, now_ms)?;
         let mut conn = self.conn.clone();
-        let count: i64 = redis::cmd("INCR")
-            .arg(&key)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &key))?;
-        u64::try_from(count)
-            .map_err(|_| Error::UnexpectedReply { key, detail: format!("INCR returned {count}") })
+        let count: i64 =
+            redis::cmd("INCR").arg(&key).query_async(&mut conn).await.map_err(|e| Error::from_redis(e, &key))?;
+        u64::try_from(count).map_err(|_| Error::UnexpectedReply { key, detail: format!("INCR returned {count}") })
     }
 }

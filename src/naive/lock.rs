@@ -44,11 +44,8 @@ impl<C: Connection> NaiveLock<C> {
     pub async fn release(&self, name: &str) -> Result<bool> {
         let key = self.prefix.key(name)?;
         let mut conn = self.conn.clone();
-        let n: i64 = redis::cmd("DEL")
-            .arg(&key)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &key))?;
+        let n: i64 =
+            redis::cmd("DEL").arg(&key).query_async(&mut conn).await.map_err(|e| Error::from_redis(e, &key))?;
         Ok(n == 1)
     }
 }

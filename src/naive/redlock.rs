@@ -80,9 +80,7 @@ impl NaiveRedlockLease {
 impl<C: Connection> NaiveRedlock<C> {
     /// Same validation and duplicate check as [`Redlock::connect`].
     pub async fn connect(masters: Vec<C>, config: RedlockConfig) -> Result<NaiveRedlock<C>> {
-        Ok(NaiveRedlock {
-            inner: Redlock::connect(masters, config).await?,
-        })
+        Ok(NaiveRedlock { inner: Redlock::connect(masters, config).await? })
     }
 
     /// One attempt: held whenever a majority said yes, however long it took.

@@ -38,10 +38,6 @@ impl<C: Connection> UnfencedStore<C> {
     pub async fn read(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let rkey = self.prefix.key(key)?;
         let mut conn = self.conn.clone();
-        redis::cmd("GET")
-            .arg(&rkey)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &rkey))
+        redis::cmd("GET").arg(&rkey).query_async(&mut conn).await.map_err(|e| Error::from_redis(e, &rkey))
     }
 }

@@ -105,11 +105,7 @@ impl<C: Connection> WatchMultiLimiter<C> {
                 // this connection.
                 let _: () = redis::cmd("UNWATCH").query_async(&mut conn).await.map_err(fault)?;
                 return Ok(WatchMultiOutcome {
-                    decision: Decision::Denied {
-                        count,
-                        retry_after: Duration::from_millis(window),
-                        at_ms: now_ms,
-                    },
+                    decision: Decision::Denied { count, retry_after: Duration::from_millis(window), at_ms: now_ms },
                     retries,
                 });
             }

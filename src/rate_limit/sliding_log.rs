@@ -12,7 +12,8 @@ use crate::connection::Connection;
 use crate::error::Result;
 use crate::keys::Prefix;
 
-static CHECK: LazyLock<Script> = LazyLock::new(|| crate::script_source::script("sliding_log", include_str!("../scripts/sliding_log.lua")));
+static CHECK: LazyLock<Script> =
+    LazyLock::new(|| crate::script_source::script("sliding_log", include_str!("../scripts/sliding_log.lua")));
 
 /// The exact sliding-window limiter: never more than `max` admissions in
 /// any window.

@@ -106,10 +106,7 @@ impl RedlockConfig {
             ));
         }
         if self.master_timeout.is_zero() {
-            return Err(Error::invalid(
-                "redlock master_timeout",
-                "must be greater than zero",
-            ));
+            return Err(Error::invalid("redlock master_timeout", "must be greater than zero"));
         }
         if self.master_timeout >= ttl {
             return Err(Error::invalid(
@@ -121,10 +118,7 @@ impl RedlockConfig {
             ));
         }
         if self.handshake_timeout.is_zero() {
-            return Err(Error::invalid(
-                "redlock handshake_timeout",
-                "must be greater than zero",
-            ));
+            return Err(Error::invalid("redlock handshake_timeout", "must be greater than zero"));
         }
         Prefix::new(self.prefix.clone())
     }

@@ -25,10 +25,8 @@ use crate::connection::Connection;
 /// The `run_id`s of every server behind `conn`, sorted and deduplicated, or
 /// `None` when `INFO server` is not answered in time or carries no `run_id`.
 pub(crate) async fn run_ids<C: Connection>(mut conn: C, timeout: Duration) -> Option<Vec<String>> {
-    let reply: Value = tokio::time::timeout(timeout, redis::cmd("INFO").arg("server").query_async(&mut conn))
-        .await
-        .ok()?
-        .ok()?;
+    let reply: Value =
+        tokio::time::timeout(timeout, redis::cmd("INFO").arg("server").query_async(&mut conn)).await.ok()?.ok()?;
     let mut ids = Vec::new();
     collect_run_ids(&reply, &mut ids);
     ids.sort();

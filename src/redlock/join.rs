@@ -19,10 +19,7 @@ use core::task::Poll;
 pub(crate) async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     // Boxing pins each future without `unsafe`; one allocation per master
     // per round is far below the cost of the network round trip.
-    let mut slots: Vec<Slot<F>> = futures
-        .into_iter()
-        .map(|f| Slot::Running(Box::pin(f)))
-        .collect();
+    let mut slots: Vec<Slot<F>> = futures.into_iter().map(|f| Slot::Running(Box::pin(f))).collect();
     core::future::poll_fn(move |cx| {
         let mut running = false;
         for slot in slots.iter_mut() {

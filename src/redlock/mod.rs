@@ -147,14 +147,8 @@ impl<C: Connection> Redlock<C> {
     pub async fn connect(masters: Vec<C>, config: RedlockConfig) -> Result<Redlock<C>> {
         let prefix = config.validate(masters.len())?;
         let handshake = config.handshake_timeout;
-        let identities = join_all(
-            masters
-                .iter()
-                .cloned()
-                .map(|conn| identity::run_ids(conn, handshake))
-                .collect(),
-        )
-        .await;
+        let identities =
+            join_all(masters.iter().cloned().map(|conn| identity::run_ids(conn, handshake)).collect()).await;
         for (i, a) in identities.iter().enumerate() {
             for (j, b) in identities.iter().enumerate().skip(i + 1) {
                 if let (Some(a), Some(b)) = (a, b) {
@@ -229,12 +223,7 @@ impl<C: Connection> Redlock<C> {
     /// Indexes of the masters whose `run_id` could not be read at connect,
     /// and which therefore could not be checked for duplicates.
     pub fn unverified_masters(&self) -> Vec<usize> {
-        self.run_ids
-            .iter()
-            .enumerate()
-            .filter(|(_, id)| id.is_none())
-            .map(|(i, _)| i)
-            .collect()
+        self.run_ids.iter().enumerate().filter(|(_, id)| id.is_none()).map(|(i, _)| i).collect()
     }
 
     /// The key for `name`, the same on every master: `prefix:{name}`.
@@ -282,9 +271,7 @@ impl<C: Connection> Redlock<C> {
             Err(poisoned) => poisoned.into_inner(),
         };
         // `Retry::run` always makes its first attempt, so a refusal is there.
-        refusal
-            .map(Acquisition::Refused)
-            .ok_or_else(|| Error::invalid("retry", "the policy made no attempt"))
+        refusal.map(Acquisition::Refused).ok_or_else(|| Error::invalid("retry", "the policy made no attempt"))
     }
 
     /// Compare-and-delete on every master: deletes our key where it still
@@ -319,10 +306,7 @@ impl<C: Connection> Redlock<C> {
         let ttl_ms = self.ttl.as_millis();
         let round = {
             let (key, owner) = (lease.key.as_str(), lease.owner.as_str());
-            self.round(started, key, |conn| {
-                pexpire_if_owner(conn, key, owner, ttl_ms)
-            })
-            .await
+            self.round(started, key, |conn| pexpire_if_owner(conn, key, owner, ttl_ms)).await
         };
         match self.decide(&round) {
             Ok(validity) => {
@@ -374,8 +358,7 @@ impl<C: Connection> Redlock<C> {
         if round.yes() < self.quorum {
             return Err(RefusalReason::NoMajority);
         }
-        remaining_validity(self.ttl, round.elapsed(), self.drift_allowance())
-            .ok_or(RefusalReason::TooSlow)
+        remaining_validity(self.ttl, round.elapsed(), self.drift_allowance()).ok_or(RefusalReason::TooSlow)
     }
 
     fn refusal(&self, reason: RefusalReason, round: Round, cleanup: Vec<MasterVote>) -> Refusal {
@@ -395,19 +378,14 @@ impl<C: Connection> Redlock<C> {
     /// Shared with the naive variant, which differs only in what it decides.
     pub(crate) async fn set_round(&self, started: Instant, key: &str, owner: &Owner) -> Round {
         let (owner, ttl_ms) = (owner.as_str(), self.ttl.as_millis());
-        self.round(started, key, |conn| set_nx_px(conn, key, owner, ttl_ms))
-            .await
+        self.round(started, key, |conn| set_nx_px(conn, key, owner, ttl_ms)).await
     }
 
     /// Compare-and-delete on every master, each under the per-master timeout
     /// (a frozen master must not hold the caller hostage on the way out either).
     pub(crate) async fn release_key(&self, key: &str, owner: &Owner) -> Vec<MasterVote> {
         let owner = owner.as_str();
-        self.round(Instant::now(), key, |conn| {
-            delete_if_owner(conn, key, owner)
-        })
-        .await
-        .votes
+        self.round(Instant::now(), key, |conn| delete_if_owner(conn, key, owner)).await.votes
     }
 
     pub(crate) fn owners(&self) -> &OwnerSource {
@@ -428,22 +406,12 @@ impl<C: Connection> Redlock<C> {
             .map(|(master, conn)| ask(master, started, timeout, key, request(conn.clone())))
             .collect();
         let votes = join_all(asks).await;
-        Round {
-            started,
-            finished: Instant::now(),
-            votes,
-        }
+        Round { started, finished: Instant::now(), votes }
     }
 }
 
 /// One request to one master, bounded by the per-master timeout.
-async fn ask<Fut>(
-    master: usize,
-    started: Instant,
-    timeout: Duration,
-    key: &str,
-    request: Fut,
-) -> MasterVote
+async fn ask<Fut>(master: usize, started: Instant, timeout: Duration, key: &str, request: Fut) -> MasterVote
 where
     Fut: Future<Output = RedisResult<bool>>,
 {
@@ -455,54 +423,22 @@ where
         Ok(Ok(true)) => Vote::Yes,
         Ok(Ok(false)) => Vote::No,
     };
-    MasterVote {
-        master,
-        vote,
-        latency: Instant::now().saturating_duration_since(started),
-    }
+    MasterVote { master, vote, latency: Instant::now().saturating_duration_since(started) }
 }
 
-async fn set_nx_px<C: Connection>(
-    mut conn: C,
-    key: &str,
-    owner: &str,
-    ttl_ms: u64,
-) -> RedisResult<bool> {
-    let reply: Option<String> = redis::cmd("SET")
-        .arg(key)
-        .arg(owner)
-        .arg("NX")
-        .arg("PX")
-        .arg(ttl_ms)
-        .query_async(&mut conn)
-        .await?;
+async fn set_nx_px<C: Connection>(mut conn: C, key: &str, owner: &str, ttl_ms: u64) -> RedisResult<bool> {
+    let reply: Option<String> =
+        redis::cmd("SET").arg(key).arg(owner).arg("NX").arg("PX").arg(ttl_ms).query_async(&mut conn).await?;
     Ok(reply.is_some())
 }
 
 async fn delete_if_owner<C: Connection>(mut conn: C, key: &str, owner: &str) -> RedisResult<bool> {
-    let n: i64 = redis::cmd("EVAL")
-        .arg(&**RELEASE)
-        .arg(1)
-        .arg(key)
-        .arg(owner)
-        .query_async(&mut conn)
-        .await?;
+    let n: i64 = redis::cmd("EVAL").arg(&**RELEASE).arg(1).arg(key).arg(owner).query_async(&mut conn).await?;
     Ok(n == 1)
 }
 
-async fn pexpire_if_owner<C: Connection>(
-    mut conn: C,
-    key: &str,
-    owner: &str,
-    ttl_ms: u64,
-) -> RedisResult<bool> {
-    let n: i64 = redis::cmd("EVAL")
-        .arg(&**EXTEND)
-        .arg(1)
-        .arg(key)
-        .arg(owner)
-        .arg(ttl_ms)
-        .query_async(&mut conn)
-        .await?;
+async fn pexpire_if_owner<C: Connection>(mut conn: C, key: &str, owner: &str, ttl_ms: u64) -> RedisResult<bool> {
+    let n: i64 =
+        redis::cmd("EVAL").arg(&**EXTEND).arg(1).arg(key).arg(owner).arg(ttl_ms).query_async(&mut conn).await?;
     Ok(n == 1)
 }

@@ -124,10 +124,7 @@ impl Refusal {
 
 /// TTL − elapsed − drift, or `None` when nothing is left.
 pub(crate) fn remaining_validity(ttl: Ttl, elapsed: Duration, drift: Duration) -> Option<Duration> {
-    ttl.as_duration()
-        .checked_sub(elapsed)
-        .and_then(|d| d.checked_sub(drift))
-        .filter(|d| !d.is_zero())
+    ttl.as_duration().checked_sub(elapsed).and_then(|d| d.checked_sub(drift)).filter(|d| !d.is_zero())
 }
 
 /// What [`super::Redlock::acquire`] got.
@@ -197,9 +194,6 @@ pub struct Released {
 
 impl Released {
     pub(crate) fn from_votes(masters: Vec<MasterVote>) -> Released {
-        Released {
-            deleted: masters.iter().filter(|v| v.vote.is_yes()).count(),
-            masters,
-        }
+        Released { deleted: masters.iter().filter(|v| v.vote.is_yes()).count(), masters }
     }
 }

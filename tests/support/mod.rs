@@ -37,10 +37,7 @@ pub async fn connect_with_timeout(server: &RedisServer, timeout: Duration) -> Mu
 pub async fn connect_url(url: &str, response_timeout: Option<Duration>) -> MultiplexedConnection {
     let client = redis::Client::open(url).expect("valid url");
     let config = AsyncConnectionConfig::new().set_response_timeout(response_timeout);
-    client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await
-        .expect("connect to test redis-server")
+    client.get_multiplexed_async_connection_with_config(&config).await.expect("connect to test redis-server")
 }
 
 /// Shorthand for a millisecond TTL known to be valid.

@@ -75,12 +75,7 @@ impl DelayProxy {
                 .name(format!("delay-proxy-{}", addr.port()))
                 .spawn(move || accept_loop(listener, upstream, shared))?
         };
-        Ok(DelayProxy {
-            addr,
-            upstream,
-            shared,
-            acceptor: Some(acceptor),
-        })
+        Ok(DelayProxy { addr, upstream, shared, acceptor: Some(acceptor) })
     }
 
     /// The address clients connect to.
@@ -102,12 +97,8 @@ impl DelayProxy {
     /// by `to_client`, from the moment each chunk is read. Applies to chunks
     /// read from now on, on open and future connections alike.
     pub fn set_delay(&self, to_server: Duration, to_client: Duration) {
-        self.shared
-            .to_server_micros
-            .store(to_server.as_micros() as u64, Ordering::SeqCst);
-        self.shared
-            .to_client_micros
-            .store(to_client.as_micros() as u64, Ordering::SeqCst);
+        self.shared.to_server_micros.store(to_server.as_micros() as u64, Ordering::SeqCst);
+        self.shared.to_client_micros.store(to_client.as_micros() as u64, Ordering::SeqCst);
     }
 
     /// Closes the listener and every connection, and joins every thread.
@@ -172,12 +163,7 @@ fn pump_pair(client: TcpStream, server: TcpStream, shared: &Arc<Shared>) -> io::
         sockets.push(client.try_clone()?);
         sockets.push(server.try_clone()?);
     }
-    let up = pump(
-        client.try_clone()?,
-        server.try_clone()?,
-        Direction::ToServer,
-        shared,
-    )?;
+    let up = pump(client.try_clone()?, server.try_clone()?, Direction::ToServer, shared)?;
     let down = pump(server, client, Direction::ToClient, shared)?;
     let mut threads = lock(&shared.threads);
     threads.extend(up);
@@ -196,48 +182,44 @@ fn pump(
     let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
     let reader = {
         let shared = shared.clone();
-        std::thread::Builder::new()
-            .name("delay-proxy-read".into())
-            .spawn(move || {
-                let mut buf = vec![0u8; 64 * 1024];
-                loop {
-                    match from.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => {
-                            let due = Instant::now() + shared.delay(direction);
-                            if tx.send((due, buf[..n].to_vec())).is_err() {
-                                return;
-                            }
+        std::thread::Builder::new().name("delay-proxy-read".into()).spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        let due = Instant::now() + shared.delay(direction);
+                        if tx.send((due, buf[..n].to_vec())).is_err() {
+                            return;
                         }
                     }
                 }
-            })?
+            }
+        })?
     };
     let writer = {
         let shared = shared.clone();
-        std::thread::Builder::new()
-            .name("delay-proxy-write".into())
-            .spawn(move || {
-                // `recv` fails once the reader has gone and the queue is drained:
-                // then the peer is told the stream ended.
-                while let Ok((due, chunk)) = rx.recv() {
-                    // Sleep in slices so `stop` never waits out a long delay.
-                    loop {
-                        if shared.stopping() {
-                            return;
-                        }
-                        let now = Instant::now();
-                        if now >= due {
-                            break;
-                        }
-                        std::thread::sleep((due - now).min(Duration::from_millis(10)));
-                    }
-                    if to.write_all(&chunk).is_err() {
+        std::thread::Builder::new().name("delay-proxy-write".into()).spawn(move || {
+            // `recv` fails once the reader has gone and the queue is drained:
+            // then the peer is told the stream ended.
+            while let Ok((due, chunk)) = rx.recv() {
+                // Sleep in slices so `stop` never waits out a long delay.
+                loop {
+                    if shared.stopping() {
                         return;
                     }
+                    let now = Instant::now();
+                    if now >= due {
+                        break;
+                    }
+                    std::thread::sleep((due - now).min(Duration::from_millis(10)));
                 }
-                let _ = to.shutdown(Shutdown::Write);
-            })?
+                if to.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+            let _ = to.shutdown(Shutdown::Write);
+        })?
     };
     Ok([reader, writer])
 }

@@ -20,7 +20,11 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
             .map(|(name, reported, configured)| format!("{name} reports {reported}, built with {configured}"))
             .collect();
         if !wrong.is_empty() {
-            out.push(Violation::new(CONFIGURATION, Some(e.time), format!("{} at {}ms: {primitive}: {}", e.process, e.time, wrong.join("; "))));
+            out.push(Violation::new(
+                CONFIGURATION,
+                Some(e.time),
+                format!("{} at {}ms: {primitive}: {}", e.process, e.time, wrong.join("; ")),
+            ));
         }
     }
     out

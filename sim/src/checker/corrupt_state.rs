@@ -60,12 +60,18 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
                     })
                 }
             };
-            (*reply != expected).then(|| format!("current_token over counter {value:?} answered {reply:?}, not {expected:?}"))
+            (*reply != expected)
+                .then(|| format!("current_token over counter {value:?} answered {reply:?}, not {expected:?}"))
         }
         Planted::LeaseRead { lock_key, expiry } => match expiry {
-            None => (*reply != ProbeReply::Nothing).then(|| format!("remaining_ttl of an absent lease answered {reply:?}")),
-            Some(None) => (!matches!(reply, ProbeReply::CorruptState { key, .. } if key == lock_key))
-                .then(|| format!("remaining_ttl of a lock key without expiry answered {reply:?}, not CorruptState naming {lock_key}")),
+            None => {
+                (*reply != ProbeReply::Nothing).then(|| format!("remaining_ttl of an absent lease answered {reply:?}"))
+            }
+            Some(None) => (!matches!(reply, ProbeReply::CorruptState { key, .. } if key == lock_key)).then(|| {
+                format!(
+                    "remaining_ttl of a lock key without expiry answered {reply:?}, not CorruptState naming {lock_key}"
+                )
+            }),
             Some(Some(ms)) => match reply {
                 ProbeReply::Remaining(r) if r <= ms => None,
                 _ => Some(format!("remaining_ttl of a lease set for {ms}ms answered {reply:?}")),
@@ -116,7 +122,9 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
             match canonical_u64(token) {
                 Some(stored) if *write >= stored => {
                     if *reply != ProbeReply::Accepted {
-                        return Some(format!("write {write} over stored token {stored} answered {reply:?}, not Accepted"));
+                        return Some(format!(
+                            "write {write} over stored token {stored} answered {reply:?}, not Accepted"
+                        ));
                     }
                     if a.token.as_deref() != Some(write.to_string().as_str()) || a.value.as_deref() != Some("probe") {
                         return Some(format!("write {write} over stored token {stored} was accepted but left {a:?}"));
@@ -166,7 +174,11 @@ mod tests {
     }
 
     fn lock_after(lock: Option<&str>, counter: Option<&str>) -> Option<ProbeAfter> {
-        Some(ProbeAfter { lock: lock.map(str::to_string), counter: counter.map(str::to_string), ..ProbeAfter::default() })
+        Some(ProbeAfter {
+            lock: lock.map(str::to_string),
+            counter: counter.map(str::to_string),
+            ..ProbeAfter::default()
+        })
     }
 
     fn corrupt(key: &str) -> ProbeReply {
@@ -176,16 +188,35 @@ mod tests {
     #[test]
     fn counters_get_the_exact_next_token_or_a_refusal_naming_the_counter() {
         let past = (1u64 << 53) + 1;
-        let ok = judge(&counter(&past.to_string()), &ProbeReply::Token(past + 1), lock_after(Some("o"), Some(&(past + 1).to_string())).as_ref());
+        let ok = judge(
+            &counter(&past.to_string()),
+            &ProbeReply::Token(past + 1),
+            lock_after(Some("o"), Some(&(past + 1).to_string())).as_ref(),
+        );
         assert_eq!(ok, None);
         // A token rounded through a Lua number.
-        assert!(judge(&counter(&past.to_string()), &ProbeReply::Token(past), lock_after(Some("o"), Some(&(past + 1).to_string())).as_ref()).is_some());
+        assert!(judge(
+            &counter(&past.to_string()),
+            &ProbeReply::Token(past),
+            lock_after(Some("o"), Some(&(past + 1).to_string())).as_ref()
+        )
+        .is_some());
         // A refusal of a negative counter: must name the counter and leave it.
         assert_eq!(judge(&counter("-5"), &corrupt("lock:p:fence"), lock_after(None, Some("-5")).as_ref()), None);
-        assert!(judge(&counter("-5"), &corrupt("lock:p:fence"), lock_after(None, Some("-4")).as_ref()).is_some(), "undo skipped");
-        assert!(judge(&counter("-5"), &corrupt("lock:p:fence"), lock_after(Some("o"), Some("-5")).as_ref()).is_some(), "lease set");
-        let wrong_key = ProbeReply::CorruptState { key: "lock:p:fence".into(), detail: "fence counter lock:p is negative".into() };
-        assert!(judge(&counter("-5"), &wrong_key, lock_after(None, Some("-5")).as_ref()).is_some(), "detail names the lock key");
+        assert!(
+            judge(&counter("-5"), &corrupt("lock:p:fence"), lock_after(None, Some("-4")).as_ref()).is_some(),
+            "undo skipped"
+        );
+        assert!(
+            judge(&counter("-5"), &corrupt("lock:p:fence"), lock_after(Some("o"), Some("-5")).as_ref()).is_some(),
+            "lease set"
+        );
+        let wrong_key =
+            ProbeReply::CorruptState { key: "lock:p:fence".into(), detail: "fence counter lock:p is negative".into() };
+        assert!(
+            judge(&counter("-5"), &wrong_key, lock_after(None, Some("-5")).as_ref()).is_some(),
+            "detail names the lock key"
+        );
         assert!(judge(&counter("007"), &ProbeReply::Error("ERR value is not an integer".into()), None).is_some());
         // "-1" would INCR to 0: never a token.
         assert!(judge(&counter("-1"), &ProbeReply::Token(0), lock_after(Some("o"), Some("0")).as_ref()).is_some());
@@ -193,7 +224,8 @@ mod tests {
 
     #[test]
     fn reads_report_the_counter_and_the_expiry_or_refuse_them() {
-        let read = |v: Option<&str>| Planted::CounterRead { fence_key: "lock:p:fence".into(), value: v.map(str::to_string) };
+        let read =
+            |v: Option<&str>| Planted::CounterRead { fence_key: "lock:p:fence".into(), value: v.map(str::to_string) };
         assert_eq!(judge(&read(None), &ProbeReply::Nothing, None), None);
         assert_eq!(judge(&read(Some("41")), &ProbeReply::Token(41), None), None);
         assert!(judge(&read(Some("41")), &ProbeReply::Token(42), None).is_some());
@@ -222,12 +254,29 @@ mod tests {
     #[test]
     fn stored_tokens_order_writes_exactly_and_malformed_ones_are_refused() {
         let st = |token: &str, write| Planted::StoredToken { key: "fenced:p".into(), token: token.into(), write };
-        let entry = |t: &str, v: &str| Some(ProbeAfter { token: Some(t.into()), value: Some(v.into()), ..ProbeAfter::default() });
+        let entry = |t: &str, v: &str| {
+            Some(ProbeAfter { token: Some(t.into()), value: Some(v.into()), ..ProbeAfter::default() })
+        };
         let max = u64::MAX.to_string();
-        assert_eq!(judge(&st(&max, u64::MAX - 1), &ProbeReply::Rejected { highest_seen: u64::MAX }, entry(&max, "planted").as_ref()), None);
-        assert!(judge(&st(&max, u64::MAX - 1), &ProbeReply::Accepted, entry(&(u64::MAX - 1).to_string(), "probe").as_ref()).is_some());
+        assert_eq!(
+            judge(
+                &st(&max, u64::MAX - 1),
+                &ProbeReply::Rejected { highest_seen: u64::MAX },
+                entry(&max, "planted").as_ref()
+            ),
+            None
+        );
+        assert!(judge(
+            &st(&max, u64::MAX - 1),
+            &ProbeReply::Accepted,
+            entry(&(u64::MAX - 1).to_string(), "probe").as_ref()
+        )
+        .is_some());
         assert_eq!(judge(&st("0", 0), &ProbeReply::Accepted, entry("0", "probe").as_ref()), None);
-        let refused = ProbeReply::CorruptState { key: "fenced:p".into(), detail: "stored token of fenced:p is not canonical".into() };
+        let refused = ProbeReply::CorruptState {
+            key: "fenced:p".into(),
+            detail: "stored token of fenced:p is not canonical".into(),
+        };
         assert_eq!(judge(&st("007", 10_000), &refused, entry("007", "planted").as_ref()), None);
         assert!(judge(&st("007", 10_000), &ProbeReply::Accepted, entry("10000", "probe").as_ref()).is_some());
     }

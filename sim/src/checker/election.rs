@@ -79,7 +79,12 @@ pub fn check_self_fencing(events: &[Event], election: &str) -> Vec<Violation> {
 /// `lease − drift` rounded up to whole milliseconds; the drift comes from
 /// the documented rule (a factor of the lease plus a constant), not from
 /// the library's own arithmetic.
-pub fn check_deadlines(events: &[Event], election: &str, trusted_ms: Millis, min_round_trip_ms: Millis) -> Vec<Violation> {
+pub fn check_deadlines(
+    events: &[Event],
+    election: &str,
+    trusted_ms: Millis,
+    min_round_trip_ms: Millis,
+) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut seen: BTreeMap<(&str, u64, Millis), ()> = BTreeMap::new();
     for e in events {
@@ -116,7 +121,13 @@ pub fn check_deadlines(events: &[Event], election: &str, trusted_ms: Millis, min
 /// election can take to elect, a stale key expiring first). Judged only
 /// when the run lasts past that instant (`length`); a run that ends sooner
 /// proves nothing either way.
-pub fn check_liveness(events: &[Event], election: &str, healed: Millis, bound: Millis, length: Millis) -> Vec<Violation> {
+pub fn check_liveness(
+    events: &[Event],
+    election: &str,
+    healed: Millis,
+    bound: Millis,
+    length: Millis,
+) -> Vec<Violation> {
     let at = healed + bound;
     if at >= length {
         return Vec::new();
@@ -268,7 +279,8 @@ mod tests {
     }
 
     fn write(h: &History, p: &str, t0: u64, t1: u64, token: Option<u64>, result: WriteResult) {
-        let op = |r| Op::Write { key: "res".into(), value: format!("{p}@{t0}"), token, fenced: token.is_some(), result: r };
+        let op =
+            |r| Op::Write { key: "res".into(), value: format!("{p}@{t0}"), token, fenced: token.is_some(), result: r };
         let id = h.invoke_at(t0, p, op(None));
         h.ok(id, p, op(Some(result)));
         let _ = t1;
@@ -277,7 +289,8 @@ mod tests {
     #[test]
     fn a_deadline_measured_from_the_reply_is_caught() {
         let h = History::new();
-        let role = |deadline| Op::Role { election: "e".into(), role: Role::Leader, epoch: Some(1), deadline: Some(deadline) };
+        let role =
+            |deadline| Op::Role { election: "e".into(), role: Role::Leader, epoch: Some(1), deadline: Some(deadline) };
         // Sent at 100, reply at 104, seen at 104: 100 + 394 is sound.
         h.observe_at(104, "a", role(494));
         assert!(check_deadlines(&h.events(), "e", 394, 2).is_empty());

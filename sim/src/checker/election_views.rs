@@ -62,13 +62,15 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
     let mut nodes: BTreeMap<&str, Node> = BTreeMap::new();
     let usable_us = {
         let lease_ns = u128::from(built.lease_ms) * 1_000_000;
-        let allowance = lease_ns * u128::from(built.allowance.per_mille) / 1000 + u128::from(built.allowance.constant_ms) * 1_000_000;
+        let allowance = lease_ns * u128::from(built.allowance.per_mille) / 1000
+            + u128::from(built.allowance.constant_ms) * 1_000_000;
         (lease_ns.saturating_sub(allowance) / 1000) as u64
     };
     let demotion = if built.at_deadline { "AtDeadline" } else { "OnRenewTick" };
     for e in events {
         let node = nodes.entry(e.process.as_str()).or_default();
-        let wrong = |why: String| Violation::new(ELECTION_VIEWS, Some(e.time), format!("{} at {}ms: {why}", e.process, e.time));
+        let wrong =
+            |why: String| Violation::new(ELECTION_VIEWS, Some(e.time), format!("{} at {}ms: {why}", e.process, e.time));
         match &e.op {
             Op::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion: d } => {
                 let reported = (name.as_str(), *lease_ms, *renew_ms, *campaign_ms, d.as_str());
@@ -78,7 +80,9 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                 }
             }
             Op::ElectionCallback { elected: true, epoch } => node.elected_calls.entry(*epoch).or_default().push(e.time),
-            Op::ElectionCallback { elected: false, epoch } => node.demoted_calls.entry(*epoch).or_default().push(e.time),
+            Op::ElectionCallback { elected: false, epoch } => {
+                node.demoted_calls.entry(*epoch).or_default().push(e.time)
+            }
             Op::ElectionView { name, is_leader, epoch, lease, published } => {
                 let t_us = e.time * 1000;
                 let mut why = Vec::new();
@@ -100,12 +104,17 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                 match published {
                     Published::Leader { epoch: p, elected_at_ms } => {
                         if lease_epoch != Some(*p) {
-                            why.push(format!("leadership() is Leader {{ epoch: {p} }} while leader_lease() is {lease:?}"));
+                            why.push(format!(
+                                "leadership() is Leader {{ epoch: {p} }} while leader_lease() is {lease:?}"
+                            ));
                         }
                         if !node.published.contains_key(p) {
                             node.published.insert(*p, e.time);
                             if *elected_at_ms > e.time || e.time - elected_at_ms > 2 {
-                                why.push(format!("epoch {p} was first published at {}ms with elected_at = {elected_at_ms}ms", e.time));
+                                why.push(format!(
+                                    "epoch {p} was first published at {}ms with elected_at = {elected_at_ms}ms",
+                                    e.time
+                                ));
                             }
                         }
                     }
@@ -157,7 +166,9 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
         }
         for (epoch, seen) in &n.demoted {
             if !n.demoted_calls.get(epoch).is_some_and(|c| c.iter().any(|&t| t <= *seen)) {
-                why.push(format!("epoch {epoch}'s demotion was published by {seen}ms but on_demoted had not run for it"));
+                why.push(format!(
+                    "epoch {epoch}'s demotion was published by {seen}ms but on_demoted had not run for it"
+                ));
             }
         }
         if !why.is_empty() {

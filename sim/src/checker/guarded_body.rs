@@ -69,8 +69,9 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
         let Op::Guarded { name, .. } = g.op else { continue };
         let Some(done) = g.done else { continue };
         let Op::Guarded { token: Some(token), outcome, .. } = &done.op else { continue };
-        let Some(&(_, _, _, _, acquired)) =
-            grants.iter().find(|(n, p, t, i, _)| *n == name && *p == g.process && *t == Some(*token) && *i >= g.invoked)
+        let Some(&(_, _, _, _, acquired)) = grants
+            .iter()
+            .find(|(n, p, t, i, _)| *n == name && *p == g.process && *t == Some(*token) && *i >= g.invoked)
         else {
             continue;
         };
@@ -147,7 +148,8 @@ mod tests {
     }
 
     fn step(h: &History, p: &str, t: u64, token: u64, complete: bool) -> OpId {
-        let op = Op::Write { key: "k".into(), value: format!("{p}-{t}"), token: Some(token), fenced: true, result: None };
+        let op =
+            Op::Write { key: "k".into(), value: format!("{p}-{t}"), token: Some(token), fenced: true, result: None };
         let id = h.invoke_at(t, p, op.clone());
         if complete {
             h.complete_at(t + 1, id, p, EventKind::Ok, op);
@@ -165,11 +167,17 @@ mod tests {
     #[test]
     fn a_body_that_stops_in_time_passes() {
         let h = History::new();
-        guarded(&h, 0, |h| {
-            acq(h, "a", 0, 2, 1);
-            step(h, "a", 10, 1, true);
-            step(h, "a", 50, 1, false); // dropped mid-flight at the cancel
-        }, 95, GuardedResult::Cancelled { at: 90, deadline_reached: false });
+        guarded(
+            &h,
+            0,
+            |h| {
+                acq(h, "a", 0, 2, 1);
+                step(h, "a", 10, 1, true);
+                step(h, "a", 50, 1, false); // dropped mid-flight at the cancel
+            },
+            95,
+            GuardedResult::Cancelled { at: 90, deadline_reached: false },
+        );
         acq(&h, "b", 150, 152, 2);
         assert_eq!(check(&h.events()), vec![]);
     }
@@ -177,12 +185,18 @@ mod tests {
     #[test]
     fn a_body_step_after_someone_else_was_granted_fails() {
         let h = History::new();
-        guarded(&h, 0, |h| {
-            acq(h, "a", 0, 2, 1);
-            step(h, "a", 10, 1, true);
-            acq(h, "b", 150, 152, 2);
-            step(h, "a", 160, 1, true);
-        }, 170, GuardedResult::Completed);
+        guarded(
+            &h,
+            0,
+            |h| {
+                acq(h, "a", 0, 2, 1);
+                step(h, "a", 10, 1, true);
+                acq(h, "b", 150, 152, 2);
+                step(h, "a", 160, 1, true);
+            },
+            170,
+            GuardedResult::Completed,
+        );
         let v = check(&h.events());
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("outlived its lease"), "{v:?}");
@@ -191,14 +205,26 @@ mod tests {
     #[test]
     fn steps_after_cancel_or_unfinished_on_completion_fail() {
         let h = History::new();
-        guarded(&h, 0, |h| {
-            acq(h, "a", 0, 2, 1);
-            step(h, "a", 60, 1, true);
-        }, 70, GuardedResult::Cancelled { at: 50, deadline_reached: false });
-        guarded(&h, 100, |h| {
-            acq(h, "a", 100, 102, 1);
-            step(h, "a", 110, 1, false);
-        }, 120, GuardedResult::Completed);
+        guarded(
+            &h,
+            0,
+            |h| {
+                acq(h, "a", 0, 2, 1);
+                step(h, "a", 60, 1, true);
+            },
+            70,
+            GuardedResult::Cancelled { at: 50, deadline_reached: false },
+        );
+        guarded(
+            &h,
+            100,
+            |h| {
+                acq(h, "a", 100, 102, 1);
+                step(h, "a", 110, 1, false);
+            },
+            120,
+            GuardedResult::Completed,
+        );
         let v = check(&h.events());
         assert_eq!(v.len(), 2, "{v:?}");
     }

@@ -51,7 +51,10 @@ pub fn check(node: usize, keys: &[KeyAtEnd], rules: &[Rule], skip: &[&str]) -> V
             out.push(Violation::new(
                 KEY_LIFETIMES,
                 None,
-                format!("redis-{node}: stray key `{}` ({}): no key this primitive documents is named like it", k.key, k.kind),
+                format!(
+                    "redis-{node}: stray key `{}` ({}): no key this primitive documents is named like it",
+                    k.key, k.kind
+                ),
             ));
             continue;
         };
@@ -95,7 +98,9 @@ mod tests {
         assert!(stray.len() == 1 && stray[0].detail.contains("stray key `xyzzy`"), "{stray:?}");
         let v = check(0, &[key("lock:{a}", -1), key("lock:{a}:fence", 5000), key("lock:{b}", 301)], RULES, &[]);
         assert_eq!(v.len(), 3, "{v:?}");
-        assert!(v[0].detail.contains("no expiry") && v[1].detail.contains("never expire") && v[2].detail.contains("beyond"));
+        assert!(
+            v[0].detail.contains("no expiry") && v[1].detail.contains("never expire") && v[2].detail.contains("beyond")
+        );
         assert!(check(0, &[key("lock:{probe-x}", -1)], RULES, &["probe-"]).is_empty());
     }
 }

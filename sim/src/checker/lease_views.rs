@@ -92,7 +92,10 @@ pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
             out.push(Violation::new(
                 LEASE_VIEWS,
                 Some(e.time),
-                format!("{}: a lease with token {token} that was never granted to it reports itself at {}ms", e.process, e.time),
+                format!(
+                    "{}: a lease with token {token} that was never granted to it reports itself at {}ms",
+                    e.process, e.time
+                ),
             ));
             continue;
         };

@@ -156,7 +156,11 @@ impl<'a> Model<'a> {
             }
             // A workload stall ("stalls for N ms") is a fault too.
             if let Op::Note { text } = &e.op {
-                if let Some(ms) = text.strip_prefix("stalls for ").and_then(|r| r.split("ms").next()).and_then(|n| n.parse::<Millis>().ok()) {
+                if let Some(ms) = text
+                    .strip_prefix("stalls for ")
+                    .and_then(|r| r.split("ms").next())
+                    .and_then(|n| n.parse::<Millis>().ok())
+                {
                     settled = settled.max(e.time + ms);
                 }
             }
@@ -192,16 +196,21 @@ impl<'a> Model<'a> {
                 // granted after invoking it (its token may be unknown when
                 // the call failed).
                 Op::Guarded { name, .. } => match match c.result() {
-                    Op::Guarded { token: Some(t), .. } => by_key.get(&(name.as_str(), c.process, Some(*t))).map(|&l| (l, ())),
+                    Op::Guarded { token: Some(t), .. } => {
+                        by_key.get(&(name.as_str(), c.process, Some(*t))).map(|&l| (l, ()))
+                    }
                     _ => None,
                 }
-                .or_else(|| leases
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, l)| l.name == name && l.process == c.process && l.invoked >= c.invoked && l.done <= c.done_at())
-                    .min_by_key(|(_, l)| l.invoked)
-                    .map(|(l, _)| (l, ())))
-                {
+                .or_else(|| {
+                    leases
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, l)| {
+                            l.name == name && l.process == c.process && l.invoked >= c.invoked && l.done <= c.done_at()
+                        })
+                        .min_by_key(|(_, l)| l.invoked)
+                        .map(|(l, _)| (l, ()))
+                }) {
                     Some((l, _)) => l,
                     None => continue,
                 },
@@ -262,12 +271,8 @@ impl<'a> Model<'a> {
     fn alive_min(&self, l: &Lease<'_>, from: Millis, until: Millis) -> Millis {
         // Confirmed extends completed before `from`: the latest-invoked one
         // ran after every other of them (a holder extends one at a time).
-        let confirmed: Vec<usize> = l
-            .extends
-            .iter()
-            .copied()
-            .filter(|&i| self.calls[i].ok() && self.calls[i].done_at() < from)
-            .collect();
+        let confirmed: Vec<usize> =
+            l.extends.iter().copied().filter(|&i| self.calls[i].ok() && self.calls[i].done_at() < from).collect();
         let last_confirmed = confirmed.iter().copied().max_by_key(|&i| self.calls[i].invoked);
         let mut m = if last_confirmed.is_some() { Millis::MAX } else { l.invoked.saturating_add(l.ttl) };
         for &i in &l.extends {
@@ -322,7 +327,9 @@ impl<'a> Model<'a> {
             .filter(|l| l.name == name && l.invoked < until)
             .all(|l| self.gone_after(l, until) < from);
         let unknown_gone = self.calls.iter().enumerate().all(|(i, c)| match c.op {
-            Op::Acquire { name: n, ttl_ms, .. } if n == name && c.unknown() && Some(i) != except_call && c.invoked < until => {
+            Op::Acquire { name: n, ttl_ms, .. }
+                if n == name && c.unknown() && Some(i) != except_call && c.invoked < until =>
+            {
                 let latest_run = c.invoked.saturating_add(SETTLE_MS).max(self.settled.saturating_add(SETTLE_MS));
                 latest_run.saturating_add(*ttl_ms) < from
             }
@@ -391,15 +398,24 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                 ));
             }
             (Op::Acquire { name, .. }, EventKind::Ok) => {
-                let me = m.by_key.get(&(name.as_str(), c.process, match result {
-                    Op::Acquire { token, .. } => *token,
-                    _ => None,
-                }));
+                let me = m.by_key.get(&(
+                    name.as_str(),
+                    c.process,
+                    match result {
+                        Op::Acquire { token, .. } => *token,
+                        _ => None,
+                    },
+                ));
                 if let Some(l) = m.definitely_held(name, c.invoked, done, me.copied()) {
-                    push(done, format!(
-                        "{}: acquire of {name} granted over [{}ms, {done}ms] while {} definitely held it",
-                        c.process, c.invoked, who(l)
-                    ));
+                    push(
+                        done,
+                        format!(
+                            "{}: acquire of {name} granted over [{}ms, {done}ms] while {} definitely held it",
+                            c.process,
+                            c.invoked,
+                            who(l)
+                        ),
+                    );
                 }
             }
             (Op::CurrentToken { name, .. }, EventKind::Ok) => {
@@ -408,12 +424,15 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                 }
                 let Op::CurrentToken { token, .. } = result else { continue };
                 let v = token.unwrap_or(0);
-                let before: Vec<&Lease<'_>> = m.leases.iter().filter(|l| l.name == name && l.done < c.invoked).collect();
+                let before: Vec<&Lease<'_>> =
+                    m.leases.iter().filter(|l| l.name == name && l.done < c.invoked).collect();
                 let lower = (before.len() as u64).max(before.iter().filter_map(|l| l.token).max().unwrap_or(0));
                 let upper = m
                     .calls
                     .iter()
-                    .filter(|a| matches!(a.op, Op::Acquire { name: n, .. } if n == name) && !a.failed() && a.invoked <= done)
+                    .filter(|a| {
+                        matches!(a.op, Op::Acquire { name: n, .. } if n == name) && !a.failed() && a.invoked <= done
+                    })
                     .count() as u64;
                 if v < lower || v > upper {
                     push(done, format!(
@@ -429,7 +448,10 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                         let max_ttl = m
                             .calls
                             .iter()
-                            .filter(|a| matches!(a.op, Op::Acquire { name: n, .. } | Op::Extend { name: n, .. } if n == name) && a.invoked <= done)
+                            .filter(|a| {
+                                matches!(a.op, Op::Acquire { name: n, .. } | Op::Extend { name: n, .. } if n == name)
+                                    && a.invoked <= done
+                            })
                             .map(|a| ttl_of(a.op))
                             .max()
                             .unwrap_or(0);
@@ -480,14 +502,20 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                         _ => None,
                     });
                     if last != Some(*token) {
-                        push(done, format!(
+                        push(
+                            done,
+                            format!(
                             "{}: Retry::run reported token {:?} at {done}ms, but its last attempt was not that grant",
                             c.process, token
-                        ));
+                        ),
+                        );
                     }
                 }
                 if inner.len() as u32 > *attempts {
-                    push(done, format!("{}: Retry::run made {} attempts, more than {attempts}", c.process, inner.len()));
+                    push(
+                        done,
+                        format!("{}: Retry::run made {} attempts, more than {attempts}", c.process, inner.len()),
+                    );
                 }
             }
             _ => {}
@@ -630,9 +658,7 @@ mod tests {
         acq(&h, "a", 10, 12, None);
         h.complete_at(13, id, "a", EventKind::Fail, op(None));
         // b holds the lock throughout, so the refusals are fine.
-        let h2 = History::from_events(
-            [acq_ok_event()].into_iter().chain(h.events()).collect::<Vec<_>>(),
-        );
+        let h2 = History::from_events([acq_ok_event()].into_iter().chain(h.events()).collect::<Vec<_>>());
         let v = check(&h2.events());
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("after 2 of its 3 attempts"), "{v:?}");

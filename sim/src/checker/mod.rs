@@ -19,7 +19,6 @@ pub mod configuration;
 pub mod corrupt_state;
 pub mod election;
 pub mod election_views;
-pub mod unexpected_errors;
 pub mod fencing_tokens;
 pub mod guarded_body;
 pub mod key_lifetimes;
@@ -38,6 +37,7 @@ pub mod redlock_rounds;
 pub mod redlock_validity;
 pub mod redlock_votes;
 pub mod stale_overwrite;
+pub mod unexpected_errors;
 
 /// Name of the fencing-token invariant.
 pub const FENCING_TOKENS_INCREASE: &str = "fencing-tokens-increase";

@@ -139,8 +139,7 @@ pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Repo
         None => (invoke, invoke.max(config.last_heal_ms) + config.drain_ms),
     };
     for e in events {
-        let Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms } = &e.op
-        else {
+        let Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms } = &e.op else {
             continue;
         };
         let k = keys.entry(key.clone()).or_insert_with(|| Key { limit: *limit, window: *window_ms, ..Key::default() });
@@ -351,7 +350,8 @@ fn replay(k: &Key, config: Config) -> Replayed {
             }
         };
         let remaining_ok = !d.admitted || d.remaining.is_none_or(|r| r == max.saturating_sub(d.count));
-        if admit != d.admitted || count != d.count || (!admit && d.retry.is_some() && d.retry != retry) || !remaining_ok {
+        if admit != d.admitted || count != d.count || (!admit && d.retry.is_some() && d.retry != retry) || !remaining_ok
+        {
             let expected = if admit {
                 format!("admit with count {count} (remaining {})", max.saturating_sub(count))
             } else {
@@ -460,11 +460,15 @@ fn judge_log(k: &Key, j: usize, from: usize) -> Result<bool, String> {
             return Err(format!("admitted over the limit of {max}"));
         }
         if d.count < definite + 1 || d.count > definite + 1 + unknown {
-            return Err(format!("{} before it, so its count must be {}", held(definite), if unknown > 0 {
-                format!("{}..={}", definite + 1, definite + 1 + unknown)
-            } else {
-                (definite + 1).to_string()
-            }));
+            return Err(format!(
+                "{} before it, so its count must be {}",
+                held(definite),
+                if unknown > 0 {
+                    format!("{}..={}", definite + 1, definite + 1 + unknown)
+                } else {
+                    (definite + 1).to_string()
+                }
+            ));
         }
         if let Some(r) = d.remaining {
             if r != max.saturating_sub(d.count) {
@@ -577,12 +581,14 @@ mod tests {
         h.events()
             .iter()
             .filter_map(|e| match &e.op {
-                Op::RateLimit { server_ms: Some(t), pinned_ms: None, .. } if e.kind == EventKind::Ok => Some(Execution {
-                    client: e.process.as_str().into(),
-                    command: "EVALSHA".into(),
-                    server_unix_ms: *t,
-                    sim_ms: e.time,
-                }),
+                Op::RateLimit { server_ms: Some(t), pinned_ms: None, .. } if e.kind == EventKind::Ok => {
+                    Some(Execution {
+                        client: e.process.as_str().into(),
+                        command: "EVALSHA".into(),
+                        server_unix_ms: *t,
+                        sim_ms: e.time,
+                    })
+                }
                 _ => None,
             })
             .collect()
@@ -691,7 +697,11 @@ mod tests {
         unknown(&h, 15);
         admit(&h, 20, 3);
         deny(&h, 30, 3, 70);
-        let r = check(&h.events(), &ran(&h), Config { algorithm: Algorithm::Log, last_heal_ms: 0, drain_ms: 1000, epoch_ms: 0 });
+        let r = check(
+            &h.events(),
+            &ran(&h),
+            Config { algorithm: Algorithm::Log, last_heal_ms: 0, drain_ms: 1000, epoch_ms: 0 },
+        );
         assert_eq!(r.violations, vec![]);
         assert_eq!(r.exact_retry, 0);
         // Without the unknown request the same counts are convicted.

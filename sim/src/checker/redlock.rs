@@ -105,7 +105,14 @@ mod tests {
     use crate::history::History;
 
     fn acquire(h: &History, p: &str, t0: u64, t1: u64, validity: u64) {
-        let op = |votes, validity_ms| Op::RedlockAcquire { name: "r".into(), masters: 5, quorum: 3, votes, validity_ms, round: None };
+        let op = |votes, validity_ms| Op::RedlockAcquire {
+            name: "r".into(),
+            masters: 5,
+            quorum: 3,
+            votes,
+            validity_ms,
+            round: None,
+        };
         let id = h.invoke_at(t0, p, op(None, None));
         h.complete_at(t1, id, p, EventKind::Ok, op(Some(3), Some(validity)));
     }

@@ -230,11 +230,28 @@ pub(crate) mod build {
     impl B {
         fn push(&mut self, time: Millis, p: &str, kind: EventKind, id: u64, op: Op, api: Option<&str>) {
             let index = self.events.len() as u64;
-            self.events.push(Event { index, time, process: p.into(), kind, op_id: OpId(id), op, api: api.map(Into::into) });
+            self.events.push(Event {
+                index,
+                time,
+                process: p.into(),
+                kind,
+                op_id: OpId(id),
+                op,
+                api: api.map(Into::into),
+            });
         }
 
         #[allow(clippy::too_many_arguments)]
-        fn call(&mut self, p: &str, api: &str, t0: Millis, t1: Millis, kind: EventKind, op: impl Fn(Option<RedlockRound>) -> Op, r: Option<RedlockRound>) -> u64 {
+        fn call(
+            &mut self,
+            p: &str,
+            api: &str,
+            t0: Millis,
+            t1: Millis,
+            kind: EventKind,
+            op: impl Fn(Option<RedlockRound>) -> Op,
+            r: Option<RedlockRound>,
+        ) -> u64 {
             let id = self.next;
             self.next += 1;
             self.push(t0, p, EventKind::Invoke, id, op(None), Some(api));
@@ -244,9 +261,24 @@ pub(crate) mod build {
             id
         }
 
-        pub fn acquire(&mut self, p: &str, t0: Millis, t1: Millis, kind: EventKind, r: RedlockRound, retry: bool) -> u64 {
+        pub fn acquire(
+            &mut self,
+            p: &str,
+            t0: Millis,
+            t1: Millis,
+            kind: EventKind,
+            r: RedlockRound,
+            retry: bool,
+        ) -> u64 {
             let api = if retry { "Redlock::acquire_with_retry" } else { "Redlock::acquire" };
-            let op = |round| Op::RedlockAcquire { name: "r".into(), masters: 5, quorum: 3, votes: None, validity_ms: None, round };
+            let op = |round| Op::RedlockAcquire {
+                name: "r".into(),
+                masters: 5,
+                quorum: 3,
+                votes: None,
+                validity_ms: None,
+                round,
+            };
             self.call(p, api, t0, t1, kind, op, Some(r))
         }
 

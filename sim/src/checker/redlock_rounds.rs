@@ -44,12 +44,18 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
         let expired = r.refusal.as_deref() == Some("expired");
         let refused = c.outcome == EventKind::Fail;
         if !(expired && r.answers.is_empty()) && r.answers.len() != n {
-            bad(format!("{who} has {} answers [{}] from {n} masters: every master must be asked", r.answers.len(), r.answers));
+            bad(format!(
+                "{who} has {} answers [{}] from {n} masters: every master must be asked",
+                r.answers.len(),
+                r.answers
+            ));
         }
         if refused {
             match &r.cleanup {
                 Some(cl) if cl.len() == n => {}
-                other => bad(format!("{who} was refused but its cleanup {other:?} did not ask all {n} masters to drop our key")),
+                other => bad(format!(
+                    "{who} was refused but its cleanup {other:?} did not ask all {n} masters to drop our key"
+                )),
             }
         }
         let Some(&timeout) = setup.master_timeout_ms.get(c.process) else { continue };

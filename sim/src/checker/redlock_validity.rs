@@ -38,12 +38,16 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let mut until: BTreeMap<u64, Millis> = BTreeMap::new();
     for c in calls(events) {
         let Some(r) = c.round else { continue };
-        let who = format!("{} {}", c.process, match c.kind {
-            CallKind::Acquire { retry: false } => "acquire",
-            CallKind::Acquire { retry: true } => "acquire_with_retry",
-            CallKind::Extend { .. } => "extend",
-            CallKind::Release { .. } => continue,
-        });
+        let who = format!(
+            "{} {}",
+            c.process,
+            match c.kind {
+                CallKind::Acquire { retry: false } => "acquire",
+                CallKind::Acquire { retry: true } => "acquire_with_retry",
+                CallKind::Extend { .. } => "extend",
+                CallKind::Release { .. } => continue,
+            }
+        );
         let span = format!("[{}ms, {}ms]", c.invoke, c.done);
         match (c.kind, c.outcome) {
             (_, EventKind::Ok) => {
@@ -76,19 +80,28 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                     _ => c.elapsed(),
                 };
                 if v == 0 || u <= c.done {
-                    bad(c.done, format!("{who} {span} granted with no validity left (validity {v}ms, trusted until {u}ms)"));
+                    bad(
+                        c.done,
+                        format!("{who} {span} granted with no validity left (validity {v}ms, trusted until {u}ms)"),
+                    );
                 }
                 if v + elapsed + drift > ttl {
-                    bad(c.done, format!(
-                        "{who} {span}: validity {v}ms > TTL {ttl}ms − elapsed {elapsed}ms − drift {drift}ms = {}ms",
-                        ttl as i64 - elapsed as i64 - drift as i64
-                    ));
+                    bad(
+                        c.done,
+                        format!(
+                            "{who} {span}: validity {v}ms > TTL {ttl}ms − elapsed {elapsed}ms − drift {drift}ms = {}ms",
+                            ttl as i64 - elapsed as i64 - drift as i64
+                        ),
+                    );
                 }
                 if u + drift > t1 + ttl {
-                    bad(c.done, format!(
-                        "{who} {span}: trusted until {u}ms, after T1 {t1}ms + TTL {ttl}ms − drift {drift}ms = {}ms",
-                        (t1 + ttl).saturating_sub(drift)
-                    ));
+                    bad(
+                        c.done,
+                        format!(
+                            "{who} {span}: trusted until {u}ms, after T1 {t1}ms + TTL {ttl}ms − drift {drift}ms = {}ms",
+                            (t1 + ttl).saturating_sub(drift)
+                        ),
+                    );
                 }
                 let lease = match c.kind {
                     CallKind::Extend { lease } => lease,
@@ -109,9 +122,10 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                 Some("expired") => {
                     if let CallKind::Extend { lease } = c.kind {
                         match until.get(&lease) {
-                            Some(&prev) if c.invoke < prev => bad(c.done, format!(
-                                "{who} {span} refused as expired although the lease was valid until {prev}ms"
-                            )),
+                            Some(&prev) if c.invoke < prev => bad(
+                                c.done,
+                                format!("{who} {span} refused as expired although the lease was valid until {prev}ms"),
+                            ),
                             _ => {}
                         }
                     }

@@ -84,7 +84,12 @@ enum Req {
 type Requests<'a> = Vec<(Req, &'a str, Millis, Millis)>;
 
 /// When a lease's key may have been alive on `master`: `None` if never.
-fn alive_on(l: &[(Req, &str, Millis, Millis)], process: &str, master: usize, setup: &RedlockSetup) -> Option<(Millis, Millis)> {
+fn alive_on(
+    l: &[(Req, &str, Millis, Millis)],
+    process: &str,
+    master: usize,
+    setup: &RedlockSetup,
+) -> Option<(Millis, Millis)> {
     let ttl = setup.ttl_ms;
     let mut start = None;
     let mut end: Millis = 0;
@@ -216,7 +221,10 @@ fn check_answers(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
             (CallKind::Acquire { .. } | CallKind::Extend { .. }, EventKind::Fail)
                 if r.refusal.as_deref() == Some("no-majority") && yes >= quorum =>
             {
-                bad(format!("{who} was refused for want of a majority with {yes} yes answers [{}], quorum {quorum}", r.answers));
+                bad(format!(
+                    "{who} was refused for want of a majority with {yes} yes answers [{}], quorum {quorum}",
+                    r.answers
+                ));
             }
             _ => {}
         }
@@ -270,7 +278,10 @@ fn check_answers(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                         Key::Unknown
                     }
                     (Key::Present { done, .. }, 'y') if setup.clocks_trusted && !late && c.invoke > done + ttl + 1 => {
-                        bad(format!("{who}: master {m} confirmed the {label} of a key of ours that expired by {}ms", done + ttl));
+                        bad(format!(
+                            "{who}: master {m} confirmed the {label} of a key of ours that expired by {}ms",
+                            done + ttl
+                        ));
                         Key::Unknown
                     }
                     (Key::Present { sent, .. }, 'n') if setup.clocks_trusted && c.done < sent + ttl => {
@@ -362,7 +373,12 @@ mod tests {
         assert!(v[0].detail.contains("c acquire [700ms, 720ms] [yyyyn]: master 4 said the lock was taken"), "{v:?}");
         // A timed-out SET under a fault may land until the fault ends.
         let mut s = setup();
-        s.faults.push(crate::checker::redlock_calls::FaultWindow { from: 0, to: 500, client: Some("a".into()), node: None });
+        s.faults.push(crate::checker::redlock_calls::FaultWindow {
+            from: 0,
+            to: 500,
+            client: Some("a".into()),
+            node: None,
+        });
         assert_eq!(check(&h.events, &s), vec![]);
     }
 

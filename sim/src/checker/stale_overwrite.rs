@@ -200,8 +200,18 @@ mod tests {
     use crate::history::History;
 
     #[allow(clippy::too_many_arguments)]
-    fn write(h: &History, p: &str, t0: u64, t1: u64, token: u64, fenced: bool, kind: EventKind, result: Option<WriteResult>) {
-        let op = |result| Op::Write { key: "k".into(), value: format!("{p}-{token}"), token: Some(token), fenced, result };
+    fn write(
+        h: &History,
+        p: &str,
+        t0: u64,
+        t1: u64,
+        token: u64,
+        fenced: bool,
+        kind: EventKind,
+        result: Option<WriteResult>,
+    ) {
+        let op =
+            |result| Op::Write { key: "k".into(), value: format!("{p}-{token}"), token: Some(token), fenced, result };
         let id = h.invoke_at(t0, p, op(None));
         h.complete_at(t1, id, p, kind, op(result));
     }

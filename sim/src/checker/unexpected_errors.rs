@@ -50,6 +50,10 @@ mod tests {
         let v = check(&h.events()).expect("an error reply convicts");
         assert_eq!(v.invariant, UNEXPECTED_ERRORS);
         assert_eq!(v.at, Some(7));
-        assert!(v.detail.contains("c1") && v.detail.contains("bad argument") && v.detail.contains("1 more"), "{}", v.detail);
+        assert!(
+            v.detail.contains("c1") && v.detail.contains("bad argument") && v.detail.contains("1 more"),
+            "{}",
+            v.detail
+        );
     }
 }

@@ -57,17 +57,20 @@ pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
     for value in counters {
         let name = next_name();
         let (lock_key, fence_key) = documented_lock_keys(&name);
-        let planted = Planted::Counter { lock_key: lock_key.clone(), fence_key: fence_key.clone(), value: value.clone() };
+        let planted =
+            Planted::Counter { lock_key: lock_key.clone(), fence_key: fence_key.clone(), value: value.clone() };
         let set = redis::pipe().del(&lock_key).set(&fence_key, &value).query_async::<()>(&mut conn.clone()).await;
         probe_lock(actor, &conn, &lock, &name, ttl, planted, set).await;
     }
     let name = next_name();
     let (lock_key, fence_key) = documented_lock_keys(&name);
-    let set = redis::pipe().del(&lock_key).hset(&fence_key, "not", "a counter").query_async::<()>(&mut conn.clone()).await;
+    let set =
+        redis::pipe().del(&lock_key).hset(&fence_key, "not", "a counter").query_async::<()>(&mut conn.clone()).await;
     probe_lock(actor, &conn, &lock, &name, ttl, Planted::CounterHash { lock_key, fence_key }, set).await;
     let name = next_name();
     let (lock_key, fence_key) = documented_lock_keys(&name);
-    let set = redis::pipe().hset(&lock_key, "not", "a lease").del(&fence_key).query_async::<()>(&mut conn.clone()).await;
+    let set =
+        redis::pipe().hset(&lock_key, "not", "a lease").del(&fence_key).query_async::<()>(&mut conn.clone()).await;
     probe_lock(actor, &conn, &lock, &name, ttl, Planted::LockHash { lock_key, fence_key }, set).await;
 
     // The read-only calls over the same kinds of value.
@@ -102,7 +105,9 @@ pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
         let (lock_key, _) = documented_lock_keys(&name);
         let mut c = conn.clone();
         let set = match planted {
-            Some(Some(ms)) => redis::cmd("SET").arg(&lock_key).arg("someone").arg("PX").arg(ms).query_async::<()>(&mut c).await,
+            Some(Some(ms)) => {
+                redis::cmd("SET").arg(&lock_key).arg("someone").arg("PX").arg(ms).query_async::<()>(&mut c).await
+            }
             Some(None) => redis::cmd("SET").arg(&lock_key).arg("someone").query_async::<()>(&mut c).await,
             None => redis::cmd("DEL").arg(&lock_key).query_async::<()>(&mut c).await,
         };
@@ -154,7 +159,9 @@ pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
         }
         let reply = match store.write(&name, "probe", FencingToken::new(write)).await {
             Ok(WriteOutcome::Accepted) => ProbeReply::Accepted,
-            Ok(WriteOutcome::Rejected { highest_seen, .. }) => ProbeReply::Rejected { highest_seen: highest_seen.get() },
+            Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
+                ProbeReply::Rejected { highest_seen: highest_seen.get() }
+            }
             Err(e) => reply_of(e),
         };
         let after = redis::cmd("HMGET")

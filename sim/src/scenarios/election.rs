@@ -34,8 +34,8 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use core::time::Duration;
-use rand::{Rng, SeedableRng};
 use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use redis_primitives::election::{Demotion, DemotionReason, Election, Leadership};
 use redis_primitives::naive::NaiveElection;
 use redis_primitives::{FencedStore, FencingToken, OwnerSource, WriteOutcome};
@@ -47,9 +47,9 @@ use crate::checker;
 use crate::checker::key_lifetimes::{Life, Rule};
 use crate::history::{Op, Published, Role, WriteResult};
 use crate::nemesis::{FaultClass, Profile, Schedule};
-use crate::plan::{ElectionPlan, LeaderStall};
 use crate::net::SimConnection;
-use crate::servers::{SetupError, Servers};
+use crate::plan::{ElectionPlan, LeaderStall};
+use crate::servers::{Servers, SetupError};
 use crate::stats::{self, Histograms};
 use crate::world::{Actor, World, WorldConfig};
 
@@ -142,14 +142,20 @@ impl Node {
             Leadership::Leader { epoch, elected_at } => {
                 Published::Leader { epoch: epoch.get(), elected_at_ms: actor.millis_of(elected_at) }
             }
-            Leadership::Follower { last_demotion } => Published::Follower { demoted: last_demotion.map(|d| d.epoch.get()) },
-            Leadership::Stopped { last_demotion } => Published::Stopped { demoted: last_demotion.map(|d| d.epoch.get()) },
+            Leadership::Follower { last_demotion } => {
+                Published::Follower { demoted: last_demotion.map(|d| d.epoch.get()) }
+            }
+            Leadership::Stopped { last_demotion } => {
+                Published::Stopped { demoted: last_demotion.map(|d| d.epoch.get()) }
+            }
         };
         Some(Op::ElectionView {
             name: election.name().to_string(),
             is_leader: election.is_leader(),
             epoch: election.epoch().map(|e| e.get()),
-            lease: election.leader_lease().map(|l| (l.epoch.get(), actor.micros_of(l.sent_at), actor.micros_of(l.local_deadline))),
+            lease: election
+                .leader_lease()
+                .map(|l| (l.epoch.get(), actor.micros_of(l.sent_at), actor.micros_of(l.local_deadline))),
             published,
         })
     }
@@ -237,7 +243,13 @@ impl Node {
                 }
             }
             Node::Naive(n) => {
-                let op = |result| Op::Write { key: RESOURCE.into(), value: value.clone(), token: None, fenced: false, result };
+                let op = |result| Op::Write {
+                    key: RESOURCE.into(),
+                    value: value.clone(),
+                    token: None,
+                    fenced: false,
+                    result,
+                };
                 let id = actor.call("NaiveElection::write", op(None));
                 match n.write(RESOURCE, value.as_bytes()).await {
                     Ok(true) => actor.ok(id, op(Some(WriteResult::Accepted))),
@@ -273,10 +285,9 @@ fn build_node(
     };
     Ok(match variant {
         Variant::Election => Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) },
-        Variant::RenewOnly => Node::Fenced {
-            election: builder.demotion(Demotion::OnRenewTick).build()?,
-            store: FencedStore::new(conn),
-        },
+        Variant::RenewOnly => {
+            Node::Fenced { election: builder.demotion(Demotion::OnRenewTick).build()?, store: FencedStore::new(conn) }
+        }
         Variant::NoEpoch => Node::Naive(NaiveElection::new(builder)?),
     })
 }
@@ -489,7 +500,12 @@ fn run_plan(
 }
 
 /// Failover and hand-over times found in a history, from the markers.
-fn measure(events: &[crate::history::Event], markers: &[Marker], lease_ms: u64, h: &mut Histograms) -> (Vec<u64>, Vec<u64>) {
+fn measure(
+    events: &[crate::history::Event],
+    markers: &[Marker],
+    lease_ms: u64,
+    h: &mut Histograms,
+) -> (Vec<u64>, Vec<u64>) {
     h.declare(stats::FAILOVER);
     h.declare(stats::HANDOVER);
     let mut failovers = Vec::new();
@@ -637,11 +653,7 @@ pub fn run_planned(
         Marker::Stall { at, duration, .. } => Some(at + duration),
         Marker::Stop { .. } => None,
     });
-    let healed = stall_end
-        .chain(planned.stop_at)
-        .chain(schedule_end)
-        .max()
-        .unwrap_or(0);
+    let healed = stall_end.chain(planned.stop_at).chain(schedule_end).max().unwrap_or(0);
     let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
     violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
     outcome.violations.extend(violations);
@@ -884,18 +896,17 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
         Figure::Failover => (Some((at, 5000)), None, at + 5500),
         Figure::SplitBrain => (Some((at, 1500)), None, at + 2000),
     };
-    let plan =
-        Plan {
-            variant,
-            nodes: 2,
-            end_ms: end,
-            stall,
-            stall_mid_write: false,
-            epoch_base: None,
-            stop,
-            stagger_ms: 10,
-            timing: (LEASE_MS, RENEW_MS, CAMPAIGN_MS),
-        };
+    let plan = Plan {
+        variant,
+        nodes: 2,
+        end_ms: end,
+        stall,
+        stall_mid_write: false,
+        epoch_base: None,
+        stop,
+        stagger_ms: 10,
+        timing: (LEASE_MS, RENEW_MS, CAMPAIGN_MS),
+    };
     let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
     let (run, markers) = run_plan(servers, k, plan, config, Schedule::none())?;
     let events = run.history.events();
@@ -912,10 +923,9 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
             }
         }
     };
-    let refused = events
-        .iter()
-        .filter(|e| matches!(e.op, Op::Write { result: Some(WriteResult::Rejected { .. }), .. }))
-        .count() as u64;
+    let refused =
+        events.iter().filter(|e| matches!(e.op, Op::Write { result: Some(WriteResult::Rejected { .. }), .. })).count()
+            as u64;
     let violations = checker::election::check(&events, ELECTION_NAME, RESOURCE).len();
     Ok(FigureRun { value, refused, violations, digest: run.history.digest() })
 }

@@ -36,9 +36,11 @@ use redis_primitives::naive::{NaiveLock, UnfencedStore};
 use redis_primitives::{FencedStore, Lock, OwnerSource, Ttl, WriteOutcome};
 
 use super::Outcome;
-use crate::checker::mutual_exclusion::{self, Policy};
 use crate::checker::key_lifetimes::{self, Life, Rule};
-use crate::checker::{corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies, stale_overwrite};
+use crate::checker::mutual_exclusion::{self, Policy};
+use crate::checker::{
+    corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies, stale_overwrite,
+};
 use crate::history::{GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, FaultClass, Profile, Schedule};
 use crate::net::SimConnection;
@@ -215,10 +217,9 @@ impl LockWorkload {
             .events()
             .into_iter()
             .filter_map(|e| match &e.op {
-                Op::Note { text } if text.starts_with(STALL_NOTE) => Some((
-                    e.time,
-                    format!("at {}ms: {} {text}, then resumes", e.time, e.process),
-                )),
+                Op::Note { text } if text.starts_with(STALL_NOTE) => {
+                    Some((e.time, format!("at {}ms: {} {text}, then resumes", e.time, e.process)))
+                }
                 _ => None,
             })
             .collect();
@@ -250,7 +251,12 @@ impl LockWorkload {
                 outcome.violations.extend(key_lifetimes::check(node, keys, &rules, &["probe-corrupt"]));
             }
             let live = lock_liveness::check(&outcome.history, "reader", self.ttl_ms);
-            if live.is_empty() && outcome.history.iter().any(|e| e.process == "reader" && matches!(e.op, Op::Retry { token: Some(_), .. })) {
+            if live.is_empty()
+                && outcome
+                    .history
+                    .iter()
+                    .any(|e| e.process == "reader" && matches!(e.op, Op::Retry { token: Some(_), .. }))
+            {
                 outcome.reach(situation::LOCK_FREE_AFTER_HEAL);
             }
             outcome.violations.extend(live);
@@ -296,9 +302,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let lock_conn = actor.connection(w.lock_node);
     let store_conn = if w.store_node == w.lock_node { lock_conn.clone() } else { actor.connection(w.store_node) };
     let lock = match w.lock {
-        LockKind::Fenced => {
-            AnyLock::Fenced(Lock::builder(lock_conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(&w)?).build()?)
-        }
+        LockKind::Fenced => AnyLock::Fenced(
+            Lock::builder(lock_conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(&w)?).build()?,
+        ),
         LockKind::Naive => AnyLock::Naive(NaiveLock::new(lock_conn)),
     };
     let fenced = FencedStore::new(store_conn.clone());
@@ -312,7 +318,11 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
                 ("Lock::drift", format!("{:?}", l.drift()), format!("{:?}", lock_drift(&w)?)),
                 ("Lock::key", l.key(LOCK_NAME)?, format!("lock:{{{LOCK_NAME}}}")),
                 ("Lock::fence_key", l.fence_key(LOCK_NAME)?, format!("lock:{{{LOCK_NAME}}}:fence")),
-                ("KeepAlive::every", format!("{:?}", keep.every()), format!("{:?}", Duration::from_millis(w.ttl_ms) / 3)),
+                (
+                    "KeepAlive::every",
+                    format!("{:?}", keep.every()),
+                    format!("{:?}", Duration::from_millis(w.ttl_ms) / 3),
+                ),
                 ("KeepAlive::ttl", keep.ttl().to_string(), ttl.to_string()),
                 ("FencedStore::redis_key", fenced.redis_key(RESOURCE_KEY)?, format!("fenced:{{{RESOURCE_KEY}}}")),
             ],
@@ -367,7 +377,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
                 })
             }),
             // A naive client believes its lease lasts the TTL from the send.
-            AnyLock::Naive(l) => l.acquire(LOCK_NAME, ttl).await.map(|ok| ok.then_some((None, sent + w.ttl_ms, Held::Naive))),
+            AnyLock::Naive(l) => {
+                l.acquire(LOCK_NAME, ttl).await.map(|ok| ok.then_some((None, sent + w.ttl_ms, Held::Naive)))
+            }
         };
         let (token, deadline, held) = match got {
             Ok(Some(x)) => x,
@@ -464,16 +476,18 @@ async fn write(
     let api = if is_fenced { "FencedStore::write" } else { "UnfencedStore::write" };
     let id = actor.call(api, op(None));
     match (w.store, token) {
-        (StoreKind::Fenced, Some(t)) => match fenced.write(RESOURCE_KEY, value, redis_primitives::FencingToken::new(t)).await {
-            Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
-            Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
-                if w.modes {
-                    actor.reached(situation::STALE_WRITE_REFUSED);
+        (StoreKind::Fenced, Some(t)) => {
+            match fenced.write(RESOURCE_KEY, value, redis_primitives::FencingToken::new(t)).await {
+                Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
+                Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
+                    if w.modes {
+                        actor.reached(situation::STALE_WRITE_REFUSED);
+                    }
+                    actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
                 }
-                actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
+                Err(e) => actor.errored(id, op(None), &e),
             }
-            Err(e) => actor.errored(id, op(None), &e),
-        },
+        }
         _ => match unfenced.write(RESOURCE_KEY, value).await {
             Ok(()) => actor.ok(id, op(Some(WriteResult::Accepted))),
             Err(e) => actor.errored(id, op(None), &e),
@@ -588,18 +602,42 @@ use crate::scenarios::Situation;
 /// holders check their deadline before writing, so a refused stale write
 /// is rare there).
 const ALL: [Situation; 12] = [
-    Situation { name: situation::LEASE_EXPIRED_WHILE_PAUSED, meaning: "a holder resumed from a pause after its lease's local deadline" },
+    Situation {
+        name: situation::LEASE_EXPIRED_WHILE_PAUSED,
+        meaning: "a holder resumed from a pause after its lease's local deadline",
+    },
     Situation { name: situation::EXTENSION_REFUSED, meaning: "Lock::extend returned false (lease expired or taken)" },
     Situation { name: situation::EXTENSION_CONFIRMED, meaning: "Lock::extend returned true" },
     Situation { name: situation::RELEASE_AFTER_EXPIRY, meaning: "Lock::release after the TTL returned false" },
-    Situation { name: situation::GUARD_CANCELLED_BODY, meaning: "with_lock_guarded / keep_alive dropped a body when the lease stopped being trusted" },
+    Situation {
+        name: situation::GUARD_CANCELLED_BODY,
+        meaning: "with_lock_guarded / keep_alive dropped a body when the lease stopped being trusted",
+    },
     Situation { name: situation::GUARDED_BODY_COMPLETED, meaning: "a guarded body finished under its lease" },
-    Situation { name: situation::ACQUIRE_TIMED_OUT_BUT_APPLIED, meaning: "an acquire of unknown outcome consumed a fencing token (gap in granted tokens)" },
-    Situation { name: situation::RETRY_ACQUIRED_AFTER_CONTENTION, meaning: "Retry::run was granted on its second or later attempt" },
-    Situation { name: situation::STALE_SUCCESS_AFTER_PAUSE, meaning: "an extend confirmed after the local deadline (paused between send and reply) was treated as a loss" },
-    Situation { name: situation::LOCK_FREE_AFTER_HEAL, meaning: "after the faults healed, the liveness probe was granted the lock in time" },
-    Situation { name: situation::TRUST_CHECKED_AT_THE_DEADLINE, meaning: "a holder asked is_trusted() exactly at its local deadline, or 1 ms before it" },
-    Situation { name: situation::STALE_WRITE_REFUSED, meaning: "the fenced store refused a write carrying an older token" },
+    Situation {
+        name: situation::ACQUIRE_TIMED_OUT_BUT_APPLIED,
+        meaning: "an acquire of unknown outcome consumed a fencing token (gap in granted tokens)",
+    },
+    Situation {
+        name: situation::RETRY_ACQUIRED_AFTER_CONTENTION,
+        meaning: "Retry::run was granted on its second or later attempt",
+    },
+    Situation {
+        name: situation::STALE_SUCCESS_AFTER_PAUSE,
+        meaning: "an extend confirmed after the local deadline (paused between send and reply) was treated as a loss",
+    },
+    Situation {
+        name: situation::LOCK_FREE_AFTER_HEAL,
+        meaning: "after the faults healed, the liveness probe was granted the lock in time",
+    },
+    Situation {
+        name: situation::TRUST_CHECKED_AT_THE_DEADLINE,
+        meaning: "a holder asked is_trusted() exactly at its local deadline, or 1 ms before it",
+    },
+    Situation {
+        name: situation::STALE_WRITE_REFUSED,
+        meaning: "the fenced store refused a write carrying an older token",
+    },
 ];
 
 /// The situations of `lock`.
@@ -634,7 +672,10 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
     while done.load(Ordering::Relaxed) < w.clients {
         sleep_ms(10).await;
     }
-    let lock = Lock::builder(actor.connection(w.lock_node)).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(w)?).build()?;
+    let lock = Lock::builder(actor.connection(w.lock_node))
+        .owners(OwnerSource::seeded(actor.seed()))
+        .drift(lock_drift(w)?)
+        .build()?;
     let ttl = Ttl::from_millis(w.ttl_ms)?;
     let bound = w.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
     let retry = redis_primitives::Retry::new(
@@ -778,7 +819,8 @@ impl Ctx<'_> {
             Some(api) => self.actor.call(api, self.acquire_op(None, None)),
             None => self.actor.invoke(self.acquire_op(None, None)),
         };
-        let pause = self.rng.random_bool(0.06).then(|| (self.rng.random_range(0..=2), self.rng.random_range(100..=500)));
+        let pause =
+            self.rng.random_bool(0.06).then(|| (self.rng.random_range(0..=2), self.rng.random_range(100..=500)));
         match send_then_pause(self.actor, self.lock.acquire(LOCK_NAME, self.ttl), pause).await {
             Ok(Some(lease)) => {
                 let d = self.deadline_ms(&lease);
@@ -876,7 +918,8 @@ impl Ctx<'_> {
 }
 
 async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnection>, value: &str, token: u64) {
-    let op = |result| Op::Write { key: RESOURCE_KEY.into(), value: value.into(), token: Some(token), fenced: true, result };
+    let op =
+        |result| Op::Write { key: RESOURCE_KEY.into(), value: value.into(), token: Some(token), fenced: true, result };
     let id = actor.call("FencedStore::write", op(None));
     match store.write(RESOURCE_KEY, value, redis_primitives::FencingToken::new(token)).await {
         Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
@@ -928,7 +971,8 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     cx.rng.random_range(10..=ttl_ms / 2)
                 };
                 sleep_ms(wait).await;
-                let pause = cx.rng.random_bool(0.2).then(|| (cx.rng.random_range(0..=2), cx.rng.random_range(150..=700)));
+                let pause =
+                    cx.rng.random_bool(0.2).then(|| (cx.rng.random_range(0..=2), cx.rng.random_range(150..=700)));
                 if pause.is_some() {
                     paused_at = Some(cx.actor.now());
                 }
@@ -987,12 +1031,19 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let body = move |lease: redis_primitives::Lease| async move {
                 let token = lease.token().get();
                 let d = actor.millis_of(lease.local_deadline());
-                actor.ok(acquire_id, Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) });
+                actor.ok(
+                    acquire_id,
+                    Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) },
+                );
                 sleep_ms(hold).await;
                 if view(&actor, &lease) || !w.check_deadline {
                     write_fenced(&actor, &store, &format!("{}-{writes}", actor.name()), token).await;
                 } else {
-                    actor.observe(Op::LeaseLost { name: LOCK_NAME.into(), token: Some(token), reason: "local deadline passed before the write".into() });
+                    actor.observe(Op::LeaseLost {
+                        name: LOCK_NAME.into(),
+                        token: Some(token),
+                        reason: "local deadline passed before the write".into(),
+                    });
                 }
                 // with_lock releases right after the body returns.
                 st.set(Some((actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)));
@@ -1001,7 +1052,9 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let r = cx.lock.with_lock(LOCK_NAME, cx.ttl, body).await;
             let rel = |token| Op::Release { name: LOCK_NAME.into(), token: Some(token) };
             match (r, state.get()) {
-                (Ok(redis_primitives::LockOutcome::NotAcquired), _) => cx.actor.fail(acquire_id, cx.acquire_op(None, None)),
+                (Ok(redis_primitives::LockOutcome::NotAcquired), _) => {
+                    cx.actor.fail(acquire_id, cx.acquire_op(None, None))
+                }
                 (Ok(redis_primitives::LockOutcome::Ran { output, release, .. }), Some((rid, _))) => {
                     *cx.holds += 1;
                     match release {
@@ -1019,7 +1072,11 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let policy = if cx.rng.random_bool(0.5) {
                 redis_primitives::KeepAlive::thirds(cx.lock, cx.ttl)?
             } else {
-                redis_primitives::KeepAlive::new(cx.lock, cx.ttl, Duration::from_millis(cx.rng.random_range(30..=ttl_ms * 2 / 3)))?
+                redis_primitives::KeepAlive::new(
+                    cx.lock,
+                    cx.ttl,
+                    Duration::from_millis(cx.rng.random_range(30..=ttl_ms * 2 / 3)),
+                )?
             };
             let gop = |token, outcome| Op::Guarded { name: LOCK_NAME.into(), token, outcome };
             let gid = cx.actor.call("Lock::with_lock_guarded", gop(None, None));
@@ -1035,7 +1092,10 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let body = move |lease: redis_primitives::Lease| async move {
                 let token = lease.token().get();
                 let d = actor.millis_of(lease.local_deadline());
-                actor.ok(acquire_id, Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) });
+                actor.ok(
+                    acquire_id,
+                    Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) },
+                );
                 let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
                 let (mut holds, mut writes) = (0u32, 0u32);
                 let mut body_cx = Ctx {
@@ -1075,7 +1135,11 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 Ok(redis_primitives::GuardedOutcome::Cancelled { token, reason, at }) => {
                     *cx.holds += 1;
                     let at = cx.actor.millis_of(at);
-                    cx.actor.observe(Op::LeaseLost { name: LOCK_NAME.into(), token: Some(token.get()), reason: format!("guard: {reason:?}") });
+                    cx.actor.observe(Op::LeaseLost {
+                        name: LOCK_NAME.into(),
+                        token: Some(token.get()),
+                        reason: format!("guard: {reason:?}"),
+                    });
                     if matches!(reason, redis_primitives::LeaseLoss::DeadlineReached) {
                         cx.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
                     }
@@ -1086,7 +1150,9 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 Err(e) => {
                     match state.get() {
                         // The body finished; the release failed.
-                        Some((rid, token)) => cx.actor.info(rid, Op::Release { name: LOCK_NAME.into(), token: Some(token) }),
+                        Some((rid, token)) => {
+                            cx.actor.info(rid, Op::Release { name: LOCK_NAME.into(), token: Some(token) })
+                        }
                         None => cx.actor.info(acquire_id, cx.acquire_op(None, None)),
                     }
                     cx.actor.errored(gid, gop(None, None), &e);
@@ -1114,7 +1180,11 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             };
             match loss {
                 Some((reason, at)) => {
-                    cx.actor.observe(Op::LeaseLost { name: LOCK_NAME.into(), token: Some(token), reason: format!("keep_alive: {reason:?}") });
+                    cx.actor.observe(Op::LeaseLost {
+                        name: LOCK_NAME.into(),
+                        token: Some(token),
+                        reason: format!("keep_alive: {reason:?}"),
+                    });
                     if matches!(reason, redis_primitives::LeaseLoss::DeadlineReached) {
                         cx.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
                     }
@@ -1151,11 +1221,14 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     let (actor, lock, w, t2) = (actor.clone(), lock.clone(), w.clone(), t2.clone());
                     async move {
                         t2.set(t2.get() + 1);
-                        let op = |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token, deadline };
+                        let op =
+                            |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token, deadline };
                         let id = actor.call("Lock::acquire", op(None, None));
                         let r = lock.acquire(LOCK_NAME, ttl).await;
                         match &r {
-                            Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),
+                            Ok(Some(l)) => {
+                                actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline()))))
+                            }
                             Ok(None) => actor.fail(id, op(None, None)),
                             Err(e) => actor.errored(id, op(None, None), e),
                         }

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::checker::Violation;
 use crate::history::{Digest, Event};
-use crate::servers::{SetupError, Servers};
+use crate::servers::{Servers, SetupError};
 use crate::stats::Histograms;
 
 /// What a scenario run produced.
@@ -173,7 +173,9 @@ impl Scenario {
     }
 }
 
-use crate::checker::{ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION};
+use crate::checker::{
+    ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
+};
 
 impl Scenario {
     /// Runs an explicit plan; its `scenario` must be this one.

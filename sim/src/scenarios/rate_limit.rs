@@ -63,9 +63,9 @@ use crate::checker::rate_limit::{self, Allowance};
 use crate::checker::{rate_limit_exact, rate_limit_liveness};
 use crate::history::{Admission, Event, EventKind, Millis, Op};
 use crate::nemesis::{FaultClass, Profile, Schedule};
-use crate::plan::{Burst as PlannedBurst, RateLimitPlan};
 use crate::net::SimConnection;
-use crate::servers::{SetupError, Servers};
+use crate::plan::{Burst as PlannedBurst, RateLimitPlan};
+use crate::servers::{Servers, SetupError};
 use crate::stats::{self, Histograms};
 use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig};
 
@@ -228,7 +228,9 @@ impl Limiter {
     fn report(&self, actor: &Actor, setup: Setup) -> redis_primitives::Result<()> {
         let (primitive, limit, key, prefix, worst) = match self {
             Limiter::Log(l) => ("SlidingWindowLog", l.limit(), l.key(NAME)?, "rate-log", None),
-            Limiter::Counter(l) => ("SlidingWindowCounter", l.limit(), l.key(NAME)?, "rate-counter", Some(l.worst_case_admissions())),
+            Limiter::Counter(l) => {
+                ("SlidingWindowCounter", l.limit(), l.key(NAME)?, "rate-counter", Some(l.worst_case_admissions()))
+            }
             _ => return Ok(()),
         };
         let mut fields = vec![
@@ -343,7 +345,13 @@ async fn one_request(
     }
 }
 
-async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup, flush_at: Option<Millis>) -> ActorResult {
+async fn client(
+    actor: Actor,
+    variant: Variant,
+    bursts: Vec<Burst>,
+    setup: Setup,
+    flush_at: Option<Millis>,
+) -> ActorResult {
     let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
     // One multiplexed connection per actor, shared by all its requests.
     let limiter = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
@@ -361,8 +369,18 @@ async fn client(actor: Actor, variant: Variant, bursts: Vec<Burst>, setup: Setup
         let setup = Setup { max: MASS_LIMIT, ..setup };
         let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
         let own = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
-        let ahead = Arc::new(Limiter::new(variant, actor.connection(0), Limit::new(base.max, Duration::from_millis(base.window_ms))?, actor.seed()));
-        let skew = Arc::new(Limiter::new(variant, actor.connection(0), Limit::new(base.max, Duration::from_millis(base.window_ms))?, actor.seed()));
+        let ahead = Arc::new(Limiter::new(
+            variant,
+            actor.connection(0),
+            Limit::new(base.max, Duration::from_millis(base.window_ms))?,
+            actor.seed(),
+        ));
+        let skew = Arc::new(Limiter::new(
+            variant,
+            actor.connection(0),
+            Limit::new(base.max, Duration::from_millis(base.window_ms))?,
+            actor.seed(),
+        ));
         Some((
             actor.spawn(mass_expiry(actor.clone(), own, setup)),
             actor.spawn(pinned_ahead(actor.clone(), ahead, base)),
@@ -444,7 +462,9 @@ async fn burst_then_expiry(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) 
         until(actor, at).await;
         let at = actor.now();
         let tasks: Vec<_> = (0..n)
-            .map(|_| actor.spawn(one_request(actor.clone(), Arc::clone(limiter), setup, "probe-mass".to_string(), Some(at))))
+            .map(|_| {
+                actor.spawn(one_request(actor.clone(), Arc::clone(limiter), setup, "probe-mass".to_string(), Some(at)))
+            })
             .collect();
         for t in tasks {
             match t.await {
@@ -708,7 +728,8 @@ pub fn run_planned(
     let correct = matches!(variant, Variant::Log | Variant::Counter);
     // One SCRIPT FLUSH at a seeded moment (correct limiters only: the naive
     // ones run no script), by the second client if there is one.
-    let flush_at = correct.then(|| StdRng::seed_from_u64(derive_seed(seed, "rate-limit-flush")).random_range(200..=2800));
+    let flush_at =
+        correct.then(|| StdRng::seed_from_u64(derive_seed(seed, "rate-limit-flush")).random_range(200..=2800));
     let flusher = plan.clients.min(2) - 1;
     let mut world = World::new(servers, config)?;
     for i in 0..plan.clients {
@@ -757,7 +778,12 @@ pub fn run_planned(
         // entry leaves the window after W, the counter's bucket matters
         // until the end of the next one.
         let rule = match variant {
-            Variant::Counter => Rule { prefix: "rate-counter:{", suffix: "}", life: Life::AtMost(2 * plan.window_ms), what: "limiter key" },
+            Variant::Counter => Rule {
+                prefix: "rate-counter:{",
+                suffix: "}",
+                life: Life::AtMost(2 * plan.window_ms),
+                what: "limiter key",
+            },
             _ => Rule { prefix: "rate-log:{", suffix: "}", life: Life::AtMost(plan.window_ms), what: "limiter key" },
         };
         outcome.violations.extend(key_lifetimes::check(0, &run.keys_at_end[0], &[rule], &[]));

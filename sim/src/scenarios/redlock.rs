@@ -48,7 +48,9 @@ use core::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis_primitives::naive::NaiveRedlock;
-use redis_primitives::redlock::{Acquisition, Extension, MasterVote, Redlock, RedlockConfig, RedlockLease, Refusal, RefusalReason, Vote};
+use redis_primitives::redlock::{
+    Acquisition, Extension, MasterVote, Redlock, RedlockConfig, RedlockLease, Refusal, RefusalReason, Vote,
+};
 use redis_primitives::{Drift, OwnerSource, Retry, Ttl};
 use tokio::time::Instant;
 
@@ -60,7 +62,7 @@ use crate::history::{Op, RedlockRound};
 use crate::nemesis::{Fault, FaultClass, FaultKind, Profile, Schedule, Target};
 use crate::net::{NetConfig, SimConnection};
 use crate::plan::{RedlockPlan, RedlockStart};
-use crate::servers::{SetupError, Servers};
+use crate::servers::{Servers, SetupError};
 use crate::stats::{self, Histograms};
 use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig};
 
@@ -84,14 +86,32 @@ const LIVENESS_SLACK_MS: u64 = 300;
 
 /// Situations the `redlock` scenario exists to reach.
 pub const SITUATIONS: &[Situation] = &[
-    Situation { name: "acquire-refused-validity-exhausted", meaning: "a majority said yes but the round ate the TTL: refused as too slow" },
-    Situation { name: "minority-master-partitioned-still-granted", meaning: "granted although some master timed out or failed" },
-    Situation { name: "majority-partitioned-refused", meaning: "refused for want of a majority while a majority of masters did not answer" },
+    Situation {
+        name: "acquire-refused-validity-exhausted",
+        meaning: "a majority said yes but the round ate the TTL: refused as too slow",
+    },
+    Situation {
+        name: "minority-master-partitioned-still-granted",
+        meaning: "granted although some master timed out or failed",
+    },
+    Situation {
+        name: "majority-partitioned-refused",
+        meaning: "refused for want of a majority while a majority of masters did not answer",
+    },
     Situation { name: "extension-confirmed", meaning: "an extend was confirmed by a majority in time" },
-    Situation { name: "extension-refused-after-expiry", meaning: "an extend started after the lease's validity was refused as expired" },
+    Situation {
+        name: "extension-refused-after-expiry",
+        meaning: "an extend started after the lease's validity was refused as expired",
+    },
     Situation { name: "release-after-expiry", meaning: "a lease was released after its validity had passed" },
-    Situation { name: "retry-acquired-after-contention", meaning: "acquire_with_retry got the lock on a later attempt" },
-    Situation { name: "lease-expired-while-paused", meaning: "a holder paused past its validity and found its lease untrusted on resume" },
+    Situation {
+        name: "retry-acquired-after-contention",
+        meaning: "acquire_with_retry got the lock on a later attempt",
+    },
+    Situation {
+        name: "lease-expired-while-paused",
+        meaning: "a holder paused past its validity and found its lease untrusted on resume",
+    },
 ];
 
 /// Which Redlock, under which faults.
@@ -206,7 +226,13 @@ fn net_for(master_timeout_ms: u64) -> NetConfig {
     NetConfig { response_timeout: Duration::from_millis(master_timeout_ms.saturating_sub(2).max(1)), ..net }
 }
 
-async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<AtomicBool>, timing: Timing) -> ActorResult {
+async fn client(
+    actor: Actor,
+    variant: Variant,
+    start: Start,
+    first_grant: Arc<AtomicBool>,
+    timing: Timing,
+) -> ActorResult {
     let masters: Vec<SimConnection> = match variant {
         Variant::Correct => (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect(),
         _ => (0..MASTERS).map(|i| actor.connection(i)).collect(),
@@ -247,9 +273,17 @@ async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<A
                         ("ttl", r.ttl().to_string(), Ttl::from_millis(timing.ttl_ms)?.to_string()),
                         ("drift", format!("{:?}", r.drift()), format!("{:?}", redis_primitives::Drift::DEFAULT)),
                         ("drift_allowance", format!("{:?}", r.drift_allowance()), format!("{allowance:?}")),
-                        ("master_timeout", format!("{:?}", r.master_timeout()), format!("{:?}", Duration::from_millis(timing.master_timeout_ms))),
+                        (
+                            "master_timeout",
+                            format!("{:?}", r.master_timeout()),
+                            format!("{:?}", Duration::from_millis(timing.master_timeout_ms)),
+                        ),
                         ("key", r.key(NAME)?, format!("redlock:{{{NAME}}}")),
-                        ("run_ids read + unverified", (run_ids_read + r.unverified_masters().len()).to_string(), MASTERS.to_string()),
+                        (
+                            "run_ids read + unverified",
+                            (run_ids_read + r.unverified_masters().len()).to_string(),
+                            MASTERS.to_string(),
+                        ),
                     ],
                 );
                 Client::Correct(r)
@@ -279,9 +313,13 @@ async fn client(actor: Actor, variant: Variant, start: Start, first_grant: Arc<A
     // `redlock` only (the broken and non-guarantee variants keep the plain
     // acquire–work–release that their pinned seeds were found with).
     let full = variant == Variant::Correct;
-    let retry = Retry::new(NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN), Duration::from_millis(10), Duration::from_millis(40))?
-        .deadline(Duration::from_millis(400))
-        .seeded(actor.seed_for("redlock-retry"));
+    let retry = Retry::new(
+        NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN),
+        Duration::from_millis(10),
+        Duration::from_millis(40),
+    )?
+    .deadline(Duration::from_millis(400))
+    .seeded(actor.seed_for("redlock-retry"));
     while actor.now() < timing.length_ms {
         match &client {
             Client::Correct(r) => correct_attempt(&actor, r, full, &retry, &mut rng, &first_grant, timing).await,
@@ -358,14 +396,23 @@ async fn correct_attempt(
 /// What a holder of the production Redlock does: extend (in time, at the
 /// edge of its validity, or after a pause that outlived it), then release
 /// (usually in time, sometimes after the validity or the keys' TTL).
-async fn hold(actor: &Actor, r: &Redlock<SimConnection>, mut lease: RedlockLease, lease_id: u64, rng: &mut StdRng, timing: Timing) {
+async fn hold(
+    actor: &Actor,
+    r: &Redlock<SimConnection>,
+    mut lease: RedlockLease,
+    lease_id: u64,
+    rng: &mut StdRng,
+    timing: Timing,
+) {
     let style = rng.random_range(0..100u32);
     if style < 12 {
         // A process pause (GC, suspended VM) right after the grant, longer
         // than the validity: on resume the lease must not be trusted, and
         // an extend must be refused.
         let d = lease.remaining().as_millis() as u64 + rng.random_range(5..=150);
-        actor.observe(Op::Fault { description: format!("client-pause {} for {d}ms (itself, holding the lock)", actor.name()) });
+        actor.observe(Op::Fault {
+            description: format!("client-pause {} for {d}ms (itself, holding the lock)", actor.name()),
+        });
         actor.pause().pause_for(Duration::from_millis(d));
         tokio::time::sleep(Duration::from_millis(1)).await;
         if !lease.is_trusted() {
@@ -506,7 +553,12 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
             // near-TTL per-master timeout a round leaves a validity of a few
             // ms, or none (and must be refused).
             if rng.random_bool(0.5) {
-                faults.push(Fault { at: 0, duration: 1500, kind: FaultKind::Latency { ms: rng.random_range(100..=130) }, target: Target::Client(0) });
+                faults.push(Fault {
+                    at: 0,
+                    duration: 1500,
+                    kind: FaultKind::Latency { ms: rng.random_range(100..=130) },
+                    target: Target::Client(0),
+                });
             } else {
                 let node = rng.random_range(0..MASTERS as u32);
                 faults.push(Fault {
@@ -529,7 +581,12 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
                 let duration = rng.random_range(150..=170);
                 for client in 0..CLIENTS as u32 {
                     for &node in &nodes[..cut] {
-                        faults.push(Fault { at, duration, kind: FaultKind::Partition, target: Target::Link { client, node } });
+                        faults.push(Fault {
+                            at,
+                            duration,
+                            kind: FaultKind::Partition,
+                            target: Target::Link { client, node },
+                        });
                     }
                 }
                 at += duration + rng.random_range(5..=20);
@@ -562,7 +619,12 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
             let offset = (TTL_MS + rng.random_range(100..=500)) as i64;
             let mut faults = Vec::new();
             for node in [3u32, 4] {
-                faults.push(Fault { at: 0, duration: cut, kind: FaultKind::Partition, target: Target::Link { client: 0, node } });
+                faults.push(Fault {
+                    at: 0,
+                    duration: cut,
+                    kind: FaultKind::Partition,
+                    target: Target::Link { client: 0, node },
+                });
             }
             for node in [0u32, 1] {
                 faults.push(Fault {
@@ -604,7 +666,8 @@ pub fn seed_plan(variant: Variant, seed: u64) -> (RedlockPlan, Schedule) {
         Variant::Correct => (CORRECT_LENGTH_MS, CORRECT_MASTER_TIMEOUTS_MS.to_vec()),
         _ => (LENGTH_MS, Vec::new()),
     };
-    let plan = RedlockPlan { starts, ttl_ms: TTL_MS, master_timeout_ms: MASTER_TIMEOUT_MS, length_ms, master_timeouts_ms };
+    let plan =
+        RedlockPlan { starts, ttl_ms: TTL_MS, master_timeout_ms: MASTER_TIMEOUT_MS, length_ms, master_timeouts_ms };
     (plan, schedule)
 }
 
@@ -628,10 +691,8 @@ fn setup_of(variant: Variant, plan: &RedlockPlan, schedule: &Schedule) -> Redloc
         };
         setup.faults.push(FaultWindow { from: f.at, to: f.end(), client, node });
     }
-    setup.clocks_trusted = !schedule
-        .faults
-        .iter()
-        .any(|f| matches!(f.kind.class(), FaultClass::ClockStep | FaultClass::ServerRestart));
+    setup.clocks_trusted =
+        !schedule.faults.iter().any(|f| matches!(f.kind.class(), FaultClass::ClockStep | FaultClass::ServerRestart));
     if variant == Variant::Correct && setup.clocks_trusted {
         let heal_at = schedule.faults.iter().map(Fault::end).max().unwrap_or(0);
         let longest = (0..plan.starts.len()).map(timeout).max().unwrap_or(plan.master_timeout_ms);

@@ -100,18 +100,14 @@ pub fn redis_server_binary() -> Result<PathBuf, ServerError> {
         return if p.is_file() {
             Ok(p)
         } else {
-            Err(ServerError::NotInstalled {
-                looked_for: format!("REDIS_SERVER={} is not a file", p.display()),
-            })
+            Err(ServerError::NotInstalled { looked_for: format!("REDIS_SERVER={} is not a file", p.display()) })
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join("redis-server"))
         .find(|candidate| candidate.is_file())
-        .ok_or_else(|| ServerError::NotInstalled {
-            looked_for: "redis-server on PATH".to_string(),
-        })
+        .ok_or_else(|| ServerError::NotInstalled { looked_for: "redis-server on PATH".to_string() })
 }
 
 impl RedisServer {
@@ -205,9 +201,9 @@ impl RedisServer {
     }
 
     fn signal(&self, sig: libc::c_int) -> Result<(), ServerError> {
-        let pid = self.pid().ok_or_else(|| {
-            ServerError::Io(std::io::Error::new(std::io::ErrorKind::NotFound, "server is stopped"))
-        })?;
+        let pid = self
+            .pid()
+            .ok_or_else(|| ServerError::Io(std::io::Error::new(std::io::ErrorKind::NotFound, "server is stopped")))?;
         // SAFETY: kill(2) has no memory-safety preconditions.
         let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
         if rc == 0 {
@@ -271,9 +267,7 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
         });
     }
     let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ServerError::NotInstalled {
-            looked_for: binary.display().to_string(),
-        },
+        std::io::ErrorKind::NotFound => ServerError::NotInstalled { looked_for: binary.display().to_string() },
         _ => ServerError::Io(e),
     })?;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -362,8 +356,7 @@ mod tests {
 
     #[test]
     fn missing_binary_says_how_to_install() {
-        let err = spawn_on(Path::new("/nonexistent/redis-server"), 1, &ServerConfig::default())
-            .unwrap_err();
+        let err = spawn_on(Path::new("/nonexistent/redis-server"), 1, &ServerConfig::default()).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("apt-get install -y redis-server"), "{msg}");
     }
