@@ -29,6 +29,8 @@
 //!   must match. A `now` derived wrongly from `TIME` (a wrong unit, a
 //!   dropped microsecond part, an off-by-one millisecond) is caught.
 //!
+//! - **pinned instants**: a `check_at` decision reports the instant it was
+//!   given.
 //! - **one request at a time**: a key whose requests never overlapped, all
 //!   answered, within less than a window (so its idle expiry cannot have
 //!   run in between), is replayed decision by decision in the order they
@@ -117,6 +119,8 @@ struct Decided {
     invoke: Millis,
     done: Millis,
     pinned: bool,
+    /// The instant a `check_at` pinned, if any.
+    pinned_at: Option<Millis>,
     process: String,
 }
 
@@ -161,6 +165,7 @@ pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Repo
                 invoke,
                 done: e.time,
                 pinned: pinned.is_some(),
+                pinned_at: pinned,
                 process: e.process.clone(),
             }),
             // A denial without its details records nothing and cannot be
@@ -198,7 +203,12 @@ pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Repo
                 (t, format!("{n} decisions of {process} report the server's clock at {t}ms, but only {ran} of its scripts executed then"))
             })
         });
-        let clock = over.or_else(|| k.decided.iter().filter(|d| !d.pinned).find_map(|d| {
+        // A `check_at` decides at the instant it was given, nothing else.
+        let pinned_wrong = k.decided.iter().find_map(|d| {
+            let p = d.pinned_at?;
+            (d.t != p).then(|| (d.t, format!("{}: check_at was given {p}ms but decided at {}ms", describe(d), d.t)))
+        });
+        let clock = pinned_wrong.or(over).or_else(|| k.decided.iter().filter(|d| !d.pinned).find_map(|d| {
             let mut ran = executions
                 .iter()
                 .filter(|x| *x.client == *d.process && x.command.starts_with("EVAL") && (d.invoke..=d.done).contains(&x.sim_ms))
