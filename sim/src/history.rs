@@ -219,6 +219,59 @@ pub enum Published {
     },
 }
 
+/// A constructor or call the validation probe tried with values at the
+/// edge of what it accepts (`scenarios/validation.rs`; judged by
+/// `input-validation`). Durations are in ms; drift is `(‰, constant ms)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "case")]
+pub enum Validation {
+    /// `Election::builder(..).lease_ttl(..).renew_interval(..).campaign_interval(..).drift(..).build()`.
+    ElectionTiming {
+        /// Lease TTL.
+        lease_ms: u64,
+        /// Renew interval.
+        renew_ms: u64,
+        /// Campaign interval.
+        campaign_ms: u64,
+        /// Drift allowance.
+        drift: (u32, u64),
+    },
+    /// `Limit::new(max, window)`.
+    Limit {
+        /// Requests per window.
+        max: u64,
+        /// Window.
+        window_ms: u64,
+    },
+    /// `SlidingWindowLog::check_at` / `SlidingWindowCounter::check_at` at `now_ms` (unix ms).
+    CheckAt {
+        /// The instant given.
+        now_ms: u64,
+    },
+    /// `KeepAlive::new(lock, ttl, every)` on a lock with `drift`.
+    KeepAlive {
+        /// The TTL each extension sets.
+        ttl_ms: u64,
+        /// The interval.
+        every_ms: u64,
+        /// The lock's drift allowance.
+        drift: (u32, u64),
+    },
+    /// `Redlock::connect` with `masters` masters and this configuration.
+    Redlock {
+        /// Masters given.
+        masters: u32,
+        /// Lease TTL.
+        ttl_ms: u64,
+        /// Drift allowance.
+        drift: (u32, u64),
+        /// Per-master timeout.
+        master_timeout_ms: u64,
+        /// Handshake timeout.
+        handshake_ms: u64,
+    },
+}
+
 /// A rate limiter's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Admission {
@@ -594,6 +647,19 @@ pub enum Op {
         /// `(accessor, reported, configured)`, as text.
         fields: Vec<(String, String, String)>,
     },
+    /// The validation probe tried `case`: `accepted`, or refused with
+    /// `refusal` (the error as displayed; `invalid` when it was
+    /// `Error::InvalidInput`).
+    Validated {
+        /// What was tried.
+        case: Validation,
+        /// Whether it was accepted.
+        accepted: bool,
+        /// Whether a refusal was `Error::InvalidInput`.
+        invalid: bool,
+        /// The refusal, as displayed.
+        refusal: Option<String>,
+    },
     /// A library call returned an error that no fault explains (anything
     /// but a timeout or a lost connection, `Error::outcome_is_unknown`),
     /// recorded by [`crate::world::Actor::errored`]; judged by
@@ -646,6 +712,7 @@ impl Op {
             Op::LibraryError { .. } => "library-error",
             Op::LeaseView { .. } => "lease-view",
             Op::Configured { .. } => "configured",
+            Op::Validated { .. } => "validated",
             Op::ElectionView { .. } => "election-view",
             Op::ElectionCallback { .. } => "election-callback",
             Op::ElectionConfig { .. } => "election-config",
@@ -786,6 +853,10 @@ impl fmt::Display for Op {
             Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
             Op::LibraryError { message } => write!(f, "library error: {message}"),
+            Op::Validated { case, accepted, refusal, .. } => match refusal {
+                Some(r) if !accepted => write!(f, "validated {case:?} -> refused: {r}"),
+                _ => write!(f, "validated {case:?} -> accepted"),
+            },
             Op::Configured { primitive, fields } => {
                 write!(f, "configured {primitive}:")?;
                 for (name, reported, _) in fields {

@@ -21,6 +21,7 @@ pub mod election;
 pub mod election_views;
 pub mod fencing_tokens;
 pub mod guarded_body;
+pub mod input_validation;
 pub mod key_lifetimes;
 pub mod lease_views;
 pub mod lock_liveness;
@@ -75,6 +76,10 @@ pub const LIVENESS: &str = "liveness";
 /// never writes is refused with a typed error naming it, and nothing
 /// changes; a counter it can advance gives the exact next token.
 pub const CORRUPT_STATE: &str = "corrupt-state";
+
+/// Name of the input-validation invariant: configuration is accepted or
+/// refused (as `InvalidInput`) exactly at the documented edges.
+pub const INPUT_VALIDATION: &str = "input-validation";
 
 /// Name of the configuration invariant: accessors report what a primitive
 /// was built with.
@@ -157,6 +162,10 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     (
         UNEXPECTED_ERRORS,
         "when nothing corrupted its keys, Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) and the library returns no error but an unknown outcome (timeout, lost connection)",
+    ),
+    (
+        INPUT_VALIDATION,
+        "constructors and check_at accept exactly the documented configurations (renew ≤ half the usable lease, keep-alive below the usable TTL, max × window ≤ 2^52, instants below 2^53, Redlock timeouts below the TTL) and refuse the rest with InvalidInput",
     ),
     (
         CONFIGURATION,

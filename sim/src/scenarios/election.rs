@@ -309,6 +309,9 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
     if start_at > 0 {
         sleep(Duration::from_millis(start_at)).await;
     }
+    if plan.variant != Variant::NoEpoch && actor.index() == 0 {
+        super::validation::election(&actor, &actor.connection(0))?;
+    }
     let node = Arc::new(build_node(plan.variant, actor.connection(0), &actor, plan.timing)?);
     if let Node::Fenced { election, .. } = node.as_ref() {
         actor.observe(Op::ElectionConfig {

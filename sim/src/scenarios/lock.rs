@@ -311,6 +311,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let unfenced = UnfencedStore::new(store_conn);
     let ttl = Ttl::from_millis(w.ttl_ms)?;
     if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
+        if actor.index() == 0 {
+            super::validation::keep_alive(&actor, l, (DRIFT.per_mille as u32, DRIFT.constant_ms))?;
+        }
         let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
         actor.configured(
             "Lock",

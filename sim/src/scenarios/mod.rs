@@ -21,6 +21,7 @@ pub mod lock;
 pub mod lock_naive;
 pub mod rate_limit;
 pub mod redlock;
+pub mod validation;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -105,6 +106,7 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
     // Judged for every scenario: no family's faults provoke an error reply.
     outcome.violations.extend(crate::checker::unexpected_errors::check(&outcome.history));
     outcome.violations.extend(crate::checker::configuration::check(&outcome.history));
+    outcome.violations.extend(crate::checker::input_validation::check(&outcome.history));
     outcome
 }
 

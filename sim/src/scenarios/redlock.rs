@@ -245,6 +245,9 @@ async fn client(
         Variant::NoValidity => ("NaiveRedlock::connect", None),
         _ => ("Redlock::connect", Some(())),
     };
+    if variant == Variant::Correct && actor.index() == 0 {
+        super::validation::redlock(&actor, &masters).await?;
+    }
     let id = actor.call(api, connect_op(None));
     let client = match client {
         None => match NaiveRedlock::connect(masters, config).await {
