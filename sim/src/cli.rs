@@ -148,6 +148,10 @@ pub struct MutantsArgs {
     /// List the mutants without running them.
     #[arg(long)]
     pub list: bool,
+    /// Also report the Rust mutants `cargo mutants` found, from the output
+    /// directory of `sim/cargo-mutants.sh` (`target/mutants`).
+    #[arg(long, value_name = "DIR")]
+    pub cargo_mutants: Option<std::path::PathBuf>,
 }
 
 /// `replay` options.
@@ -472,7 +476,19 @@ fn mutants_cmd(args: MutantsArgs) -> i32 {
         }
     }
     let _ = std::fs::remove_file(&scratch);
-    let md = markdown(&results, args.seeds);
+    let mut md = markdown(&results, args.seeds);
+    if let Some(dir) = &args.cargo_mutants {
+        match crate::rust_mutants::read(dir) {
+            Ok(outcomes) => {
+                md.push('\n');
+                md.push_str(&crate::rust_mutants::markdown(&outcomes));
+            }
+            Err(e) => {
+                eprintln!("rp-sim: cannot read cargo-mutants results in {}: {e}", dir.display());
+                return 2;
+            }
+        }
+    }
     print!("{md}");
     if let Some(out) = &args.out {
         if let Err(e) = std::fs::write(out, &md) {

@@ -26,6 +26,7 @@
 //! | [`explore`] | many seeds of one scenario |
 //! | [`search`], [`mutation`] | proptest strategies, search and shrinking; the mutation table |
 //! | [`mutants`] | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
+//! | [`rust_mutants`] | what `cargo mutants` found in the library's Rust code, read back and judged |
 //! | [`report`] | `rp-sim report`: Markdown + JSON under `reports/` |
 //! | [`cli`] | the `rp-sim` command line |
 #![deny(missing_docs)]
@@ -43,6 +44,7 @@ pub mod net;
 pub mod pause;
 pub mod plan;
 pub mod report;
+pub mod rust_mutants;
 pub mod scenarios;
 pub mod search;
 pub mod servers;

@@ -1,0 +1,185 @@
+//! The Rust half of the mutation measure: what `cargo mutants` found, read
+//! back from its output and judged.
+//!
+//! `sim/cargo-mutants.sh` runs cargo-mutants over the library's Rust code
+//! with the simulation's pinned clean seeds as the test command, one group
+//! of files per primitive family (so each mutant is judged by its family's
+//! scenarios). This module reads every group's `mutants.out/outcomes.json`
+//! and writes the section of `reports/mutants.md` that says, per file, how
+//! many viable mutants the pinned seeds killed, and why each survivor is
+//! harmless ([`EQUIVALENT`]) or that it is a gap.
+//!
+//! A mutant that does not compile is *unviable* and not counted; a timeout
+//! counts as killed (the run noticed, as cargo-mutants reports it).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Survivors that change nothing the library promises, matched by file and
+/// by cargo-mutants' description (its name without `line:column`), with
+/// the reason.
+pub const EQUIVALENT: &[(&str, &str, &str)] = &[
+    (
+        "src/lock.rs",
+        "replace match guard t.get() > 0 with true in token_from_reply",
+        "the acquire script never returns a token below 1 (it refuses such a counter itself): the guard only defends against a reply this library's script cannot give",
+    ),
+    (
+        "src/lock.rs",
+        "replace > with >= in token_from_reply",
+        "the acquire script never returns a token below 1 (it refuses such a counter itself): the guard only defends against a reply this library's script cannot give",
+    ),
+    (
+        "src/rate_limit/mod.rs",
+        "replace match guard retry > 0 with true in decide",
+        "both limiter scripts deny only with a positive wait: the guard only defends against a reply they cannot give",
+    ),
+    (
+        "src/rate_limit/mod.rs",
+        "replace > with >= in decide",
+        "both limiter scripts deny only with a positive wait: the guard only defends against a reply they cannot give",
+    ),
+    (
+        "src/rate_limit/mod.rs",
+        "replace server_time_ms -> Result<u64> with Ok(0)",
+        "only the naive limiters (broken on purpose) read the server's time this way; the correct ones read TIME inside their script",
+    ),
+];
+
+/// One mutant as cargo-mutants reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The mutated file (`src/lock.rs`).
+    pub file: String,
+    /// cargo-mutants' name: `file:line:col: description`.
+    pub name: String,
+    /// `CaughtMutant`, `MissedMutant`, `Timeout`, `Unviable`, ...
+    pub summary: String,
+}
+
+impl Outcome {
+    /// The description without the location (what [`EQUIVALENT`] matches).
+    pub fn description(&self) -> &str {
+        self.name.splitn(4, ':').nth(3).map_or(self.name.as_str(), str::trim)
+    }
+
+    fn killed(&self) -> bool {
+        matches!(self.summary.as_str(), "CaughtMutant" | "Timeout")
+    }
+
+    fn viable(&self) -> bool {
+        self.killed() || self.summary == "MissedMutant"
+    }
+
+    /// The reason it is harmless, if listed.
+    pub fn equivalence(&self) -> Option<&'static str> {
+        EQUIVALENT.iter().find(|(f, d, _)| *f == self.file && *d == self.description()).map(|(_, _, r)| *r)
+    }
+}
+
+/// Every mutant outcome under `dir` (`dir/<group>/mutants.out/outcomes.json`,
+/// groups in name order).
+pub fn read(dir: &Path) -> std::io::Result<Vec<Outcome>> {
+    let mut groups: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).map(|e| e.path()).collect();
+    groups.sort();
+    let mut out = Vec::new();
+    for g in groups {
+        let path = g.join("mutants.out").join("outcomes.json");
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
+        for o in json["outcomes"].as_array().into_iter().flatten() {
+            let Some(m) = o["scenario"].get("Mutant") else { continue };
+            out.push(Outcome {
+                file: m["file"].as_str().unwrap_or("?").to_string(),
+                name: m["name"].as_str().unwrap_or("?").to_string(),
+                summary: o["summary"].as_str().unwrap_or("?").to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The Markdown section for `outcomes`: per file, then the survivors.
+pub fn markdown(outcomes: &[Outcome]) -> String {
+    let mut per_file: BTreeMap<&str, (usize, usize, usize, usize)> = BTreeMap::new();
+    for o in outcomes {
+        let e = per_file.entry(o.file.as_str()).or_default();
+        if o.viable() {
+            e.0 += 1;
+        }
+        if o.killed() {
+            e.1 += 1;
+        }
+        if o.viable() && !o.killed() && o.equivalence().is_some() {
+            e.2 += 1;
+        }
+        if !o.viable() {
+            e.3 += 1;
+        }
+    }
+    let (viable, killed, equivalent): (usize, usize, usize) =
+        per_file.values().fold((0, 0, 0), |(v, k, q), f| (v + f.0, k + f.1, q + f.2));
+    let pct = |k: usize, n: usize| if n == 0 { 100.0 } else { 100.0 * k as f64 / n as f64 };
+    let mut md = String::new();
+    let _ = writeln!(md, "## Rust mutants (`cargo mutants`, the pinned seeds as the test command)\n");
+    let _ = writeln!(
+        md,
+        "{} mutants; {viable} viable (they compile), {killed} killed: **{:.1} %** of the viable ones, **{:.1} %** of the {} that are not equivalent.\n",
+        outcomes.len(),
+        pct(killed, viable),
+        pct(killed, viable - equivalent),
+        viable - equivalent,
+    );
+    let _ = writeln!(md, "| file | viable | killed | equivalent | survived | kill rate | unviable |");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    for (file, (v, k, q, u)) in &per_file {
+        let _ = writeln!(md, "| `{file}` | {v} | {k} | {q} | {} | {:.1} % | {u} |", v - k - q, pct(*k, *v));
+    }
+    let survivors: Vec<&Outcome> = outcomes.iter().filter(|o| o.viable() && !o.killed()).collect();
+    if !survivors.is_empty() {
+        let _ = writeln!(md, "\nSurvivors:\n");
+        for o in survivors {
+            match o.equivalence() {
+                Some(reason) => {
+                    let _ = writeln!(md, "- `{}` — equivalent: {reason}", o.name);
+                }
+                None => {
+                    let _ = writeln!(md, "- `{}` — **survived**", o.name);
+                }
+            }
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o(name: &str, summary: &str) -> Outcome {
+        Outcome {
+            file: name.split(':').next().unwrap_or_default().to_string(),
+            name: name.into(),
+            summary: summary.into(),
+        }
+    }
+
+    #[test]
+    fn rates_count_viable_mutants_and_name_every_survivor() {
+        let all = [
+            o("src/lock.rs:10:5: replace a with b", "CaughtMutant"),
+            o("src/lock.rs:11:5: replace c with d", "Timeout"),
+            o("src/lock.rs:12:5: replace e with f", "Unviable"),
+            o("src/lock.rs:332:28: replace > with >= in token_from_reply", "MissedMutant"),
+            o("src/lock.rs:13:5: replace g with h", "MissedMutant"),
+        ];
+        assert_eq!(all[3].description(), "replace > with >= in token_from_reply");
+        assert!(all[3].equivalence().is_some() && all[4].equivalence().is_none());
+        let md = markdown(&all);
+        assert!(md.contains("| `src/lock.rs` | 4 | 2 | 1 | 1 | 50.0 % | 1 |"), "{md}");
+        assert!(md.contains("`src/lock.rs:13:5: replace g with h` — **survived**"), "{md}");
+        assert!(md.contains("66.7 %"), "{md}");
+    }
+}
