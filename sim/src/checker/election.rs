@@ -163,6 +163,43 @@ pub fn check_liveness(
     )]
 }
 
+/// A clean `stop()` hands over at once: for every `(node, at)` in `stops`
+/// with no fault in `busy` (`[start, end)` spans) overlapping
+/// `[at, at + bound]`, another node leads within `bound` ms of `at` (the
+/// run ends at `length`). A stop that left the lease to expire hands over
+/// a whole lease later.
+pub fn check_handover(
+    events: &[Event],
+    election: &str,
+    stops: &[(&str, Millis)],
+    busy: &[(Millis, Millis)],
+    bound: Millis,
+    length: Millis,
+) -> Vec<Violation> {
+    let rs = reigns(events, election);
+    let mut out = Vec::new();
+    for &(node, at) in stops {
+        if at + bound >= length || busy.iter().any(|&(s, e)| s <= at + bound && e + 1 >= at) {
+            continue;
+        }
+        let next = rs.iter().filter(|r| r.process != node && r.from >= at).map(|r| r.from).min();
+        if next.is_none_or(|n| n > at + bound) {
+            out.push(Violation::new(
+                LIVENESS,
+                Some(at + bound),
+                format!(
+                    "{election}: {node} called stop() at {at}ms with no fault around it, but {} (a clean stop hands the lease back: the next leader is due within {bound}ms)",
+                    match next {
+                        Some(n) => format!("the next node led only at {n}ms, {}ms later", n - at),
+                        None => "no other node led afterwards".to_string(),
+                    }
+                ),
+            ));
+        }
+    }
+    out
+}
+
 /// Checks election `election`; writes are those to key `resource`.
 pub fn check(events: &[Event], election: &str, resource: &str) -> Vec<Violation> {
     let mut out = Vec::new();

@@ -614,6 +614,7 @@ pub fn run_planned(
         extra.push((at, format!("at {at}ms: stop() (workload) on the node leading then")));
     }
     let schedule_end = schedule.faults.iter().map(crate::nemesis::Fault::end).max();
+    let fault_spans: Vec<(u64, u64)> = schedule.faults.iter().map(|f| (f.at, f.end())).collect();
     let (run, markers) = run_plan(servers, seed, plan, world_config(seed), schedule)?;
     let mut outcome = outcome_from(&run, extra);
     let events = &outcome.history;
@@ -659,6 +660,32 @@ pub fn run_planned(
     let healed = stall_end.chain(planned.stop_at).chain(schedule_end).max().unwrap_or(0);
     let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
     violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
+    if variant != Variant::NoEpoch {
+        // stop() hands the lease back: with no fault around it, the next
+        // node takes over within a campaign interval and a round trip, not
+        // a whole lease later.
+        let mut busy = fault_spans.clone();
+        busy.extend(markers.iter().filter_map(|m| match m {
+            Marker::Stall { at, duration, .. } => Some((*at, at + duration)),
+            Marker::Stop { .. } => None,
+        }));
+        let stops: Vec<(&str, u64)> = markers
+            .iter()
+            .filter_map(|m| match m {
+                Marker::Stop { node, at } => Some((node.as_str(), *at)),
+                Marker::Stall { .. } => None,
+            })
+            .collect();
+        let bound = planned.campaign_ms + LIVENESS_SLACK_MS;
+        violations.extend(checker::election::check_handover(
+            events,
+            ELECTION_NAME,
+            &stops,
+            &busy,
+            bound,
+            planned.length_ms,
+        ));
+    }
     outcome.violations.extend(violations);
     reach_from_history(&mut outcome, variant, &failovers, &handovers, &markers, planned.lease_ms);
     outcome.histograms = h;
