@@ -19,7 +19,7 @@
 //! (from 100 down to none when the callers happen to run one after another);
 //! the bug is that correctness depends on it at all.
 //!
-//! `tests/rate_limit.rs` runs this same code (it includes this file) and
+//! `tests/library/rate_limit.rs` runs this same code (it includes this file) and
 //! asserts the three outcomes.
 
 use core::time::Duration;

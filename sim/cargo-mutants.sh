@@ -2,7 +2,7 @@
 # The Rust half of the harness's mutation measure (reports/mutants.md).
 #
 # cargo-mutants mutates the library's Rust code, one mutant at a time, and
-# runs the simulation's pinned clean seeds (sim/tests/scenarios.rs,
+# runs the simulation's pinned clean seeds (sim/tests/harness/scenarios.rs,
 # seeds 0..24 of every correct scenario of the mutated file's family) as the
 # test command: a mutant is killed when a checker reports a violation there.
 #
@@ -26,7 +26,7 @@ group() {
   # own tests there, not the simulation's.
   RP_GATE_SCENARIOS="$scenarios" cargo mutants -j 2 -p redis-primitives --test-package redis-primitives-sim \
     --baseline=skip --timeout 300 --build-timeout 900 "${files[@]}" -o "target/mutants/$name" \
-    -- --test scenarios -- correct_scenarios || true
+    -- --test harness -- scenarios::correct_scenarios || true
 }
 
 sel=("$@")

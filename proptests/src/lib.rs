@@ -1,5 +1,5 @@
-//! Shared helpers of the property tests (`tests/properties.rs`,
-//! `tests/violations.rs`).
+//! Shared helpers of the property tests (`tests/search/properties.rs`,
+//! `tests/search/violations.rs`).
 //!
 //! The strategies, the search and the regression-file persistence live in
 //! the simulation crate (`redis_primitives_sim::search`), so that `rp-sim

@@ -20,7 +20,7 @@
 //! Every scenario derives its seed-only run from a plan
 //! ([`Scenario::seed_plan`](crate::scenarios::Scenario::seed_plan)), so
 //! `run(seed)` and `run_plan(&seed_plan(seed))` are the same run, digest for
-//! digest (`sim/tests/plan.rs` checks it for every scenario). `rp-sim replay
+//! digest (`sim/tests/harness/plan.rs` checks it for every scenario). `rp-sim replay
 //! --scenario NAME --plan '<json>'` reruns a plan, which is how a shrunk
 //! counterexample from the property tests is reproduced.
 //!

@@ -291,7 +291,7 @@ pub fn markdown(r: &Report) -> String {
         m,
         "Seeds (of each scenario's run above) that reached each declared situation. A situation no \
          seed reached is marked **unreached**: the scenario no longer gets where it should, and \
-         `sim/tests/coverage.rs` fails when its pinned seeds stop reaching one.\n"
+         `sim/tests/slow/coverage.rs` fails when its pinned seeds stop reaching one.\n"
     );
     let _ = writeln!(m, "| scenario | situation | seeds |");
     let _ = writeln!(m, "|---|---|---:|");

@@ -685,7 +685,7 @@ fn redlock_space() -> Space {
     s
 }
 
-/// The properties `proptests/tests/properties.rs` checks.
+/// The properties `proptests/tests/search/properties.rs` checks.
 pub const PROPERTIES: &[PropertySpec] = &[
     PropertySpec { name: "fencing-tokens-increase", invariant: FENCING_TOKENS_INCREASE, space: tokens_space },
     PropertySpec { name: "no-stale-overwrite", invariant: NO_STALE_OVERWRITE, space: stale_overwrite_space },

@@ -50,7 +50,7 @@ pub enum Demotion {
     /// only**: the node believes it leads until a renewal tick actually runs
     /// and is refused or fails. A paused leader keeps answering `true` for
     /// the whole pause, overlapping its successor (the split-brain window
-    /// measured by `tests/election.rs::case27_*` and the simulation scenario
+    /// measured by `tests/library/election.rs::case27_*` and the simulation scenario
     /// `election-renew-only`).
     OnRenewTick,
 }

@@ -5,7 +5,7 @@
 //! It is the same algorithm as [`crate::rate_limit::SlidingWindowLog`],
 //! minus the atomicity. What breaks: concurrent callers all count before any
 //! of them records, so all see room and all are admitted. Shown by
-//! `tests/rate_limit.rs::case21_client_side_window_overshoots_under_concurrency`
+//! `tests/library/rate_limit.rs::case21_client_side_window_overshoots_under_concurrency`
 //! (100 concurrent callers against a limit of 5 on one shared connection).
 //!
 //! Members are `<now>-<random>` from an [`OwnerSource`], so a repeated member

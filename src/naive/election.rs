@@ -11,9 +11,9 @@
 //! it leads keeps believing it for the whole pause. Its lease expires, a new
 //! leader is elected and writes; the old leader resumes and its write lands
 //! **after** the new leader's and silently replaces it. Shown by
-//! `tests/election.rs::naive_election_stale_leader_overwrites_new_leader`.
+//! `tests/library/election.rs::naive_election_stale_leader_overwrites_new_leader`.
 //! The same schedule against [`Election`] and [`crate::FencedStore`]
-//! (`tests/election.rs::case27_split_brain_window_renew_tick_versus_self_fencing`)
+//! (`tests/library/election.rs::case27_split_brain_window_renew_tick_versus_self_fencing`)
 //! refuses the stale write, because it carries the old epoch.
 
 use crate::connection::Connection;

@@ -9,13 +9,13 @@
 //! - **Boundary bursts.** Windows are aligned to the clock, not to the
 //!   requests: `max` requests at the end of one window and `max` at the start
 //!   of the next are all admitted, `2 × max` within a few milliseconds.
-//!   Shown by `tests/rate_limit.rs::case16_naive_fixed_window_admits_double_at_the_boundary`
+//!   Shown by `tests/library/rate_limit.rs::case16_naive_fixed_window_admits_double_at_the_boundary`
 //!   (10 admitted in 104 ms against 5 per 1000 ms).
 //! - **A crash between the two commands** leaves a counter with no TTL,
 //!   forever: a leak of one key per window, and with a per-name key (no
 //!   window index) a caller locked out for good. [`NaiveFixedWindow::incr_only`]
 //!   performs only the first step, as a process that died there would.
-//!   Shown by `tests/rate_limit.rs::case17_naive_fixed_window_incr_without_expire_lives_forever`
+//!   Shown by `tests/library/rate_limit.rs::case17_naive_fixed_window_incr_without_expire_lives_forever`
 //!   (`PTTL` = −1).
 //!
 //! Use [`crate::rate_limit::SlidingWindowLog`] or

@@ -3,7 +3,7 @@
 //! What breaks: the holder's lease expires mid-section, another client
 //! acquires, and the first holder's `release` deletes the *second* holder's
 //! lock, letting a third in while the second still works. No fencing token
-//! either. Shown by `tests/lock.rs::case03_release_is_compare_and_delete`
+//! either. Shown by `tests/library/lock.rs::case03_release_is_compare_and_delete`
 //! and the `lock-naive` simulation scenario.
 
 use crate::connection::Connection;

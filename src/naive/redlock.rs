@@ -13,7 +13,7 @@
 //! replies were still on their way. The naive client accepts five yes votes
 //! for keys that are already gone, or nearly, believes it holds the lock
 //! for a full TTL more, and a second client meanwhile takes a majority.
-//! Shown by `tests/redlock.rs::naive_redlock_without_the_gate_accepts_what_redlock_refuses`.
+//! Shown by `tests/library/redlock.rs::naive_redlock_without_the_gate_accepts_what_redlock_refuses`.
 
 use core::time::Duration;
 use tokio::time::Instant;

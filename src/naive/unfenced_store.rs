@@ -2,7 +2,7 @@
 //!
 //! What breaks: a holder whose lease expired mid-section writes late and
 //! silently overwrites the newer holder's value. Shown by
-//! `tests/fencing.rs::case11_unfenced_store_lets_stale_write_win` and the
+//! `tests/library/fencing.rs::case11_unfenced_store_lets_stale_write_win` and the
 //! `fencing-unfenced` simulation scenario.
 
 use crate::connection::Connection;

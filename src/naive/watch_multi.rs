@@ -10,7 +10,7 @@
 //! others' transactions run unguarded and all of them are admitted. The type
 //! works on whatever connection it is given, which is exactly the trap.
 //!
-//! Shown by `tests/rate_limit.rs::watch_multi_experiment_shared_connection_overshoots`
+//! Shown by `tests/library/rate_limit.rs::watch_multi_experiment_shared_connection_overshoots`
 //! and `examples/watch_multi.rs`, which print admissions and retries for a
 //! shared connection, a connection per caller, and the Lua log; the figures
 //! are in `docs/decisions/0002-lua-not-watch-multi.md`.

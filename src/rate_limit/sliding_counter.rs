@@ -47,7 +47,7 @@ static CHECK: LazyLock<Script> =
 ///
 /// The bound is reached when `window ≥ 2 × max` ms: `max` admissions in the
 /// last millisecond of a bucket, then `max − 1` more 2 ms before the end of
-/// the next one (`tests/rate_limit.rs::counter_boundary_burst_reaches_exactly_the_documented_bound`
+/// the next one (`tests/library/rate_limit.rs::counter_boundary_burst_reaches_exactly_the_documented_bound`
 /// asserts exactly `2 × max − 1`, and `counter_never_exceeds_the_bound_in_a_seeded_sweep`
 /// that no schedule exceeds it). Use [`super::SlidingWindowLog`] when
 /// `max` must hold exactly.

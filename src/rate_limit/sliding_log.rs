@@ -24,7 +24,7 @@ static CHECK: LazyLock<Script> =
 /// the admission, so no interleaving of concurrent callers can slip a
 /// request between the count and the record: **never more than `max`
 /// admissions in any window** `(t - window, t]`, however many callers share
-/// the connection (`tests/rate_limit.rs`:
+/// the connection (`tests/library/rate_limit.rs`:
 /// `case18_sliding_log_boundary_burst_admits_exactly_the_limit`,
 /// `case22_sliding_log_exact_under_200_concurrent_callers`).
 ///

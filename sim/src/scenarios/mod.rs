@@ -9,7 +9,7 @@
 //!
 //! Broken variants (`lock-naive`, `fencing-unfenced`, …) are listed with the
 //! invariant they must break ([`Expect::Violates`]): the harness is only
-//! trusted if it catches them, and `sim/tests/scenarios.rs` pins seeds that
+//! trusted if it catches them, and `sim/tests/harness/scenarios.rs` pins seeds that
 //! prove it does.
 
 pub mod corruption;
@@ -137,7 +137,7 @@ pub enum Expect {
 /// somewhere worth checking (a lease expired under a paused holder, a stale
 /// write arrived after a newer one). A scenario whose seeds silently stopped
 /// reaching one would still pass its checkers: `explore` warns about every
-/// declared situation no seed reached, and `sim/tests/coverage.rs` fails
+/// declared situation no seed reached, and `sim/tests/slow/coverage.rs` fails
 /// when the pinned seeds stop reaching one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Situation {

@@ -1,7 +1,7 @@
 //! The opt-in retry helper: bounded attempts, a deadline, seeded jitter.
 //! `acquire` itself never loops; these tests show the loop lives here.
 
-mod support;
+use crate::support;
 
 use core::num::NonZeroU32;
 use core::time::Duration;

@@ -6,7 +6,7 @@
 //! A process pause is simulated by not polling a node's `run()` future (see
 //! [`pausable`]): its timers fire but nothing runs, exactly as under SIGSTOP.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! primitives at a server that has been stopped, so a request that reached
 //! the network would come back as `ConnectionLost`, not `InvalidInput`.
 
-mod support;
+use crate::support;
 
 use core::num::NonZeroU32;
 use core::time::Duration;

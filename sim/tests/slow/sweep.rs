@@ -11,7 +11,7 @@
 //! `.ci/run` runs it in release mode with more seeds; the full sweep is
 //!
 //! ```sh
-//! RP_SWEEP_SEEDS=3000 cargo test --release -p redis-primitives-sim --test sweep -- --ignored --nocapture
+//! RP_SWEEP_SEEDS=3000 cargo test --release -p redis-primitives-sim --test slow -- --ignored --nocapture sweep
 //! ```
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -17,7 +17,7 @@
 //! in seconds under `cargo test --workspace`; the RNG is deterministic so CI
 //! sees the same cases every run.
 
-mod support;
+use crate::support;
 
 use core::num::NonZeroU32;
 use core::time::Duration;

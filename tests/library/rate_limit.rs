@@ -7,7 +7,7 @@
 //! long, because a key's idle expiry runs on the server's real clock: pinned
 //! time must not fall behind real time or entries would expire early.
 
-mod support;
+use crate::support;
 
 use core::time::Duration;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use redis_primitives::Error;
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
-#[path = "../examples/watch_multi.rs"]
+#[path = "../../examples/watch_multi.rs"]
 #[allow(dead_code)]
 mod watch_multi_example;
 

@@ -7,11 +7,11 @@
 //! alive fails here, with the mutant named. `.ci/run` runs it in release:
 //!
 //! ```sh
-//! cargo test --release -p redis-primitives-sim --test mutants -- --ignored --nocapture
+//! cargo test --release -p redis-primitives-sim --test slow -- --ignored --nocapture mutants
 //! ```
 
 /// The seeds each mutant must survive to count as a survivor: within the
-/// pinned clean seeds of `tests/scenarios.rs` (0..24).
+/// pinned clean seeds of `tests/harness/scenarios.rs` (0..24).
 const SEEDS: &str = "12";
 
 #[test]

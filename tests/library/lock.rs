@@ -1,6 +1,6 @@
 //! Lock: counterparts of reference cases 1–9, against a real redis-server.
 
-mod support;
+use crate::support;
 
 use core::time::Duration;
 use std::sync::Arc;

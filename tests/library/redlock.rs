@@ -8,7 +8,7 @@
 //! Connections here have **no** response timeout of their own (redis-rs'
 //! default is 500 ms), so the only timeout in play is Redlock's per-master one.
 
-mod support;
+use crate::support;
 
 use core::future::Future;
 use core::num::NonZeroU32;

@@ -1,6 +1,6 @@
 //! Fencing: counterparts of reference cases 10–15, against a real redis-server.
 
-mod support;
+use crate::support;
 
 use core::time::Duration;
 

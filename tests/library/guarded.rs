@@ -1,7 +1,7 @@
 //! The lease-loss signal: `with_lock_guarded` drops its body as soon as the
 //! lease can no longer be trusted, before another holder can acquire.
 
-mod support;
+use crate::support;
 
 use core::time::Duration;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,0 +1,11 @@
+//! The harness's own tests, one binary: the bridge and the clock library
+//! against real servers, determinism, Ctrl-C cleanup, plans, and the pinned
+//! seeds of every scenario (`scenarios`: the broken variants violate, the
+//! correct ones do not — also the Rust mutation run's test command).
+
+mod bridge;
+mod clock;
+mod determinism;
+mod interrupt;
+mod plan;
+mod scenarios;

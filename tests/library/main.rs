@@ -1,0 +1,15 @@
+//! The library's tests against real redis-server processes, one binary
+//! (one link on a 2-core CI), one module per area. Each test starts its
+//! own servers on ephemeral loopback ports (`support`) and stops them.
+
+mod support;
+
+mod arguments;
+mod election;
+mod faults;
+mod fencing;
+mod guarded;
+mod lock;
+mod rate_limit;
+mod redlock;
+mod retry;
