@@ -133,6 +133,16 @@ pub enum Planted {
         /// The planted key's expiry.
         expiry: Option<Option<u64>>,
     },
+    /// `FencedStore::read` of an entry whose `token` and `value` fields
+    /// were planted as given (`None`: field absent).
+    StoredRead {
+        /// The store's Redis key.
+        key: String,
+        /// The planted `token` field.
+        token: Option<String>,
+        /// The planted `value` field.
+        value: Option<String>,
+    },
     /// `FencedStore::write` with token `write` over an entry whose `token`
     /// field held the string `token` (and whose value was `planted`).
     StoredToken {
@@ -157,6 +167,13 @@ pub enum ProbeReply {
     Nothing,
     /// `Lock::remaining_ttl` returned this many ms.
     Remaining(u64),
+    /// `FencedStore::read` returned this entry.
+    Stored {
+        /// Its token.
+        token: u64,
+        /// Its value (lossy UTF-8).
+        value: String,
+    },
     /// `FencedStore::write` accepted.
     Accepted,
     /// `FencedStore::write` rejected.

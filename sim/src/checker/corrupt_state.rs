@@ -63,6 +63,19 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
             (*reply != expected)
                 .then(|| format!("current_token over counter {value:?} answered {reply:?}, not {expected:?}"))
         }
+        Planted::StoredRead { key, token, value } => {
+            let expected = match (token.as_deref().map(canonical_u64), value) {
+                (None, None) => Some(ProbeReply::Nothing),
+                (Some(Some(t)), Some(v)) => Some(ProbeReply::Stored { token: t, value: v.clone() }),
+                _ => None,
+            };
+            match expected {
+                Some(x) => (*reply != x).then(|| format!("read of an entry planted as (token {token:?}, value {value:?}) answered {reply:?}, not {x:?}")),
+                None => (!matches!(reply, ProbeReply::CorruptState { key: k, .. } if k == key)).then(|| {
+                    format!("read of an entry planted as (token {token:?}, value {value:?}) answered {reply:?}, not CorruptState naming {key}")
+                }),
+            }
+        }
         Planted::LeaseRead { lock_key, expiry } => match expiry {
             None => {
                 (*reply != ProbeReply::Nothing).then(|| format!("remaining_ttl of an absent lease answered {reply:?}"))

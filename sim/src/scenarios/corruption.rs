@@ -128,6 +128,41 @@ pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
     // comparison) rather than refuse it by luck.
     let bad = NOT_CANONICAL[rng.random_range(0..NOT_CANONICAL.len())];
     let longer = 10u64.pow(bad.len() as u32 + 1) + rng.random_range(0..1000);
+    // Reads of the store: an entry never written, a whole one, and ones
+    // this library cannot have written (half an entry, a malformed token).
+    let t = rng.random_range(1..=u64::MAX).to_string();
+    let reads = [
+        (None, None),
+        (Some(t.clone()), Some("planted".to_string())),
+        (Some(t), None),
+        (None, Some("planted".to_string())),
+        (Some(bad.to_string()), Some("planted".to_string())),
+    ];
+    for (token, value) in reads {
+        let name = next_name();
+        let key = format!("fenced:{{{name}}}");
+        let mut c = conn.clone();
+        let mut plant = redis::pipe();
+        plant.del(&key);
+        if let Some(t) = &token {
+            plant.hset(&key, "token", t);
+        }
+        if let Some(v) = &value {
+            plant.hset(&key, "value", v);
+        }
+        if plant.query_async::<()>(&mut c).await.is_err() {
+            continue;
+        }
+        let reply = match store.read(&name).await {
+            Ok(Some(s)) => {
+                ProbeReply::Stored { token: s.token.get(), value: String::from_utf8_lossy(&s.value).into_owned() }
+            }
+            Ok(None) => ProbeReply::Nothing,
+            Err(e) => reply_of(e),
+        };
+        actor.observe(Op::StateProbe { planted: Planted::StoredRead { key, token, value }, reply, after: None });
+    }
+
     let big = TWO_53 + rng.random_range(0..4);
     let small = rng.random_range(1..1000u64);
     let stores = [
