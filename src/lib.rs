@@ -72,3 +72,34 @@ pub use ttl::Ttl;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The long-form guide (`docs/guide/*.md`), one module per page, so that
+/// rustdoc shows the pages and their examples compile as doctests.
+pub mod guide {
+    #[doc = include_str!("../docs/guide/lock.md")]
+    pub mod lock {}
+    #[doc = include_str!("../docs/guide/rate-limiting.md")]
+    pub mod rate_limiting {}
+    #[doc = include_str!("../docs/guide/election.md")]
+    pub mod election {}
+    #[doc = include_str!("../docs/guide/redlock.md")]
+    pub mod redlock {}
+    #[doc = include_str!("../docs/guide/non-guarantees.md")]
+    pub mod non_guarantees {}
+    #[doc = include_str!("../docs/guide/performance.md")]
+    pub mod performance {}
+    #[doc = include_str!("../docs/guide/harness.md")]
+    pub mod harness {}
+    #[doc = include_str!("../docs/guide/simulation.md")]
+    pub mod simulation {}
+    #[doc = include_str!("../docs/guide/invariants.md")]
+    pub mod invariants {}
+    #[doc = include_str!("../docs/guide/property-tests.md")]
+    pub mod property_tests {}
+    #[doc = include_str!("../docs/guide/testing.md")]
+    pub mod testing {}
+    #[doc = include_str!("../docs/guide/layout.md")]
+    pub mod layout {}
+    #[doc = include_str!("../docs/guide/decisions.md")]
+    pub mod decisions {}
+}
