@@ -677,6 +677,14 @@ pub enum Op {
         /// The refusal, as displayed.
         refusal: Option<String>,
     },
+    /// Observation: the actor froze itself for `ms` (a workload fault: a
+    /// GC pause at a chosen moment), through [`crate::world::Actor::stall`].
+    Paused {
+        /// How long.
+        ms: u64,
+        /// Where, in a few words ("inside its critical section").
+        context: String,
+    },
     /// A library call returned an error that no fault explains (anything
     /// but a timeout or a lost connection, `Error::outcome_is_unknown`),
     /// recorded by [`crate::world::Actor::errored`]; judged by
@@ -729,6 +737,7 @@ impl Op {
             Op::LibraryError { .. } => "library-error",
             Op::LeaseView { .. } => "lease-view",
             Op::Configured { .. } => "configured",
+            Op::Paused { .. } => "paused",
             Op::Validated { .. } => "validated",
             Op::ElectionView { .. } => "election-view",
             Op::ElectionCallback { .. } => "election-callback",
@@ -870,6 +879,7 @@ impl fmt::Display for Op {
             Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
             Op::LibraryError { message } => write!(f, "library error: {message}"),
+            Op::Paused { ms, context } => write!(f, "stalls for {ms}ms {context}"),
             Op::Validated { case, accepted, refusal, .. } => match refusal {
                 Some(r) if !accepted => write!(f, "validated {case:?} -> refused: {r}"),
                 _ => write!(f, "validated {case:?} -> accepted"),

@@ -408,6 +408,14 @@ impl Actor {
         self.observe(Op::Configured { primitive: primitive.to_string(), fields });
     }
 
+    /// Freezes this actor for `ms` from its next await (a GC pause the
+    /// workload aims at a chosen moment), recorded as an [`Op::Paused`] so
+    /// that the schedule lists it and checkers know the actor was frozen.
+    pub fn stall(&self, ms: u64, context: &str) {
+        self.observe(Op::Paused { ms, context: context.to_string() });
+        self.pause.pause_for(Duration::from_millis(ms));
+    }
+
     /// Records an observation (no invoke).
     pub fn observe(&self, op: Op) {
         self.history.observe(&self.name, op)

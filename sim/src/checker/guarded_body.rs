@@ -17,10 +17,15 @@
 //!   earlier than the deadline the acquire reported (extensions only move
 //!   it later): a guard that gives up on a lease still trusted is wrong too.
 //! - `Completed` ⇒ every step completed (the body was not dropped midway).
+//! - **liveness**: a keep-alive that nothing disturbed keeps its lease: a
+//!   guarded call cancelled with no nemesis fault active and no pause of
+//!   its own ([`Op::Paused`]) between its invoke and the cancellation is a
+//!   `liveness` violation (extensions every third of the TTL never let a
+//!   healthy lease lapse).
 
 use std::collections::BTreeMap;
 
-use super::{Violation, SELF_FENCING};
+use super::{Violation, LIVENESS, SELF_FENCING};
 use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
 
 const MAX_REPORTED: usize = 5;
@@ -32,8 +37,16 @@ struct Call<'a> {
     op: &'a Op,
 }
 
-/// Checks every guarded call in `events`.
-pub fn check(events: &[Event]) -> Vec<Violation> {
+/// Checks every guarded call in `events`; `faults` are the nemesis
+/// faults' `[start, end]` spans (for the liveness rule).
+pub fn check(events: &[Event], faults: &[(Millis, Millis)]) -> Vec<Violation> {
+    let pauses: Vec<(&str, Millis, Millis)> = events
+        .iter()
+        .filter_map(|e| match e.op {
+            Op::Paused { ms, .. } => Some((e.process.as_str(), e.time, e.time + ms)),
+            _ => None,
+        })
+        .collect();
     let mut calls: Vec<Call<'_>> = Vec::new();
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
     for e in events {
@@ -85,6 +98,21 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                     format!(
                         "{} (token {token}): the guard dropped its body at {at}ms for reaching the local deadline, but the lease was trusted until at least {d}ms",
                         g.process
+                    ),
+                ));
+            }
+        }
+        if let Some(GuardedResult::Cancelled { at, .. }) = outcome {
+            let overlaps = |s: Millis, e: Millis| s <= *at && e >= g.invoked;
+            let disturbed = faults.iter().any(|&(s, e)| overlaps(s, e))
+                || pauses.iter().any(|&(p, s, e)| p == g.process && overlaps(s, e));
+            if !disturbed {
+                out.push(Violation::new(
+                    LIVENESS,
+                    Some(*at),
+                    format!(
+                        "{} (token {token}): its keep-alive lost the lease at {at}ms with no fault and no pause since the call began at {}ms",
+                        g.process, g.invoked
                     ),
                 ));
             }
@@ -179,7 +207,7 @@ mod tests {
             GuardedResult::Cancelled { at: 90, deadline_reached: false },
         );
         acq(&h, "b", 150, 152, 2);
-        assert_eq!(check(&h.events()), vec![]);
+        assert_eq!(check(&h.events(), &[(0, 10_000)]), vec![]);
     }
 
     #[test]
@@ -197,7 +225,7 @@ mod tests {
             170,
             GuardedResult::Completed,
         );
-        let v = check(&h.events());
+        let v = check(&h.events(), &[(0, 10_000)]);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("outlived its lease"), "{v:?}");
     }
@@ -225,7 +253,7 @@ mod tests {
             120,
             GuardedResult::Completed,
         );
-        let v = check(&h.events());
+        let v = check(&h.events(), &[(0, 10_000)]);
         assert_eq!(v.len(), 2, "{v:?}");
     }
 }

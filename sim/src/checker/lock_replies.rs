@@ -154,15 +154,9 @@ impl<'a> Model<'a> {
                     leases_may_end_early = true;
                 }
             }
-            // A workload stall ("stalls for N ms") is a fault too.
-            if let Op::Note { text } = &e.op {
-                if let Some(ms) = text
-                    .strip_prefix("stalls for ")
-                    .and_then(|r| r.split("ms").next())
-                    .and_then(|n| n.parse::<Millis>().ok())
-                {
-                    settled = settled.max(e.time + ms);
-                }
+            // A workload stall is a fault too.
+            if let Op::Paused { ms, .. } = &e.op {
+                settled = settled.max(e.time + ms);
             }
         }
         let mut leases = Vec::new();

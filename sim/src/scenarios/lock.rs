@@ -52,8 +52,6 @@ use crate::world::{Actor, ActorResult, World, WorldConfig};
 pub const LOCK_NAME: &str = "resource";
 /// The key the clients write.
 pub const RESOURCE_KEY: &str = "resource";
-/// How the workload's self-inflicted stall is noted in the history.
-const STALL_NOTE: &str = "stalls for";
 
 /// Which lock the clients use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,9 +215,7 @@ impl LockWorkload {
             .events()
             .into_iter()
             .filter_map(|e| match &e.op {
-                Op::Note { text } if text.starts_with(STALL_NOTE) => {
-                    Some((e.time, format!("at {}ms: {} {text}, then resumes", e.time, e.process)))
-                }
+                Op::Paused { .. } => Some((e.time, format!("at {}ms: {} {}, then resumes", e.time, e.process, e.op))),
                 _ => None,
             })
             .collect();
@@ -230,7 +226,8 @@ impl LockWorkload {
         outcome.violations.extend(stale_overwrite::check(&outcome.history));
         if self.lock == LockKind::Fenced && self.modes {
             outcome.violations.extend(lock_replies::check(&outcome.history));
-            outcome.violations.extend(guarded_body::check(&outcome.history));
+            let faults: Vec<(Millis, Millis)> = schedule.faults.iter().map(|f| (f.at, f.end())).collect();
+            outcome.violations.extend(guarded_body::check(&outcome.history, &faults));
             outcome.violations.extend(corrupt_state::check(&outcome.history));
             outcome.violations.extend(lease_views::check(&outcome.history, DRIFT));
             let longest = outcome
@@ -405,8 +402,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
         let stalled = stall_at == Some(holds);
         if stalled {
             stall_at = None;
-            actor.note(format!("{STALL_NOTE} {}ms inside its critical section", w.stall_ms));
-            actor.pause().pause_for(Duration::from_millis(w.stall_ms));
+            actor.stall(w.stall_ms, "inside its critical section");
         }
         let hold = draw(&mut rng, w.hold_ms);
         match (&held, w.modes && edge_rng.random_bool(0.5)) {
@@ -778,8 +774,7 @@ async fn send_then_pause<F: std::future::Future>(actor: &Actor, fut: F, pause: O
         biased;
         r = &mut fut => r,
         _ = sleep_ms(after) => {
-            actor.note(format!("{STALL_NOTE} {ms}ms right after sending a request (workload)"));
-            actor.pause().pause_for(Duration::from_millis(ms));
+            actor.stall(ms, "right after sending a request (workload)");
             fut.await
         }
     }
@@ -787,8 +782,7 @@ async fn send_then_pause<F: std::future::Future>(actor: &Actor, fut: F, pause: O
 
 /// Stalls the actor for `ms` here (a GC pause), noted like the workload stall.
 async fn stall(actor: &Actor, ms: u64, wherein: &str) {
-    actor.note(format!("{STALL_NOTE} {ms}ms {wherein}"));
-    actor.pause().pause_for(Duration::from_millis(ms));
+    actor.stall(ms, wherein);
     // The pause takes effect at the next await.
     tokio::task::yield_now().await;
 }
