@@ -25,7 +25,7 @@
 //! What the limiters do **not** guarantee:
 //! - the sliding log costs one sorted-set member per admitted request in the
 //!   window: about 120 bytes each past 128 members, 12 MB for one key at a
-//!   limit of 100 000 (measured: `docs/readme/limiter-memory.md`);
+//!   limit of 100 000 (measured: `docs/guide/rate-limiting.md#memory-per-key`);
 //! - Lua scripts block the single-threaded server while they run, so they are
 //!   kept O(log N): the counter's script is O(1); the log's is
 //!   O(log N + 64), because it removes at most 64 expired entries per call

@@ -30,7 +30,7 @@ static CHECK: LazyLock<Script> =
 ///
 /// The price is memory: **one sorted-set member per admitted request** in
 /// the window, about 120 bytes each past 128 members (see
-/// `docs/readme/limiter-memory.md`). When that is too much,
+/// `docs/guide/rate-limiting.md#memory-per-key`). When that is too much,
 /// [`super::SlidingWindowCounter`] is O(1) per key but approximate.
 ///
 /// The script is O(log N + 64) for N members: it removes at most 64 expired
