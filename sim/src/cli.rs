@@ -299,8 +299,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Scenarios => {
             let width = SCENARIOS.iter().map(|s| s.name.len()).max().unwrap_or(0);
             for s in SCENARIOS {
-                let pending = if s.run.is_none() { " (not implemented yet)" } else { "" };
-                println!("{:<width$}  {}{pending}", s.name, s.description);
+                println!("{:<width$}  {}", s.name, s.description);
             }
             println!();
             println!("Broken variants (expected to violate):");

@@ -14,7 +14,7 @@ const SEEDS: [u64; 2] = [3, 11];
 fn every_scenario_gives_the_same_digest_twice_in_one_process() {
     let mut servers = Servers::new();
     let mut checked = 0;
-    for scenario in SCENARIOS.iter().filter(|s| s.run.is_some()) {
+    for scenario in SCENARIOS {
         let mut digests = Vec::new();
         for seed in SEEDS {
             let first =

@@ -12,26 +12,12 @@
 use redis_primitives_sim::scenarios::{self, Expect, Scenario, SCENARIOS};
 use redis_primitives_sim::servers::Servers;
 
-/// Seeds on which each broken variant must be caught.
-fn pinned_seeds(name: &str) -> &'static [u64] {
-    match name {
-        "election-no-epoch" => &[2, 3, 5],
-        "fencing-unfenced" => &[0, 3, 4],
-        "redlock-no-validity" => &[2, 3, 4],
-        _ => &[1, 2, 3],
-    }
-}
-
 /// Seeds on which each correct scenario must pass: the same set the
 /// coverage test requires to reach every declared situation, so these runs
 /// are the ones that judge a bug in a correct primitive. They are also the
 /// test command of the Rust mutation run (`reports/mutants.md`): a mutant of
 /// the library counts as killed when one of these seeds violates.
 const CLEAN_SEEDS: std::ops::Range<u64> = 0..24;
-
-fn implemented() -> impl Iterator<Item = &'static Scenario> {
-    SCENARIOS.iter().filter(|s| s.run.is_some())
-}
 
 fn replay_hint(name: &str, seed: u64) -> String {
     format!("rp-sim replay --scenario {name} --seed {seed} --trace")
@@ -41,9 +27,9 @@ fn replay_hint(name: &str, seed: u64) -> String {
 fn broken_variants_produce_their_violation() {
     let mut servers = Servers::new();
     let mut checked = 0;
-    for s in implemented() {
+    for s in SCENARIOS.iter() {
         let Expect::Violates(invariant) = s.expect else { continue };
-        for &seed in pinned_seeds(s.name) {
+        for &seed in s.pinned_seeds {
             let o = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
             let found: Vec<&str> = o.violations.iter().map(|v| v.invariant.as_str()).collect();
             assert!(
@@ -56,7 +42,8 @@ fn broken_variants_produce_their_violation() {
             checked += 1;
         }
     }
-    assert!(checked >= 9 * 3, "only {checked} broken runs checked");
+    let broken = SCENARIOS.iter().filter(|s| s.expect != Expect::Clean).map(|s| s.pinned_seeds.len()).sum::<usize>();
+    assert_eq!(checked, broken, "every pinned seed of every broken variant ran");
 }
 
 /// `RP_GATE_SCENARIOS=a,b` restricts the clean runs to those scenarios (the
@@ -80,7 +67,7 @@ fn correct_scenarios_violate_nothing() {
         }
     }
     let wanted = |s: &&Scenario| only.as_ref().is_none_or(|names| names.iter().any(|n| n == s.name));
-    for s in implemented().filter(|s| s.expect == Expect::Clean).filter(wanted) {
+    for s in SCENARIOS.iter().filter(|s| s.expect == Expect::Clean).filter(wanted) {
         for seed in CLEAN_SEEDS {
             let o = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
             assert!(
@@ -95,7 +82,8 @@ fn correct_scenarios_violate_nothing() {
             checked += 1;
         }
     }
-    let scenarios = only.map_or(7, |names| names.len());
+    let correct = SCENARIOS.iter().filter(|s| s.expect == Expect::Clean).count();
+    let scenarios = only.map_or(correct, |names| names.len());
     assert!(checked >= scenarios * CLEAN_SEEDS.count(), "only {checked} clean runs checked");
 }
 
@@ -103,7 +91,7 @@ fn correct_scenarios_violate_nothing() {
 fn same_seed_same_digest_in_process_and_across_processes() {
     let mut servers = Servers::new();
     let bin = env!("CARGO_BIN_EXE_rp-sim");
-    for s in implemented() {
+    for s in SCENARIOS.iter() {
         let seed = 11;
         let a = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));
         let b = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));
@@ -119,35 +107,6 @@ fn same_seed_same_digest_in_process_and_across_processes() {
         // Replay exits 1 exactly when the seed violates something.
         assert_eq!(out.status.code(), Some(if a.violations.is_empty() { 0 } else { 1 }), "{}", s.name);
         println!("{} seed {seed}: digest {} ({} events)", s.name, a.digest, a.history.len());
-    }
-}
-
-#[test]
-fn registry_lists_every_scenario_of_the_issue() {
-    let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-    for n in [
-        "lock",
-        "lock-naive",
-        "fencing",
-        "fencing-unfenced",
-        "rate-limit",
-        "rate-limit-counter",
-        "rate-limit-fixed-window",
-        "rate-limit-client-side",
-        "rate-limit-watch-multi",
-        "election",
-        "election-renew-only",
-        "election-no-epoch",
-        "counter-loss",
-        "redlock",
-        "redlock-no-validity",
-        "redlock-clock-jump",
-    ] {
-        assert!(names.contains(&n), "{n} missing");
-        assert!(scenarios::find(n).is_some());
-    }
-    for s in SCENARIOS {
-        assert!(s.run.is_some(), "{} is not implemented", s.name);
     }
 }
 
