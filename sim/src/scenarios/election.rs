@@ -85,27 +85,6 @@ impl Variant {
     }
 }
 
-/// What one run does, beyond the nemesis schedule.
-#[derive(Debug, Clone)]
-struct Plan {
-    variant: Variant,
-    nodes: usize,
-    /// Actors return at this simulated time.
-    end_ms: u64,
-    /// The node leading at `.0` freezes for `.1` ms.
-    stall: Option<(u64, u64)>,
-    /// The stall lands between the leader's check and its next write.
-    stall_mid_write: bool,
-    /// The fence counter starts here (epochs then cross 2^53 in the run).
-    epoch_base: Option<u64>,
-    /// The node leading at this time calls `stop()`.
-    stop: Option<u64>,
-    /// Node i starts campaigning at `i * stagger_ms`.
-    stagger_ms: u64,
-    /// Leader lease, renew and campaign intervals (ms).
-    timing: (u64, u64, u64),
-}
-
 /// What the workload did (for measurements after the run).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Marker {
@@ -304,15 +283,21 @@ fn stall_leader(actor: &Actor, markers: &Mutex<Vec<Marker>>, duration: u64, when
 }
 
 /// The body of one node actor.
-async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) -> crate::world::ActorResult {
+async fn node_actor(
+    actor: Actor,
+    variant: Variant,
+    plan: ElectionPlan,
+    markers: Arc<Mutex<Vec<Marker>>>,
+) -> crate::world::ActorResult {
     let start_at = actor.index() as u64 * plan.stagger_ms;
     if start_at > 0 {
         sleep(Duration::from_millis(start_at)).await;
     }
-    if plan.variant != Variant::NoEpoch && actor.index() == 0 {
+    if variant != Variant::NoEpoch && actor.index() == 0 {
         super::validation::election(&actor, &actor.connection(0))?;
     }
-    let node = Arc::new(build_node(plan.variant, actor.connection(0), &actor, plan.timing)?);
+    let node =
+        Arc::new(build_node(variant, actor.connection(0), &actor, (plan.lease_ms, plan.renew_ms, plan.campaign_ms))?);
     if let Node::Fenced { election, .. } = node.as_ref() {
         actor.observe(Op::ElectionConfig {
             name: election.name().to_string(),
@@ -345,7 +330,7 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
     let writer = {
         let node = Arc::clone(&node);
         let actor = actor.clone();
-        let end = plan.end_ms;
+        let end = plan.length_ms;
         let pending_stall = Rc::clone(&pending_stall);
         let markers = Arc::clone(&markers);
         actor.clone().spawn(async move {
@@ -410,10 +395,10 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
             }
             last_demotion = demotion;
         }
-        if now >= plan.end_ms {
+        if now >= plan.length_ms {
             break;
         }
-        if let Some((at, duration)) = plan.stall {
+        if let Some(LeaderStall { at, ms: duration }) = plan.stall {
             if !stalled && now >= at {
                 stalled = true;
                 if leading && plan.stall_mid_write {
@@ -423,7 +408,7 @@ async fn node_actor(actor: Actor, plan: Plan, markers: Arc<Mutex<Vec<Marker>>>) 
                 }
             }
         }
-        if let Some(at) = plan.stop {
+        if let Some(at) = plan.stop_at {
             // One clean hand-over per run: the first leader to reach `at`.
             let someone_stopped =
                 markers.lock().map(|m| m.iter().any(|x| matches!(x, Marker::Stop { .. }))).unwrap_or(true);
@@ -480,7 +465,8 @@ async fn final_read(actor: Actor, read_at: u64) -> crate::world::ActorResult {
 fn run_plan(
     servers: &mut Servers,
     seed: u64,
-    plan: Plan,
+    variant: Variant,
+    plan: &ElectionPlan,
     config: WorldConfig,
     schedule: Schedule,
 ) -> Result<(crate::world::RunOutcome, Vec<Marker>), SetupError> {
@@ -489,10 +475,10 @@ fn run_plan(
     for i in 0..plan.nodes {
         let plan = plan.clone();
         let markers = Arc::clone(&markers);
-        world.actor(format!("node-{i}"), move |actor| node_actor(actor, plan, markers));
+        world.actor(format!("node-{i}"), move |actor| node_actor(actor, variant, plan, markers));
     }
-    if plan.variant != Variant::NoEpoch {
-        let read_at = plan.end_ms + 200;
+    if variant != Variant::NoEpoch {
+        let read_at = plan.length_ms + 200;
         world.actor("reader", move |actor| final_read(actor, read_at));
     }
     world.nemesis(schedule);
@@ -595,17 +581,6 @@ pub fn run_planned(
     planned: &ElectionPlan,
     schedule: Schedule,
 ) -> Result<Outcome, SetupError> {
-    let plan = Plan {
-        variant,
-        nodes: planned.nodes as usize,
-        end_ms: planned.length_ms,
-        stall: planned.stall.map(|s| (s.at, s.ms)),
-        stall_mid_write: planned.stall_mid_write,
-        epoch_base: planned.epoch_base,
-        stop: planned.stop_at,
-        stagger_ms: planned.stagger_ms,
-        timing: (planned.lease_ms, planned.renew_ms, planned.campaign_ms),
-    };
     let mut extra = Vec::new();
     if let Some(LeaderStall { at, ms }) = planned.stall {
         extra.push((at, format!("at {at}ms for {ms}ms: stall (workload) the node leading then, then resume")));
@@ -615,7 +590,7 @@ pub fn run_planned(
     }
     let schedule_end = schedule.faults.iter().map(crate::nemesis::Fault::end).max();
     let fault_spans: Vec<(u64, u64)> = schedule.faults.iter().map(|f| (f.at, f.end())).collect();
-    let (run, markers) = run_plan(servers, seed, plan, world_config(seed), schedule)?;
+    let (run, markers) = run_plan(servers, seed, variant, planned, world_config(seed), schedule)?;
     let mut outcome = outcome_from(&run, extra);
     let events = &outcome.history;
     let mut h = Histograms::new();
@@ -926,19 +901,20 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
         Figure::Failover => (Some((at, 5000)), None, at + 5500),
         Figure::SplitBrain => (Some((at, 1500)), None, at + 2000),
     };
-    let plan = Plan {
-        variant,
+    let plan = ElectionPlan {
         nodes: 2,
-        end_ms: end,
-        stall,
+        lease_ms: LEASE_MS,
+        renew_ms: RENEW_MS,
+        campaign_ms: CAMPAIGN_MS,
+        length_ms: end,
+        stagger_ms: 10,
+        stall: stall.map(|(at, ms)| LeaderStall { at, ms }),
         stall_mid_write: false,
         epoch_base: None,
-        stop,
-        stagger_ms: 10,
-        timing: (LEASE_MS, RENEW_MS, CAMPAIGN_MS),
+        stop_at: stop,
     };
     let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
-    let (run, markers) = run_plan(servers, k, plan, config, Schedule::none())?;
+    let (run, markers) = run_plan(servers, k, variant, &plan, config, Schedule::none())?;
     let events = run.history.events();
     let mut h = Histograms::new();
     let (failovers, handovers) = measure(&events, &markers, LEASE_MS, &mut h);
