@@ -32,9 +32,11 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::Millis;
 use crate::nemesis::{Fault, FaultClass, Schedule, Target};
-use crate::scenarios::lock::LockWorkload;
+use crate::scenarios::election::ElectionPlan;
+use crate::scenarios::lock::{LockPlan, LockWorkload, Stall};
+use crate::scenarios::rate_limit::RateLimitPlan;
+use crate::scenarios::redlock::{RedlockPlan, RedlockStart};
 use crate::scenarios::{self, election, rate_limit, redlock, Outcome};
 use crate::servers::{Servers, SetupError};
 
@@ -63,132 +65,6 @@ pub enum Workload {
     Election(ElectionPlan),
     /// `redlock`, `redlock-no-validity`, `redlock-clock-jump`.
     Redlock(RedlockPlan),
-}
-
-/// Lock-family workload: clients contending for one lock, writing a
-/// resource while they hold it (`scenarios/lock.rs`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockPlan {
-    /// Contending clients.
-    pub clients: u32,
-    /// Lease TTL (ms).
-    pub ttl_ms: u64,
-    /// Hold time range (ms), drawn per hold by the client's RNG.
-    pub hold_ms: (u64, u64),
-    /// Time between attempts (ms), drawn per attempt.
-    pub think_ms: (u64, u64),
-    /// Clients start no new attempt after this (ms).
-    pub length_ms: Millis,
-    /// One client stalls inside one of its critical sections.
-    pub stall: Option<Stall>,
-}
-
-/// A client that stalls (a GC pause) inside its `hold`-th critical section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stall {
-    /// Which client (index).
-    pub client: u32,
-    /// In which of its holds (1 = the first).
-    pub hold: u32,
-    /// For how long (ms).
-    pub ms: u64,
-}
-
-/// Rate-limit workload: clients sharing one limited name, firing bursts of
-/// concurrent requests (`scenarios/rate_limit.rs`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RateLimitPlan {
-    /// Clients (each with one multiplexed connection).
-    pub clients: u32,
-    /// Requests per window.
-    pub limit: u64,
-    /// Window length (ms).
-    pub window_ms: u64,
-    /// Every burst, of every client.
-    pub bursts: Vec<Burst>,
-}
-
-/// `size` concurrent requests from `client` at simulated `at`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Burst {
-    /// Which client (index).
-    pub client: u32,
-    /// When (simulated ms).
-    pub at: Millis,
-    /// Requests in flight at once.
-    pub size: u32,
-}
-
-/// Election workload: nodes campaigning for one election and writing a
-/// resource while they lead (`scenarios/election.rs`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ElectionPlan {
-    /// Election nodes.
-    pub nodes: u32,
-    /// Leader lease (ms).
-    pub lease_ms: u64,
-    /// Renewal interval (ms).
-    pub renew_ms: u64,
-    /// Campaign interval (ms).
-    pub campaign_ms: u64,
-    /// Actors return at this simulated time.
-    pub length_ms: Millis,
-    /// Node i starts campaigning at `i * stagger_ms`.
-    pub stagger_ms: u64,
-    /// The node leading at `at` freezes for `ms` (a GC pause).
-    pub stall: Option<LeaderStall>,
-    /// The stall lands between that leader's leadership check and its next
-    /// write (a targeted fault: the write leaves with an ended term's epoch).
-    #[serde(default)]
-    pub stall_mid_write: bool,
-    /// The election's fence counter starts at this value (`None`: absent,
-    /// so the first epoch is 1). Seeds use 2^53 − 2, so epochs cross 2^53.
-    #[serde(default)]
-    pub epoch_base: Option<u64>,
-    /// The node leading at this time calls `stop()` (a clean hand-over).
-    pub stop_at: Option<Millis>,
-}
-
-/// The node leading at `at` freezes for `ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LeaderStall {
-    /// When (simulated ms).
-    pub at: Millis,
-    /// For how long (ms).
-    pub ms: u64,
-}
-
-/// Redlock workload: clients contending for one Redlock over five masters
-/// (`scenarios/redlock.rs`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RedlockPlan {
-    /// When each client starts contending; one entry per client.
-    pub starts: Vec<RedlockStart>,
-    /// Lease TTL (ms).
-    pub ttl_ms: u64,
-    /// Per-master timeout of one acquire round (ms).
-    pub master_timeout_ms: u64,
-    /// Clients start no new attempt after this (ms).
-    pub length_ms: Millis,
-    /// Per-client override of `master_timeout_ms` (index = client); a
-    /// client beyond the list uses `master_timeout_ms`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub master_timeouts_ms: Vec<u64>,
-}
-
-/// When a Redlock client starts contending.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RedlockStart {
-    /// At this simulated time.
-    At(Millis),
-    /// Once client-0 has been granted the lock (or at `latest`), plus `delay`.
-    AfterFirstGrant {
-        /// Delay after the grant (ms).
-        delay: Millis,
-        /// Start at this time at the latest (ms).
-        latest: Millis,
-    },
 }
 
 /// Number of Redis nodes each scenario's world has.

@@ -57,10 +57,11 @@ use crate::checker::{
     REDLOCK_MUTUAL_EXCLUSION,
 };
 use crate::nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, Target};
-use crate::plan::{
-    nodes_of, Burst, ElectionPlan, LeaderStall, LockPlan, Plan, RateLimitPlan, RedlockPlan, RedlockStart, Stall,
-    Workload,
-};
+use crate::plan::{nodes_of, Plan, Workload};
+use crate::scenarios::election::{ElectionPlan, LeaderStall};
+use crate::scenarios::lock::{LockPlan, Stall};
+use crate::scenarios::rate_limit::{Burst, RateLimitPlan};
+use crate::scenarios::redlock::{RedlockPlan, RedlockStart};
 use crate::scenarios::{self, Scenario};
 use crate::servers::{Servers, SetupError};
 

@@ -33,13 +33,14 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
+use crate::history::Millis;
 use core::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis_primitives::election::{Demotion, DemotionReason, Election, Leadership};
 use redis_primitives::naive::NaiveElection;
 use redis_primitives::{FencedStore, FencingToken, OwnerSource, WriteOutcome};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::{sleep, Instant};
 
 use super::{outcome_from, Outcome, Situation};
@@ -48,7 +49,6 @@ use crate::checker::key_lifetimes::{Life, Rule};
 use crate::history::{Op, Published, Role, WriteResult};
 use crate::nemesis::{FaultClass, Profile, Schedule};
 use crate::net::SimConnection;
-use crate::plan::{ElectionPlan, LeaderStall};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{self, Histograms};
 use crate::world::{Actor, World, WorldConfig};
@@ -83,6 +83,45 @@ impl Variant {
             Variant::NoEpoch => "election-no-epoch",
         }
     }
+}
+
+/// Election workload: nodes campaigning for one election and writing a
+/// resource while they lead (`scenarios/election.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElectionPlan {
+    /// Election nodes.
+    pub nodes: u32,
+    /// Leader lease (ms).
+    pub lease_ms: u64,
+    /// Renewal interval (ms).
+    pub renew_ms: u64,
+    /// Campaign interval (ms).
+    pub campaign_ms: u64,
+    /// Actors return at this simulated time.
+    pub length_ms: Millis,
+    /// Node i starts campaigning at `i * stagger_ms`.
+    pub stagger_ms: u64,
+    /// The node leading at `at` freezes for `ms` (a GC pause).
+    pub stall: Option<LeaderStall>,
+    /// The stall lands between that leader's leadership check and its next
+    /// write (a targeted fault: the write leaves with an ended term's epoch).
+    #[serde(default)]
+    pub stall_mid_write: bool,
+    /// The election's fence counter starts at this value (`None`: absent,
+    /// so the first epoch is 1). Seeds use 2^53 − 2, so epochs cross 2^53.
+    #[serde(default)]
+    pub epoch_base: Option<u64>,
+    /// The node leading at this time calls `stop()` (a clean hand-over).
+    pub stop_at: Option<Millis>,
+}
+
+/// The node leading at `at` freezes for `ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderStall {
+    /// When (simulated ms).
+    pub at: Millis,
+    /// For how long (ms).
+    pub ms: u64,
 }
 
 /// What the workload did (for measurements after the run).

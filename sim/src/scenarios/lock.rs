@@ -47,6 +47,7 @@ use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
 use crate::stats::{self, Histograms, UNSAFE};
 use crate::world::{Actor, ActorResult, World, WorldConfig};
+use serde::{Deserialize, Serialize};
 
 /// The lock name every client contends for.
 pub const LOCK_NAME: &str = "resource";
@@ -69,6 +70,35 @@ pub enum StoreKind {
     Fenced,
     /// `UnfencedStore`: plain `SET`, last write wins.
     Unfenced,
+}
+
+/// Lock-family workload: clients contending for one lock, writing a
+/// resource while they hold it (`scenarios/lock.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockPlan {
+    /// Contending clients.
+    pub clients: u32,
+    /// Lease TTL (ms).
+    pub ttl_ms: u64,
+    /// Hold time range (ms), drawn per hold by the client's RNG.
+    pub hold_ms: (u64, u64),
+    /// Time between attempts (ms), drawn per attempt.
+    pub think_ms: (u64, u64),
+    /// Clients start no new attempt after this (ms).
+    pub length_ms: Millis,
+    /// One client stalls inside one of its critical sections.
+    pub stall: Option<Stall>,
+}
+
+/// A client that stalls (a GC pause) inside its `hold`-th critical section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stall {
+    /// Which client (index).
+    pub client: u32,
+    /// In which of its holds (1 = the first).
+    pub hold: u32,
+    /// For how long (ms).
+    pub ms: u64,
 }
 
 /// The lock workload's settings (see the module docs).

@@ -64,10 +64,10 @@ use crate::checker::{rate_limit_exact, rate_limit_liveness};
 use crate::history::{Admission, Event, EventKind, Millis, Op};
 use crate::nemesis::{FaultClass, Profile, Schedule};
 use crate::net::SimConnection;
-use crate::plan::{Burst as PlannedBurst, RateLimitPlan};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{self, Histograms};
 use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig};
+use serde::{Deserialize, Serialize};
 
 /// The limited name.
 pub const NAME: &str = "api";
@@ -262,35 +262,53 @@ impl Limiter {
     }
 }
 
-/// One burst: `size` concurrent requests at simulated `at`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Burst {
-    at: u64,
-    size: u32,
+/// Rate-limit workload: clients sharing one limited name, firing bursts of
+/// concurrent requests (`scenarios/rate_limit.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateLimitPlan {
+    /// Clients (each with one multiplexed connection).
+    pub clients: u32,
+    /// Requests per window.
+    pub limit: u64,
+    /// Window length (ms).
+    pub window_ms: u64,
+    /// Every burst, of every client.
+    pub bursts: Vec<Burst>,
+}
+
+/// `size` concurrent requests from `client` at simulated `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Burst {
+    /// Which client (index).
+    pub client: u32,
+    /// When (simulated ms).
+    pub at: Millis,
+    /// Requests in flight at once.
+    pub size: u32,
 }
 
 /// Bursts per client, drawn from the seed (see the module docs).
-fn plan(seed: u64) -> Vec<Vec<Burst>> {
+fn plan(seed: u64) -> Vec<Burst> {
     let mut rng = StdRng::seed_from_u64(derive_seed(seed, "rate-limit-bursts"));
     let mut per_client = vec![Vec::new(); CLIENTS];
     let size = |rng: &mut StdRng| -> u32 { rng.random_range(5..=8) };
     for boundary in (WINDOW_MS..LENGTH_MS).step_by(WINDOW_MS as usize) {
         let before = rng.random_range(0..CLIENTS);
         let after = (before + rng.random_range(1..CLIENTS)) % CLIENTS;
-        let b = Burst { at: boundary - rng.random_range(10..=150), size: size(&mut rng) };
-        let a = Burst { at: boundary + rng.random_range(0..=150), size: size(&mut rng) };
+        let b = Burst { client: before as u32, at: boundary - rng.random_range(10..=150), size: size(&mut rng) };
+        let a = Burst { client: after as u32, at: boundary + rng.random_range(0..=150), size: size(&mut rng) };
         per_client[before].push(b);
         per_client[after].push(a);
     }
     for start in (0..LENGTH_MS).step_by(WINDOW_MS as usize) {
         let who = rng.random_range(0..CLIENTS);
-        let b = Burst { at: start + rng.random_range(300..=700), size: size(&mut rng) };
+        let b = Burst { client: who as u32, at: start + rng.random_range(300..=700), size: size(&mut rng) };
         per_client[who].push(b);
     }
     for bursts in &mut per_client {
         bursts.sort_by_key(|b| b.at);
     }
-    per_client
+    per_client.concat()
 }
 
 /// The fixed parts of every request of a run.
@@ -714,11 +732,7 @@ pub fn seed_plan(seed: u64) -> (RateLimitPlan, Schedule) {
     profile.latency_ms = (5, 100);
     // Swarm testing: each seed draws its own subset of the classes above.
     let schedule = Schedule::generate(seed, &profile.swarm());
-    let mut bursts = Vec::new();
-    for (i, per_client) in plan(seed).into_iter().enumerate() {
-        bursts.extend(per_client.into_iter().map(|b| PlannedBurst { client: i as u32, at: b.at, size: b.size }));
-    }
-    (RateLimitPlan { clients: CLIENTS as u32, limit: MAX, window_ms: WINDOW_MS, bursts }, schedule)
+    (RateLimitPlan { clients: CLIENTS as u32, limit: MAX, window_ms: WINDOW_MS, bursts: plan(seed) }, schedule)
 }
 
 /// Runs an explicit plan of a rate-limit scenario.
@@ -740,8 +754,7 @@ pub fn run_planned(
     let flusher = plan.clients.min(2) - 1;
     let mut world = World::new(servers, config)?;
     for i in 0..plan.clients {
-        let mut bursts: Vec<Burst> =
-            plan.bursts.iter().filter(|b| b.client == i).map(|b| Burst { at: b.at, size: b.size }).collect();
+        let mut bursts: Vec<Burst> = plan.bursts.iter().filter(|b| b.client == i).copied().collect();
         bursts.sort_by_key(|b| b.at);
         let flush = if i == flusher { flush_at } else { None };
         world.actor(format!("client-{i}"), move |actor| client(actor, variant, bursts, setup, flush));
@@ -941,7 +954,7 @@ mod tests {
     #[test]
     fn bursts_straddle_every_boundary() {
         let p = plan(7);
-        let all: Vec<Burst> = p.iter().flatten().copied().collect();
+        let all: Vec<Burst> = p.clone();
         for boundary in [1000u64, 2000] {
             assert!(all.iter().any(|b| b.at < boundary && b.at + 150 >= boundary));
             assert!(all.iter().any(|b| b.at >= boundary && b.at <= boundary + 150));

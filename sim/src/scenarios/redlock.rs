@@ -40,6 +40,8 @@
 //!   while client-0's validity still runs.
 
 use crate::checker::key_lifetimes::{Life, Rule};
+use crate::history::Millis;
+use serde::{Deserialize, Serialize};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -61,7 +63,6 @@ use crate::checker::{redlock_liveness, redlock_rounds, redlock_validity, redlock
 use crate::history::{Op, RedlockRound};
 use crate::nemesis::{Fault, FaultClass, FaultKind, Profile, Schedule, Target};
 use crate::net::{NetConfig, SimConnection};
-use crate::plan::{RedlockPlan, RedlockStart};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{self, Histograms};
 use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig};
@@ -189,6 +190,39 @@ fn refusal_round(r: &Refusal) -> RedlockRound {
         cleanup: Some(answers(&r.cleanup)),
         ..RedlockRound::default()
     }
+}
+
+/// Redlock workload: clients contending for one Redlock over five masters
+/// (`scenarios/redlock.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedlockPlan {
+    /// When each client starts contending; one entry per client.
+    pub starts: Vec<RedlockStart>,
+    /// Lease TTL (ms).
+    pub ttl_ms: u64,
+    /// Per-master timeout of one acquire round (ms).
+    pub master_timeout_ms: u64,
+    /// Clients start no new attempt after this (ms).
+    pub length_ms: Millis,
+    /// Per-client override of `master_timeout_ms` (index = client); a
+    /// client beyond the list uses `master_timeout_ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub master_timeouts_ms: Vec<u64>,
+}
+
+/// When a Redlock client starts contending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedlockStart {
+    /// At this simulated time.
+    At(Millis),
+    /// Once client-0 has been granted the lock (or at `latest`), plus `delay`.
+    AfterFirstGrant {
+        /// Delay after the grant (ms).
+        delay: Millis,
+        /// Start at this time at the latest (ms).
+        latest: Millis,
+    },
 }
 
 /// When a client starts contending.
