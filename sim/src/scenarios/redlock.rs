@@ -225,17 +225,6 @@ pub enum RedlockStart {
     },
 }
 
-/// When a client starts contending.
-#[derive(Debug, Clone, Copy)]
-enum Start {
-    /// At this simulated time.
-    At(u64),
-    /// Once client-0 has been granted the lock (or at the given time at the
-    /// latest), plus a delay: the others arrive while it holds it, so they
-    /// take the keys the moment they lapse on the masters.
-    AfterFirstGrant { delay: u64, latest: u64 },
-}
-
 /// TTL, this client's per-master timeout and end of attempts (ms) of one run.
 #[derive(Debug, Clone, Copy)]
 struct Timing {
@@ -263,7 +252,7 @@ fn net_for(master_timeout_ms: u64) -> NetConfig {
 async fn client(
     actor: Actor,
     variant: Variant,
-    start: Start,
+    start: RedlockStart,
     first_grant: Arc<AtomicBool>,
     timing: Timing,
 ) -> ActorResult {
@@ -333,13 +322,13 @@ async fn client(
     };
     let mut rng = StdRng::seed_from_u64(actor.seed_for("redlock-work"));
     match start {
-        Start::At(at) => {
+        RedlockStart::At(at) => {
             let now = actor.now();
             if at > now {
                 tokio::time::sleep(Duration::from_millis(at - now)).await;
             }
         }
-        Start::AfterFirstGrant { delay, latest } => {
+        RedlockStart::AfterFirstGrant { delay, latest } => {
             while !first_grant.load(Ordering::Acquire) && actor.now() < latest {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
@@ -553,7 +542,7 @@ async fn naive_attempt(actor: &Actor, r: &NaiveRedlock<SimConnection>, rng: &mut
 }
 
 /// The faults of one seed, and when each client starts.
-fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
+fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<RedlockStart>) {
     let mut rng = StdRng::seed_from_u64(derive_seed(seed, "redlock-plan"));
     match variant {
         Variant::NoValidity => {
@@ -578,8 +567,8 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
             ];
             let mut faults = vec![slow];
             faults.extend(Schedule::generate(seed, &profile).faults);
-            let mut after = || Start::AfterFirstGrant { delay: rng.random_range(0..=40), latest: 1200 };
-            let starts = vec![Start::At(0), after(), after()];
+            let mut after = || RedlockStart::AfterFirstGrant { delay: rng.random_range(0..=40), latest: 1200 };
+            let starts = vec![RedlockStart::At(0), after(), after()];
             (Schedule::of(faults), starts)
         }
         Variant::Correct => {
@@ -644,8 +633,8 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
             ];
             let generated = Schedule::generate(seed, &profile);
             faults.extend(generated.faults);
-            let mut after = || Start::AfterFirstGrant { delay: rng.random_range(0..=40), latest: 1200 };
-            let starts = vec![Start::At(0), after(), after()];
+            let mut after = || RedlockStart::AfterFirstGrant { delay: rng.random_range(0..=40), latest: 1200 };
+            let starts = vec![RedlockStart::At(0), after(), after()];
             (Schedule { faults, swarm: generated.swarm }, starts)
         }
         Variant::ClockJump => {
@@ -673,9 +662,9 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<Start>) {
             }
             // Client-0 goes first; the others after the jump.
             let starts = vec![
-                Start::At(0),
-                Start::At(jump_at + rng.random_range(5..=40)),
-                Start::At(jump_at + rng.random_range(5..=40)),
+                RedlockStart::At(0),
+                RedlockStart::At(jump_at + rng.random_range(5..=40)),
+                RedlockStart::At(jump_at + rng.random_range(5..=40)),
             ];
             (Schedule::of(faults), starts)
         }
@@ -692,13 +681,6 @@ pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result
 /// schedule (see `crate::plan`).
 pub fn seed_plan(variant: Variant, seed: u64) -> (RedlockPlan, Schedule) {
     let (schedule, starts) = plan(variant, seed);
-    let starts = starts
-        .into_iter()
-        .map(|s| match s {
-            Start::At(at) => RedlockStart::At(at),
-            Start::AfterFirstGrant { delay, latest } => RedlockStart::AfterFirstGrant { delay, latest },
-        })
-        .collect();
     let (length_ms, master_timeouts_ms) = match variant {
         Variant::Correct => (CORRECT_LENGTH_MS, CORRECT_MASTER_TIMEOUTS_MS.to_vec()),
         _ => (LENGTH_MS, Vec::new()),
@@ -755,10 +737,7 @@ pub fn run_planned(
     let mut world = World::new(servers, config)?;
     let first_grant = Arc::new(AtomicBool::new(false));
     for (i, start) in plan.starts.iter().enumerate() {
-        let start = match *start {
-            RedlockStart::At(at) => Start::At(at),
-            RedlockStart::AfterFirstGrant { delay, latest } => Start::AfterFirstGrant { delay, latest },
-        };
+        let start = *start;
         let timing = Timing {
             ttl_ms: plan.ttl_ms,
             master_timeout_ms: plan.master_timeouts_ms.get(i).copied().unwrap_or(plan.master_timeout_ms),
