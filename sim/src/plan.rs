@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::nemesis::{Fault, FaultClass, Schedule, Target};
 use crate::scenarios::election::ElectionPlan;
-use crate::scenarios::lock::{LockPlan, LockWorkload, Stall};
+use crate::scenarios::lock::{LockPlan, LockWorkload};
 use crate::scenarios::rate_limit::RateLimitPlan;
 use crate::scenarios::redlock::{RedlockPlan, RedlockStart};
 use crate::scenarios::{self, election, rate_limit, redlock, Outcome};
@@ -301,19 +301,8 @@ fn redlock_variant(scenario: &str) -> Option<redlock::Variant> {
 /// scenario). `run_plan(&from_seed(s, seed))` is `run(seed)`, digest for digest.
 pub fn from_seed(scenario: &str, seed: u64) -> Option<Plan> {
     let (workload, schedule) = if let Some(w) = lock_template(scenario) {
-        let stall = (w.stall_ms > 0).then(|| {
-            let (client, hold) = w.stall_plan(seed);
-            Stall { client, hold, ms: w.stall_ms }
-        });
-        let lock = LockPlan {
-            clients: w.clients,
-            ttl_ms: w.ttl_ms,
-            hold_ms: w.hold_ms,
-            think_ms: w.think_ms,
-            length_ms: w.length_ms,
-            stall,
-        };
-        (Workload::Lock(lock), w.schedule(seed))
+        let (lock, schedule) = w.seed_plan(seed);
+        (Workload::Lock(lock), schedule)
     } else if rate_limit_variant(scenario).is_some() {
         let (p, s) = rate_limit::seed_plan(seed);
         (Workload::RateLimit(p), s)
@@ -344,16 +333,7 @@ pub fn run(servers: &mut Servers, plan: &Plan) -> Result<Outcome, SetupError> {
     match &plan.workload {
         Workload::Lock(p) => {
             let template = lock_template(&plan.scenario).ok_or_else(mismatch)?;
-            let w = LockWorkload {
-                clients: p.clients,
-                ttl_ms: p.ttl_ms,
-                hold_ms: p.hold_ms,
-                think_ms: p.think_ms,
-                length_ms: p.length_ms,
-                stall_ms: p.stall.map_or(0, |s| s.ms),
-                ..template
-            };
-            w.run_exact(servers, plan.seed, schedule, p.stall.map(|s| (s.client, s.hold)))
+            template.run_planned(servers, plan.seed, p, schedule)
         }
         Workload::RateLimit(p) => {
             let v = rate_limit_variant(&plan.scenario).ok_or_else(mismatch)?;
@@ -508,6 +488,7 @@ impl fmt::Display for Plan {
 mod tests {
     use super::*;
     use crate::nemesis::FaultKind;
+    use crate::scenarios::lock::Stall;
 
     fn lock_plan(faults: Vec<Fault>) -> Plan {
         Plan {

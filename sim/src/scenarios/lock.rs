@@ -101,11 +101,12 @@ pub struct Stall {
     pub ms: u64,
 }
 
-/// The lock workload's settings (see the module docs).
+/// The lock workload: one variant's fixed settings, and the plan it runs
+/// (see the module docs). The plan's fields live only in [`LockPlan`].
 #[derive(Debug, Clone)]
 pub struct LockWorkload {
-    /// Number of contending clients.
-    pub clients: u32,
+    /// What the actors do: clients, TTL, hold and think times, length, stall.
+    pub plan: LockPlan,
     /// Redis nodes in the world.
     pub nodes: usize,
     /// Node holding the lock.
@@ -113,16 +114,9 @@ pub struct LockWorkload {
     /// Node holding the resource (a different node models a resource that
     /// survives the lock server's failures).
     pub store_node: usize,
-    /// Clients start no new attempt after this (simulated ms).
-    pub length_ms: u64,
-    /// Lease TTL.
-    pub ttl_ms: u64,
-    /// Hold time range (ms), drawn per hold.
-    pub hold_ms: (u64, u64),
-    /// Time between attempts (ms), drawn per attempt.
-    pub think_ms: (u64, u64),
-    /// Length of the stall one client takes inside a critical section (0: none).
-    pub stall_ms: u64,
+    /// How long the stall a seed plans lasts (0: seeds plan none); where it
+    /// lands is drawn per seed ([`LockWorkload::seed_plan`]).
+    pub seed_stall_ms: u64,
     /// The lock used.
     pub lock: LockKind,
     /// The resource written.
@@ -150,15 +144,11 @@ impl LockWorkload {
     pub fn lock() -> LockWorkload {
         let length_ms = 3000;
         LockWorkload {
-            clients: 3,
+            plan: LockPlan { clients: 3, ttl_ms: 300, hold_ms: (20, 450), think_ms: (5, 80), length_ms, stall: None },
             nodes: 1,
             lock_node: 0,
             store_node: 0,
-            length_ms,
-            ttl_ms: 300,
-            hold_ms: (20, 450),
-            think_ms: (5, 80),
-            stall_ms: 900,
+            seed_stall_ms: 900,
             lock: LockKind::Fenced,
             store: StoreKind::Fenced,
             check_deadline: true,
@@ -185,38 +175,53 @@ impl LockWorkload {
         s
     }
 
-    /// Runs one seed with its generated schedule.
-    pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-        self.run_with(servers, seed, self.schedule(seed))
+    /// The plan and schedule of one seed: the template's plan with a stall
+    /// of `seed_stall_ms` in a seeded client's seeded hold, and the
+    /// generated faults.
+    pub fn seed_plan(&self, seed: u64) -> (LockPlan, Schedule) {
+        let stall = (self.seed_stall_ms > 0).then(|| {
+            let (client, hold) = self.stall_plan(seed);
+            Stall { client, hold, ms: self.seed_stall_ms }
+        });
+        (LockPlan { stall, ..self.plan.clone() }, self.schedule(seed))
     }
 
-    /// Runs one seed with an explicit schedule (property tests).
-    pub fn run_with(&self, servers: &mut Servers, seed: u64, schedule: Schedule) -> Result<Outcome, SetupError> {
-        let stall = (self.stall_ms > 0).then(|| self.stall_plan(seed));
-        self.run_exact(servers, seed, schedule, stall)
+    /// Runs one seed: its plan ([`LockWorkload::seed_plan`]), by construction.
+    pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+        let (plan, schedule) = self.seed_plan(seed);
+        self.run_planned(servers, seed, &plan, schedule)
     }
 
     /// Which client stalls, and in which of its holds (1-based): seeded.
     pub fn stall_plan(&self, seed: u64) -> (u32, u32) {
         let mut rng = rand::rngs::StdRng::seed_from_u64(crate::world::derive_seed(seed, "stall"));
-        (rng.random_range(0..self.clients.max(1)), rng.random_range(1..=3u32))
+        (rng.random_range(0..self.plan.clients.max(1)), rng.random_range(1..=3u32))
     }
 
-    /// Runs with an explicit schedule and stall: `stall = Some((client,
-    /// hold))` makes that client stall `stall_ms` inside that hold (explicit
-    /// plans, see `crate::plan`).
-    pub fn run_exact(
+    /// How long the plan's stall lasts (0: none).
+    fn stall_ms(&self) -> u64 {
+        self.plan.stall.map_or(0, |s| s.ms)
+    }
+
+    /// Runs `plan` under these settings, with `schedule`.
+    pub fn run_planned(
         &self,
         servers: &mut Servers,
         seed: u64,
+        plan: &LockPlan,
         schedule: Schedule,
-        stall: Option<(u32, u32)>,
     ) -> Result<Outcome, SetupError> {
+        let this = LockWorkload { plan: plan.clone(), ..self.clone() };
+        this.run_exact(servers, seed, schedule)
+    }
+
+    fn run_exact(&self, servers: &mut Servers, seed: u64, schedule: Schedule) -> Result<Outcome, SetupError> {
+        let stall = self.plan.stall.filter(|s| s.ms > 0).map(|s| (s.client, s.hold));
         let mut world = World::new(servers, WorldConfig::new(seed).nodes(self.nodes))?;
         let done = Arc::new(AtomicU32::new(0));
-        for i in 0..self.clients {
+        for i in 0..self.plan.clients {
             let w = self.clone();
-            let stall_at = stall.filter(|(c, _)| *c == i && self.stall_ms > 0).map(|(_, hold)| hold);
+            let stall_at = stall.filter(|(c, _)| *c == i && self.stall_ms() > 0).map(|(_, hold)| hold);
             let done = Arc::clone(&done);
             world.actor(format!("client-{i}"), move |actor| async move {
                 let r = client(actor, w, stall_at).await;
@@ -231,9 +236,9 @@ impl LockWorkload {
         let read_at = if self.modes {
             // The liveness probe waits for requests still in flight at the
             // last heal to land (latency faults add up to 300 ms).
-            (self.length_ms + 500).max(last_fault + 400)
+            (self.plan.length_ms + 500).max(last_fault + 400)
         } else {
-            (self.length_ms + 500).max(last_fault + 200)
+            (self.plan.length_ms + 500).max(last_fault + 200)
         };
         let w = self.clone();
         world.actor("reader", move |actor| reader(actor, w, read_at, done));
@@ -268,7 +273,7 @@ impl LockWorkload {
                     _ => None,
                 })
                 .max()
-                .unwrap_or(self.ttl_ms);
+                .unwrap_or(self.plan.ttl_ms);
             let rules = [
                 Rule { prefix: "lock:{", suffix: "}:fence", life: Life::Forever, what: "fence counter" },
                 Rule { prefix: "lock:{", suffix: "}", life: Life::AtMost(longest), what: "lease" },
@@ -277,7 +282,7 @@ impl LockWorkload {
             for (node, keys) in run.keys_at_end.iter().enumerate() {
                 outcome.violations.extend(key_lifetimes::check(node, keys, &rules, &["probe-corrupt"]));
             }
-            let live = lock_liveness::check(&outcome.history, "reader", self.ttl_ms);
+            let live = lock_liveness::check(&outcome.history, "reader", self.plan.ttl_ms);
             if live.is_empty()
                 && outcome
                     .history
@@ -336,7 +341,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     };
     let fenced = FencedStore::new(store_conn.clone());
     let unfenced = UnfencedStore::new(store_conn);
-    let ttl = Ttl::from_millis(w.ttl_ms)?;
+    let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
     if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
         if actor.index() == 0 {
             super::validation::keep_alive(&actor, l, (DRIFT.per_mille as u32, DRIFT.constant_ms))?;
@@ -351,7 +356,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
                 (
                     "KeepAlive::every",
                     format!("{:?}", keep.every()),
-                    format!("{:?}", Duration::from_millis(w.ttl_ms) / 3),
+                    format!("{:?}", Duration::from_millis(w.plan.ttl_ms) / 3),
                 ),
                 ("KeepAlive::ttl", keep.ttl().to_string(), ttl.to_string()),
                 ("FencedStore::redis_key", fenced.redis_key(RESOURCE_KEY)?, format!("fenced:{{{RESOURCE_KEY}}}")),
@@ -367,7 +372,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let mut edge_rng = rand::rngs::StdRng::seed_from_u64(actor.seed_for("edge"));
     let mut stall_at = stall_at;
 
-    while actor.now() < w.length_ms {
+    while actor.now() < w.plan.length_ms {
         if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
             if mode_rng.random_bool(0.15) {
                 read_lock_state(&actor, l, &mut mode_rng).await;
@@ -387,11 +392,12 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
                 };
                 attempt(&mut cx, mode).await?;
                 stall_at = cx.stall_at;
-                sleep_ms(draw(&mut rng, w.think_ms)).await;
+                sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
                 continue;
             }
         }
-        let acquire_op = |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token, deadline };
+        let acquire_op =
+            |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
         let api = match &lock {
             AnyLock::Fenced(_) => "Lock::acquire",
             AnyLock::Naive(_) => "NaiveLock::acquire",
@@ -408,20 +414,20 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             }),
             // A naive client believes its lease lasts the TTL from the send.
             AnyLock::Naive(l) => {
-                l.acquire(LOCK_NAME, ttl).await.map(|ok| ok.then_some((None, sent + w.ttl_ms, Held::Naive)))
+                l.acquire(LOCK_NAME, ttl).await.map(|ok| ok.then_some((None, sent + w.plan.ttl_ms, Held::Naive)))
             }
         };
         let (token, deadline, held) = match got {
             Ok(Some(x)) => x,
             Ok(None) => {
                 actor.fail(id, acquire_op(None, None));
-                sleep_ms(draw(&mut rng, w.think_ms)).await;
+                sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
                 continue;
             }
             Err(e) => {
                 actor.errored(id, acquire_op(None, None), &e);
                 actor.note(format!("acquire: {e}"));
-                sleep_ms(draw(&mut rng, w.think_ms)).await;
+                sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
                 continue;
             }
         };
@@ -432,9 +438,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
         let stalled = stall_at == Some(holds);
         if stalled {
             stall_at = None;
-            actor.stall(w.stall_ms, "inside its critical section");
+            actor.stall(w.stall_ms(), "inside its critical section");
         }
-        let hold = draw(&mut rng, w.hold_ms);
+        let hold = draw(&mut rng, w.plan.hold_ms);
         match (&held, w.modes && edge_rng.random_bool(0.5)) {
             // The instant that matters: the trust check lands exactly on
             // the local deadline, or one millisecond before it.
@@ -463,7 +469,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
                 token,
                 reason: "local deadline passed before the write".into(),
             });
-            sleep_ms(draw(&mut rng, w.think_ms)).await;
+            sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
             continue;
         }
 
@@ -487,7 +493,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             Ok(false) => actor.fail(id, release_op),
             Err(e) => actor.errored(id, release_op, &e),
         }
-        sleep_ms(draw(&mut rng, w.think_ms)).await;
+        sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
     }
     Ok(())
 }
@@ -698,15 +704,15 @@ fn reach_post_hoc(outcome: &mut Outcome) {
 /// has stopped, `Retry::run` around `Lock::acquire` must be granted within
 /// TTL + 150 ms; then it releases.
 async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> ActorResult {
-    while done.load(Ordering::Relaxed) < w.clients {
+    while done.load(Ordering::Relaxed) < w.plan.clients {
         sleep_ms(10).await;
     }
     let lock = Lock::builder(actor.connection(w.lock_node))
         .owners(OwnerSource::seeded(actor.seed()))
         .drift(lock_drift(w)?)
         .build()?;
-    let ttl = Ttl::from_millis(w.ttl_ms)?;
-    let bound = w.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
+    let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
+    let bound = w.plan.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
     let retry = redis_primitives::Retry::new(
         core::num::NonZeroU32::new(60).expect("non-zero"),
         Duration::from_millis(5),
@@ -720,7 +726,8 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
         .run(|| {
             let (actor, lock) = (actor.clone(), lock.clone());
             async move {
-                let op = |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token, deadline };
+                let op =
+                    |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
                 let id = actor.call("Lock::acquire", op(None, None));
                 let r = lock.acquire(LOCK_NAME, ttl).await;
                 match &r {
@@ -833,7 +840,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn acquire_op(&self, token: Option<u64>, deadline: Option<Millis>) -> Op {
-        Op::Acquire { name: LOCK_NAME.into(), ttl_ms: self.w.ttl_ms, token, deadline }
+        Op::Acquire { name: LOCK_NAME.into(), ttl_ms: self.w.plan.ttl_ms, token, deadline }
     }
 
     fn deadline_ms(&self, lease: &redis_primitives::Lease) -> Millis {
@@ -869,9 +876,9 @@ impl Ctx<'_> {
 
     /// The workload stall, if this is the hold it belongs in.
     async fn maybe_workload_stall(&mut self) {
-        if self.stall_at == Some(*self.holds) && self.w.stall_ms > 0 {
+        if self.stall_at == Some(*self.holds) && self.w.stall_ms() > 0 {
             self.stall_at = None;
-            stall(self.actor, self.w.stall_ms, "inside its critical section").await;
+            stall(self.actor, self.w.stall_ms(), "inside its critical section").await;
         }
     }
 
@@ -979,7 +986,7 @@ async fn read_lock_state(actor: &Actor, lock: &Lock<SimConnection>, rng: &mut im
 
 /// One attempt in a non-plain mode.
 async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
-    let ttl_ms = cx.w.ttl_ms;
+    let ttl_ms = cx.w.plan.ttl_ms;
     match mode {
         Mode::Plain => {}
         Mode::Extend => {
@@ -1049,7 +1056,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
         }
         Mode::WithLock => {
             let acquire_id = cx.actor.call("Lock::with_lock", cx.acquire_op(None, None));
-            let hold = cx.rng.random_range(cx.w.hold_ms.0..=cx.w.hold_ms.1);
+            let hold = cx.rng.random_range(cx.w.plan.hold_ms.0..=cx.w.plan.hold_ms.1);
             let state = std::rc::Rc::new(std::cell::Cell::new(None::<(crate::history::OpId, u64)>));
             let (actor, store, w) = (cx.actor.clone(), cx.store.clone(), cx.w.clone());
             let writes = *cx.writes + 1;
@@ -1060,7 +1067,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 let d = actor.millis_of(lease.local_deadline());
                 actor.ok(
                     acquire_id,
-                    Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) },
+                    Op::Acquire {
+                        name: LOCK_NAME.into(),
+                        ttl_ms: w.plan.ttl_ms,
+                        token: Some(token),
+                        deadline: Some(d),
+                    },
                 );
                 sleep_ms(hold).await;
                 if view(&actor, &lease) || !w.check_deadline {
@@ -1115,13 +1127,18 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let w = cx.w.clone();
             let store = cx.store.clone();
             let seed = cx.rng.random::<u64>();
-            let stall_here = (cx.stall_at == Some(*cx.holds + 1)).then_some(cx.w.stall_ms);
+            let stall_here = (cx.stall_at == Some(*cx.holds + 1)).then_some(cx.w.stall_ms());
             let body = move |lease: redis_primitives::Lease| async move {
                 let token = lease.token().get();
                 let d = actor.millis_of(lease.local_deadline());
                 actor.ok(
                     acquire_id,
-                    Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token: Some(token), deadline: Some(d) },
+                    Op::Acquire {
+                        name: LOCK_NAME.into(),
+                        ttl_ms: w.plan.ttl_ms,
+                        token: Some(token),
+                        deadline: Some(d),
+                    },
                 );
                 let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
                 let (mut holds, mut writes) = (0u32, 0u32);
@@ -1130,7 +1147,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     w: &w,
                     lock: &lock2,
                     store: &store,
-                    ttl: Ttl::from_millis(w.ttl_ms).expect("ttl validated"),
+                    ttl: Ttl::from_millis(w.plan.ttl_ms).expect("ttl validated"),
                     rng: &mut rng,
                     holds: &mut holds,
                     writes: &mut writes,
@@ -1248,8 +1265,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     let (actor, lock, w, t2) = (actor.clone(), lock.clone(), w.clone(), t2.clone());
                     async move {
                         t2.set(t2.get() + 1);
-                        let op =
-                            |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.ttl_ms, token, deadline };
+                        let op = |token, deadline| Op::Acquire {
+                            name: LOCK_NAME.into(),
+                            ttl_ms: w.plan.ttl_ms,
+                            token,
+                            deadline,
+                        };
                         let id = actor.call("Lock::acquire", op(None, None));
                         let r = lock.acquire(LOCK_NAME, ttl).await;
                         match &r {
@@ -1271,7 +1292,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         cx.actor.reached(situation::RETRY_ACQUIRED_AFTER_CONTENTION);
                     }
                     cx.maybe_workload_stall().await;
-                    sleep_ms(cx.rng.random_range(cx.w.hold_ms.0..=cx.w.hold_ms.1)).await;
+                    sleep_ms(cx.rng.random_range(cx.w.plan.hold_ms.0..=cx.w.plan.hold_ms.1)).await;
                     cx.write_if_trusted(&lease, None).await;
                     cx.release(&lease).await;
                 }
