@@ -530,7 +530,11 @@ fn replay_cmd(args: ReplayArgs) -> i32 {
     };
     let mut servers = Servers::new();
     let result = match (&plan, args.seed) {
-        (Some(plan), _) => scenario.run_plan(&mut servers, plan),
+        (Some(plan), _) if plan.scenario != scenario.name => {
+            eprintln!("rp-sim: the plan is for scenario {}, not {}", plan.scenario, scenario.name);
+            return 2;
+        }
+        (Some(plan), _) => crate::plan::run(&mut servers, plan),
         (None, Some(seed)) => scenario.run(&mut servers, seed),
         // clap requires one of the two.
         (None, None) => return 2,

@@ -17,10 +17,11 @@
 //!   section, the current leader freezing);
 //! - `schedule`: the nemesis faults, each with its start, duration and target.
 //!
-//! Every scenario derives its seed-only run from a plan
-//! ([`Scenario::seed_plan`](crate::scenarios::Scenario::seed_plan)), so
-//! `run(seed)` and `run_plan(&seed_plan(seed))` are the same run, digest for
-//! digest (`sim/tests/harness/plan.rs` checks it for every scenario). `rp-sim replay
+//! Every family runs a seed through its plan (each family's `seed_plan`, and
+//! [`from_seed`] here), so `run(seed)` and [`run`]`(&from_seed(seed))` are
+//! the same run, digest for digest (`sim/tests/harness/plan.rs` checks it
+//! for every scenario). The dependency goes one way: this module imports the
+//! families' plan types; no family imports this module. `rp-sim replay
 //! --scenario NAME --plan '<json>'` reruns a plan, which is how a shrunk
 //! counterexample from the property tests is reproduced.
 //!
@@ -319,8 +320,16 @@ pub fn from_seed(scenario: &str, seed: u64) -> Option<Plan> {
 }
 
 /// Runs a plan: its scenario's workload with the plan's parameters and
-/// schedule, checked by the scenario's checkers.
+/// schedule, checked by the scenario's checkers (an unknown scenario, or a
+/// workload of another family, is an invalid plan).
 pub fn run(servers: &mut Servers, plan: &Plan) -> Result<Outcome, SetupError> {
+    if scenarios::find(&plan.scenario).is_none() {
+        return Err(SetupError::Simulation(format!(
+            "invalid plan: no scenario named {} ({})",
+            plan.scenario,
+            scenarios::names()
+        )));
+    }
     plan.validate().map_err(|e| SetupError::Simulation(format!("invalid plan: {e}")))?;
     let mismatch = || {
         SetupError::Simulation(format!(

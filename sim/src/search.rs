@@ -62,7 +62,6 @@ use crate::scenarios::election::{ElectionPlan, LeaderStall};
 use crate::scenarios::lock::{LockPlan, Stall};
 use crate::scenarios::rate_limit::{Burst, RateLimitPlan};
 use crate::scenarios::redlock::{RedlockPlan, RedlockStart};
-use crate::scenarios::{self, Scenario};
 use crate::servers::{Servers, SetupError};
 
 /// What faults a search may draw.
@@ -827,11 +826,7 @@ pub fn search(
         if state.borrow().error.is_some() {
             return Err(TestCaseError::fail("set-up error"));
         }
-        let Some(scenario) = scenarios::find(&plan.scenario) else {
-            state.borrow_mut().error = Some(SetupError::Simulation(format!("unknown scenario {}", plan.scenario)));
-            return Err(TestCaseError::fail("set-up error"));
-        };
-        let outcome = scenario.run_plan(&mut servers.borrow_mut(), &plan);
+        let outcome = crate::plan::run(&mut servers.borrow_mut(), &plan);
         let mut st = state.borrow_mut();
         st.calls += 1;
         st.scenario.get_or_insert_with(|| plan.scenario.clone());
@@ -1006,9 +1001,7 @@ pub fn check(property: &PropertySpec, servers: &mut Servers, config: SearchConfi
 
 /// Runs a plan once and returns the violations of `invariant` it produces.
 pub fn replay(plan: &Plan, invariant: &str, servers: &mut Servers) -> Result<Vec<Violation>, SetupError> {
-    let scenario: &Scenario = scenarios::find(&plan.scenario)
-        .ok_or_else(|| SetupError::Simulation(format!("unknown scenario {}", plan.scenario)))?;
-    let outcome = scenario.run_plan(servers, plan)?;
+    let outcome = crate::plan::run(servers, plan)?;
     Ok(outcome.violations.into_iter().filter(|v| v.invariant == invariant).collect())
 }
 

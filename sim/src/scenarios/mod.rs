@@ -171,24 +171,6 @@ use crate::checker::{
     ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
 };
 
-impl Scenario {
-    /// Runs an explicit plan; its `scenario` must be this one.
-    pub fn run_plan(&self, servers: &mut Servers, plan: &crate::plan::Plan) -> Result<Outcome, SetupError> {
-        if plan.scenario != self.name {
-            return Err(SetupError::Simulation(format!(
-                "invalid plan: it is for scenario {}, not {}",
-                plan.scenario, self.name
-            )));
-        }
-        crate::plan::run(servers, plan)
-    }
-
-    /// The plan that `run(seed)` follows.
-    pub fn seed_plan(&self, seed: u64) -> Option<crate::plan::Plan> {
-        crate::plan::from_seed(self.name, seed)
-    }
-}
-
 /// Every scenario, in the order `rp-sim scenarios` lists them.
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {

@@ -18,12 +18,12 @@ fn every_seed_run_is_the_run_of_its_plan() {
     for s in SCENARIOS {
         for seed in [1u64, 4] {
             let by_seed = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
-            let p = s.seed_plan(seed).unwrap_or_else(|| panic!("{} has no seed plan", s.name));
+            let p = plan::from_seed(s.name, seed).unwrap_or_else(|| panic!("{} has no seed plan", s.name));
             p.validate().unwrap_or_else(|e| panic!("{}: seed plan invalid: {e}\n{p}", s.name));
             let json = p.to_json();
             let back = Plan::from_json(&json).unwrap();
             assert_eq!(back, p, "{}: JSON round trip", s.name);
-            let by_plan = s.run_plan(&mut servers, &back).unwrap_or_else(|e| panic!("{} plan: {e}", s.name));
+            let by_plan = plan::run(&mut servers, &back).unwrap_or_else(|e| panic!("{} plan: {e}", s.name));
             assert_eq!(by_seed.digest, by_plan.digest, "{} seed {seed}: plan run differs\n{p}", s.name);
             assert_eq!(by_seed.violations, by_plan.violations, "{}", s.name);
             println!("{} seed {seed}: digest {} (size {})", s.name, by_plan.digest, p.size());
@@ -36,7 +36,7 @@ fn replay_plan_reproduces_in_another_process() {
     let bin = env!("CARGO_BIN_EXE_rp-sim");
     let mut servers = Servers::new();
     let s = redis_primitives_sim::scenarios::find("lock-naive").unwrap();
-    let mut p = s.seed_plan(2).unwrap();
+    let mut p = plan::from_seed(s.name, 2).unwrap();
     // Edit the plan: no nemesis faults, two clients. It is still a run.
     p.schedule.faults.clear();
     if let Workload::Lock(w) = &mut p.workload {
@@ -46,7 +46,7 @@ fn replay_plan_reproduces_in_another_process() {
             st
         });
     }
-    let here = s.run_plan(&mut servers, &p).unwrap();
+    let here = plan::run(&mut servers, &p).unwrap();
     let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().expect("rp-sim runs");
     let json = p.to_json();
     let inline = run(&["replay", "--scenario", "lock-naive", "--plan", &json]);
