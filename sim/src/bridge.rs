@@ -102,6 +102,8 @@ pub struct BridgeNode {
     state: Mutex<NodeState>,
     stats: BridgeStats,
     log: Mutex<Vec<Execution>>,
+    /// One-shot delays: the next request from this client waits this long.
+    delays: Mutex<Vec<(String, Duration)>>,
 }
 
 impl BridgeNode {
@@ -115,7 +117,28 @@ impl BridgeNode {
             state: Mutex::new(NodeState::default()),
             stats: BridgeStats::default(),
             log: Mutex::new(Vec::new()),
+            delays: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Delays the next request `client` sends to this node by `by` of
+    /// simulated time before it runs (a targeted fault: one slow reply, the
+    /// rest of the link untouched). Its undo is the request itself: the
+    /// delay is spent by the first request that arrives.
+    pub fn delay_next_request(&self, client: &str, by: Duration) {
+        match self.delays.lock() {
+            Ok(mut d) => d.push((client.to_string(), by)),
+            Err(p) => p.into_inner().push((client.to_string(), by)),
+        }
+    }
+
+    fn take_delay(&self, client: &str) -> Option<Duration> {
+        let mut d = match self.delays.lock() {
+            Ok(d) => d,
+            Err(p) => p.into_inner(),
+        };
+        let i = d.iter().position(|(c, _)| c == client)?;
+        Some(d.remove(i).1)
     }
 
     /// Every command executed so far, in execution order.
@@ -241,6 +264,9 @@ impl BridgeNode {
         let mut reply = Vec::new();
         loop {
             while let Some(len) = next_request(&inbox)? {
+                if let Some(by) = self.take_delay(&client) {
+                    tokio::time::sleep(by).await;
+                }
                 self.wait_while_paused().await;
                 let at = self.pin_clock();
                 self.record(&client, &inbox[..len], at);

@@ -565,6 +565,10 @@ pub enum Op {
         token: Option<u64>,
         /// How it ended (on completion).
         outcome: Option<GuardedResult>,
+        /// `KeepAlive::every` of the policy, in ms: the longest a
+        /// `with_lock_guarded` waits for its final release.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        every_ms: Option<u64>,
     },
     /// `Lock::current_token`: the fence counter (`None` = never issued).
     CurrentToken {
@@ -677,6 +681,15 @@ pub enum Op {
         /// The refusal, as displayed.
         refusal: Option<String>,
     },
+    /// Observation: the actor's next request to `node` will wait `ms` at
+    /// the server before it runs (a workload fault aimed at one request,
+    /// through [`crate::world::Actor::delay_next_request`]).
+    Delayed {
+        /// Which node.
+        node: u32,
+        /// How long.
+        ms: u64,
+    },
     /// Observation: the actor froze itself for `ms` (a workload fault: a
     /// GC pause at a chosen moment), through [`crate::world::Actor::stall`].
     Paused {
@@ -738,6 +751,7 @@ impl Op {
             Op::LeaseView { .. } => "lease-view",
             Op::Configured { .. } => "configured",
             Op::Paused { .. } => "paused",
+            Op::Delayed { .. } => "delayed",
             Op::Validated { .. } => "validated",
             Op::ElectionView { .. } => "election-view",
             Op::ElectionCallback { .. } => "election-callback",
@@ -859,7 +873,7 @@ impl fmt::Display for Op {
                 }
                 write!(f, " token={}", opt(token))
             }
-            Op::Guarded { name, token, outcome } => {
+            Op::Guarded { name, token, outcome, .. } => {
                 write!(f, "guarded {name} token={}", opt(token))?;
                 match outcome {
                     Some(GuardedResult::NotAcquired) => write!(f, " -> not acquired"),
@@ -880,6 +894,7 @@ impl fmt::Display for Op {
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
             Op::LibraryError { message } => write!(f, "library error: {message}"),
             Op::Paused { ms, context } => write!(f, "stalls for {ms}ms {context}"),
+            Op::Delayed { node, ms } => write!(f, "its next request to redis-{node} waits {ms}ms at the server"),
             Op::Validated { case, accepted, refusal, .. } => match refusal {
                 Some(r) if !accepted => write!(f, "validated {case:?} -> refused: {r}"),
                 _ => write!(f, "validated {case:?} -> accepted"),

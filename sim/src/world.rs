@@ -246,6 +246,7 @@ pub struct Actor {
     pause: PauseHandle,
     net: NetConfig,
     nodes: Arc<Vec<String>>,
+    bridges: Arc<Vec<Arc<BridgeNode>>>,
 }
 
 impl Actor {
@@ -416,6 +417,20 @@ impl Actor {
         self.pause.pause_for(Duration::from_millis(ms));
     }
 
+    /// Delays this actor's next request to node `node` by `ms` of simulated
+    /// time (a targeted fault: exactly one slow reply, aimed by the workload
+    /// at the request that matters), recorded as an [`Op::Delayed`].
+    ///
+    /// # Panics
+    /// If `node` is out of range: a scenario bug.
+    pub fn delay_next_request(&self, node: usize, ms: u64) {
+        let Some(bridge) = self.bridges.get(node) else {
+            panic!("scenario bug: node {node} does not exist ({} nodes)", self.bridges.len())
+        };
+        self.observe(Op::Delayed { node: node as u32, ms });
+        bridge.delay_next_request(&self.name, Duration::from_millis(ms));
+    }
+
     /// Records an observation (no invoke).
     pub fn observe(&self, op: Op) {
         self.history.observe(&self.name, op)
@@ -530,6 +545,7 @@ impl<'s> World<'s> {
             pause: pause.clone(),
             net: self.config.net,
             nodes: Arc::clone(&self.node_names),
+            bridges: Arc::new(self.bridges.clone()),
         };
         let fut = pause.wrap(body(actor));
         self.sim.client(name.as_str(), fut);

@@ -17,6 +17,10 @@
 //!   earlier than the deadline the acquire reported (extensions only move
 //!   it later): a guard that gives up on a lease still trusted is wrong too.
 //! - `Completed` ⇒ every step completed (the body was not dropped midway).
+//! - `Completed` from `with_lock_guarded` ⇒ it returned at most one
+//!   keep-alive interval (`every_ms`) after its body ended (the final
+//!   release waits that long at most; the body's end is the release's
+//!   invoke).
 //! - **liveness**: a keep-alive that nothing disturbed keeps its lease: a
 //!   guarded call cancelled with no nemesis fault active and no pause of
 //!   its own ([`Op::Paused`]) between its invoke and the cancellation is a
@@ -43,7 +47,7 @@ pub fn check(events: &[Event], faults: &[(Millis, Millis)]) -> Vec<Violation> {
     let pauses: Vec<(&str, Millis, Millis)> = events
         .iter()
         .filter_map(|e| match e.op {
-            Op::Paused { ms, .. } => Some((e.process.as_str(), e.time, e.time + ms)),
+            Op::Paused { ms, .. } | Op::Delayed { ms, .. } => Some((e.process.as_str(), e.time, e.time + ms)),
             _ => None,
         })
         .collect();
@@ -82,6 +86,34 @@ pub fn check(events: &[Event], faults: &[(Millis, Millis)]) -> Vec<Violation> {
         let Op::Guarded { name, .. } = g.op else { continue };
         let Some(done) = g.done else { continue };
         let Op::Guarded { token: Some(token), outcome, .. } = &done.op else { continue };
+        let every = match g.op {
+            Op::Guarded { every_ms, .. } => *every_ms,
+            _ => None,
+        };
+        if let (Some(GuardedResult::Completed), Some(every)) = (outcome, every) {
+            let body_end = calls
+                .iter()
+                .filter(|r| {
+                    r.process == g.process
+                        && matches!(r.op, Op::Release { token: Some(t), .. } if t == token)
+                        && r.invoked >= g.invoked
+                        && r.invoked <= done.time
+                })
+                .map(|r| r.invoked)
+                .max();
+            if let Some(end) = body_end.filter(|&end| done.time > end + every) {
+                out.push(Violation::new(
+                    LIVENESS,
+                    Some(done.time),
+                    format!(
+                        "{} (token {token}): with_lock_guarded returned at {}ms, {}ms after its body ended at {end}ms, longer than its keep-alive interval of {every}ms (the final release must not wait longer)",
+                        g.process,
+                        done.time,
+                        done.time - end
+                    ),
+                ));
+            }
+        }
         let Some(&(_, _, _, _, acquired)) = grants
             .iter()
             .find(|(n, p, t, i, _)| *n == name && *p == g.process && *t == Some(*token) && *i >= g.invoked)
@@ -186,7 +218,7 @@ mod tests {
     }
 
     fn guarded(h: &History, t0: u64, build: impl FnOnce(&History), t1: u64, outcome: GuardedResult) {
-        let op = |token, outcome| Op::Guarded { name: "l".into(), token, outcome };
+        let op = |token, outcome| Op::Guarded { name: "l".into(), token, outcome, every_ms: None };
         let id = h.invoke_at(t0, "a", op(None, None));
         build(h);
         h.complete_at(t1, id, "a", EventKind::Ok, op(Some(1), Some(outcome)));

@@ -154,8 +154,8 @@ impl<'a> Model<'a> {
                     leases_may_end_early = true;
                 }
             }
-            // A workload stall is a fault too.
-            if let Op::Paused { ms, .. } = &e.op {
+            // A workload stall or delayed request is a fault too.
+            if let Op::Paused { ms, .. } | Op::Delayed { ms, .. } = &e.op {
                 settled = settled.max(e.time + ms);
             }
         }

@@ -251,6 +251,7 @@ impl LockWorkload {
             .into_iter()
             .filter_map(|e| match &e.op {
                 Op::Paused { .. } => Some((e.time, format!("at {}ms: {} {}, then resumes", e.time, e.process, e.op))),
+                Op::Delayed { .. } => Some((e.time, format!("at {}ms: {} {} (workload)", e.time, e.process, e.op))),
                 _ => None,
             })
             .collect();
@@ -603,6 +604,9 @@ impl Mode {
 
 /// Situations the correct lock scenarios declare (see `SITUATIONS`).
 pub mod situation {
+    /// A guarded body's final release got a reply slower than the
+    /// keep-alive interval (a targeted one-request delay).
+    pub const FINAL_RELEASE_DELAYED: &str = "final-release-delayed";
     /// A holder asked `is_trusted()` at its local deadline or 1 ms before.
     pub const TRUST_CHECKED_AT_THE_DEADLINE: &str = "trust-checked-at-the-deadline";
     /// A holder's own pause ended after its lease's local deadline.
@@ -636,7 +640,7 @@ use crate::scenarios::Situation;
 /// The situations of `fencing`; `lock` declares all but the last (its
 /// holders check their deadline before writing, so a refused stale write
 /// is rare there).
-const ALL: [Situation; 12] = [
+const ALL: [Situation; 13] = [
     Situation {
         name: situation::LEASE_EXPIRED_WHILE_PAUSED,
         meaning: "a holder resumed from a pause after its lease's local deadline",
@@ -1117,7 +1121,8 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     Duration::from_millis(cx.rng.random_range(30..=ttl_ms * 2 / 3)),
                 )?
             };
-            let gop = |token, outcome| Op::Guarded { name: LOCK_NAME.into(), token, outcome };
+            let every_ms = Some(policy.every().as_millis() as u64);
+            let gop = |token, outcome| Op::Guarded { name: LOCK_NAME.into(), token, outcome, every_ms };
             let gid = cx.actor.call("Lock::with_lock_guarded", gop(None, None));
             let acquire_id = cx.actor.invoke(cx.acquire_op(None, None));
             let state = std::rc::Rc::new(std::cell::Cell::new(None::<(crate::history::OpId, u64)>));
@@ -1128,6 +1133,8 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let store = cx.store.clone();
             let seed = cx.rng.random::<u64>();
             let stall_here = (cx.stall_at == Some(*cx.holds + 1)).then_some(cx.w.stall_ms());
+            let slow_release =
+                cx.rng.random_bool(0.25).then(|| policy.every().as_millis() as u64 + cx.rng.random_range(1..=80));
             let body = move |lease: redis_primitives::Lease| async move {
                 let token = lease.token().get();
                 let d = actor.millis_of(lease.local_deadline());
@@ -1154,6 +1161,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     stall_at: stall_here.map(|_| 0),
                 };
                 body_cx.body(token, d).await;
+                // The instant that matters for the final release: a slow
+                // reply to it must not hold the caller longer than `every`.
+                if let Some(ms) = slow_release {
+                    actor.delay_next_request(w.lock_node, ms);
+                    actor.reached(situation::FINAL_RELEASE_DELAYED);
+                }
                 st.set(Some((actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)));
                 token
             };
@@ -1208,7 +1221,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let token = lease.token().get();
             let deadline = cx.deadline_ms(&lease);
             let policy = redis_primitives::KeepAlive::thirds(cx.lock, cx.ttl)?;
-            let gop = |outcome| Op::Guarded { name: LOCK_NAME.into(), token: Some(token), outcome };
+            let gop = |outcome| Op::Guarded { name: LOCK_NAME.into(), token: Some(token), outcome, every_ms: None };
             let gid = cx.actor.call("Lock::keep_alive", gop(None));
             let lock = cx.lock.clone();
             let loss = {
