@@ -674,6 +674,10 @@ const ALL: [Situation; 13] = [
         meaning: "a holder asked is_trusted() exactly at its local deadline, or 1 ms before it",
     },
     Situation {
+        name: situation::FINAL_RELEASE_DELAYED,
+        meaning: "the final release of a with_lock_guarded body was answered slower than the keep-alive interval (one request delayed at the server)",
+    },
+    Situation {
         name: situation::STALE_WRITE_REFUSED,
         meaning: "the fenced store refused a write carrying an older token",
     },
