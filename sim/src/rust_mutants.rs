@@ -9,8 +9,9 @@
 //! many viable mutants the pinned seeds killed, and why each survivor is
 //! harmless ([`EQUIVALENT`]) or that it is a gap.
 //!
-//! A mutant that does not compile is *unviable* and not counted; a timeout
-//! counts as killed (the run noticed, as cargo-mutants reports it).
+//! A mutant that does not compile is *unviable* and not counted; a test
+//! that timed out counts as killed (the run noticed, as cargo-mutants
+//! reports it); a *build* that timed out was not judged and is listed.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -91,10 +92,17 @@ pub fn read(dir: &Path) -> std::io::Result<Vec<Outcome>> {
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
         for o in json["outcomes"].as_array().into_iter().flatten() {
             let Some(m) = o["scenario"].get("Mutant") else { continue };
+            let mut summary = o["summary"].as_str().unwrap_or("?").to_string();
+            // A timeout while *building* says nothing about the tests (a
+            // loaded machine): not judged, unlike a test that hung.
+            let last_phase = o["phase_results"].as_array().and_then(|p| p.last()).and_then(|p| p["phase"].as_str());
+            if summary == "Timeout" && last_phase == Some("Build") {
+                summary = "BuildTimeout".to_string();
+            }
             out.push(Outcome {
                 file: m["file"].as_str().unwrap_or("?").to_string(),
                 name: m["name"].as_str().unwrap_or("?").to_string(),
-                summary: o["summary"].as_str().unwrap_or("?").to_string(),
+                summary,
             });
         }
     }
@@ -136,6 +144,13 @@ pub fn markdown(outcomes: &[Outcome]) -> String {
     let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
     for (file, (v, k, q, u)) in &per_file {
         let _ = writeln!(md, "| `{file}` | {v} | {k} | {q} | {} | {:.1} % | {u} |", v - k - q, pct(*k, *v));
+    }
+    let unjudged: Vec<&Outcome> = outcomes.iter().filter(|o| o.summary == "BuildTimeout").collect();
+    if !unjudged.is_empty() {
+        let _ = writeln!(md, "\nNot judged (the build timed out; rerun them):\n");
+        for o in unjudged {
+            let _ = writeln!(md, "- `{}`", o.name);
+        }
     }
     let survivors: Vec<&Outcome> = outcomes.iter().filter(|o| o.viable() && !o.killed()).collect();
     if !survivors.is_empty() {
