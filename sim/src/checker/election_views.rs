@@ -19,7 +19,8 @@
 //!   stopped node holds none; `elected_at` is when the view first saw it;
 //! - `on_elected(e)` ran exactly once for every epoch ever published as
 //!   leader and for no other; `on_demoted(e)` at most once, only for an
-//!   elected epoch, and before any view published `e`'s demotion.
+//!   elected epoch, and before any view published `e`'s demotion;
+//! - `stop()` returns only once `run()` has finished (it waits for it).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,6 +55,12 @@ struct Node {
     elected_calls: BTreeMap<u64, Vec<Millis>>,
     /// `on_demoted` calls per epoch, with their times.
     demoted_calls: BTreeMap<u64, Vec<Millis>>,
+    /// Op ids of the node's `run()` and `stop()` calls.
+    run_id: Option<u64>,
+    stop_id: Option<u64>,
+    /// When they completed.
+    run_done: Option<Millis>,
+    stop_done: Option<Millis>,
 }
 
 /// Every disagreement, at most a few per node.
@@ -71,6 +78,19 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
         let node = nodes.entry(e.process.as_str()).or_default();
         let wrong =
             |why: String| Violation::new(ELECTION_VIEWS, Some(e.time), format!("{} at {}ms: {why}", e.process, e.time));
+        match e.api.as_deref() {
+            Some("Election::run") => node.run_id = Some(e.op_id.0),
+            Some("Election::stop") => node.stop_id = Some(e.op_id.0),
+            _ => {}
+        }
+        if e.kind != crate::history::EventKind::Invoke {
+            if node.run_id == Some(e.op_id.0) {
+                node.run_done = Some(e.time);
+            }
+            if node.stop_id == Some(e.op_id.0) {
+                node.stop_done = Some(e.time);
+            }
+        }
         match &e.op {
             Op::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion: d } => {
                 let reported = (name.as_str(), *lease_ms, *renew_ms, *campaign_ms, d.as_str());
@@ -170,6 +190,13 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                     "epoch {epoch}'s demotion was published by {seen}ms but on_demoted had not run for it"
                 ));
             }
+        }
+        match (n.run_id, n.stop_done, n.run_done) {
+            (Some(_), Some(stop), Some(run)) if stop < run => {
+                why.push(format!("stop() returned at {stop}ms, before run() finished at {run}ms"))
+            }
+            (Some(_), Some(stop), None) => why.push(format!("stop() returned at {stop}ms while run() never finished")),
+            _ => {}
         }
         if !why.is_empty() {
             out.push(Violation::new(ELECTION_VIEWS, None, format!("{process}: {}", why.join("; "))));
