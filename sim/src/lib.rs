@@ -75,7 +75,8 @@
 //! | [`history`] | invoke / ok / fail / info events and their stable digest |
 //! | [`checker`] | the named invariants, one file each |
 //! | [`stats`] | HdrHistograms in simulated milliseconds |
-//! | [`scenarios`] | the registry and one module per family of scenarios |
+//! | [`family`] | a primitive family: its plan, seed plans, run, checkers and shrinking hints, behind one trait |
+//! | [`scenarios`] | the registry (one row per scenario) and one module per family |
 //! | [`explore`] | many seeds of one scenario |
 //! | [`search`], [`mutation`] | proptest strategies, search and shrinking; the mutation table |
 //! | [`mutants`] | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
@@ -89,6 +90,7 @@ pub mod checker;
 pub mod cli;
 pub mod clock;
 pub mod explore;
+pub mod family;
 pub mod history;
 pub mod mutants;
 pub mod mutation;

@@ -33,109 +33,60 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::family::Runner;
+pub use crate::family::Workload;
 use crate::nemesis::{Fault, FaultClass, Schedule, Target};
-use crate::scenarios::election::ElectionPlan;
-use crate::scenarios::lock::{LockPlan, LockWorkload};
-use crate::scenarios::rate_limit::RateLimitPlan;
-use crate::scenarios::redlock::{RedlockPlan, RedlockStart};
-use crate::scenarios::{self, election, rate_limit, redlock, Outcome};
+use crate::scenarios::{self, Outcome};
 use crate::servers::{Servers, SetupError};
 
 /// Everything one run does (see the module docs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// The registry name (`rp-sim scenarios`).
     pub scenario: String,
     /// Seeds what the plan leaves to chance (latency draws, actor RNGs).
     pub seed: u64,
-    /// The actors and their parameters.
+    /// The actors and their parameters: the family's plan, tagged with the
+    /// family's name ([`Workload`]).
     pub workload: Workload,
     /// The nemesis faults.
     pub schedule: Schedule,
 }
 
-/// The actors of a run, per scenario family.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "family", rename_all = "kebab-case")]
-pub enum Workload {
-    /// `lock`, `lock-naive`, `fencing`, `fencing-unfenced`, `counter-loss`.
-    Lock(LockPlan),
-    /// `rate-limit`, `rate-limit-counter` and the three naive limiters.
-    RateLimit(RateLimitPlan),
-    /// `election`, `election-renew-only`, `election-no-epoch`.
-    Election(ElectionPlan),
-    /// `redlock`, `redlock-no-validity`, `redlock-clock-jump`.
-    Redlock(RedlockPlan),
-}
-
-/// Number of Redis nodes each scenario's world has.
-pub fn nodes_of(scenario: &str) -> u32 {
-    match scenario {
-        "counter-loss" => 2,
-        s if s.starts_with("redlock") => 5,
-        _ => 1,
-    }
-}
-
-impl Workload {
-    /// Client actors (or election nodes): what `Target::Client(i)` indexes.
-    pub fn actors(&self) -> u32 {
-        match self {
-            Workload::Lock(w) => w.clients,
-            Workload::RateLimit(w) => w.clients,
-            Workload::Election(w) => w.nodes,
-            Workload::Redlock(w) => w.starts.len() as u32,
-        }
-    }
-
-    /// Faults the workload injects itself (stalls, a leader's `stop()`).
-    pub fn injected_faults(&self) -> usize {
-        match self {
-            Workload::Lock(w) => usize::from(w.stall.is_some_and(|s| s.ms > 0)),
-            Workload::Election(w) => usize::from(w.stall.is_some()) + usize::from(w.stop_at.is_some()),
-            Workload::RateLimit(_) | Workload::Redlock(_) => 0,
-        }
-    }
-
-    /// Operations the workload is set to start, where it says so up front
-    /// (rate-limit requests); `None` where actors loop until the end.
-    pub fn planned_operations(&self) -> Option<u64> {
-        match self {
-            Workload::RateLimit(w) => Some(w.bursts.iter().map(|b| u64::from(b.size)).sum()),
-            _ => None,
-        }
-    }
-
-    /// The family's name, as in the JSON `family` tag.
-    pub fn family(&self) -> &'static str {
-        match self {
-            Workload::Lock(_) => "lock",
-            Workload::RateLimit(_) => "rate-limit",
-            Workload::Election(_) => "election",
-            Workload::Redlock(_) => "redlock",
-        }
-    }
-}
-
 impl Plan {
-    /// Client actors (election nodes for an election).
+    /// The registry row's runner of this plan's scenario.
+    fn runner(&self) -> Result<&'static dyn Runner, String> {
+        scenarios::find(&self.scenario)
+            .map(|s| s.runs)
+            .ok_or_else(|| format!("no scenario named {} ({})", self.scenario, scenarios::names()))
+    }
+
+    /// Client actors (election nodes for an election); 0 if the workload
+    /// cannot be read.
     pub fn actors(&self) -> u32 {
-        self.workload.actors()
+        self.runner().and_then(|r| r.actors(&self.workload)).unwrap_or(0)
     }
 
     /// Redis nodes.
     pub fn nodes(&self) -> u32 {
-        nodes_of(&self.scenario)
+        self.runner().map_or(1, |r| r.nodes())
     }
 
     /// Nemesis faults plus workload-injected ones.
     pub fn faults(&self) -> usize {
-        self.schedule.faults.len() + self.workload.injected_faults()
+        self.schedule.faults.len() + self.runner().map_or(0, |r| r.injected_faults(&self.workload))
     }
 
     /// What shrinking minimises: [`Plan::faults`] + [`Plan::actors`].
     pub fn size(&self) -> usize {
         self.faults() + self.actors() as usize
+    }
+
+    /// Plans one step smaller as the family sees it (a workload fault
+    /// removed, an actor fewer): its shrinking hints.
+    pub fn smaller_workloads(&self) -> Vec<Plan> {
+        let Ok(r) = self.runner() else { return Vec::new() };
+        r.smaller(&self.workload).into_iter().map(|workload| Plan { workload, ..self.clone() }).collect()
     }
 
     /// Whether the schedule steps any server clock.
@@ -146,44 +97,12 @@ impl Plan {
     /// Checks that the plan can run: at least one actor, every fault's
     /// target exists and suits its kind, every index in range.
     pub fn validate(&self) -> Result<(), String> {
-        let actors = self.actors();
+        let actors = self.runner()?.actors(&self.workload)?;
         if actors == 0 {
             return Err("a plan needs at least one actor".into());
         }
         self.schedule.validate(actors, self.nodes())?;
-        match &self.workload {
-            Workload::Lock(w) => {
-                if w.ttl_ms == 0 {
-                    return Err("ttl_ms must be positive".into());
-                }
-                if let Some(s) = w.stall {
-                    if s.client >= actors || s.hold == 0 {
-                        return Err(format!("stall {s:?}: no such client or hold (holds count from 1)"));
-                    }
-                }
-            }
-            Workload::RateLimit(w) => {
-                if w.limit == 0 || w.window_ms == 0 {
-                    return Err("limit and window_ms must be positive".into());
-                }
-                if let Some(b) = w.bursts.iter().find(|b| b.client >= actors) {
-                    return Err(format!("burst {b:?}: no such client"));
-                }
-            }
-            Workload::Election(w) => {
-                // The builder's rule: renew at most half of the lease less
-                // its drift allowance (1 % + 2 ms).
-                let usable = (w.lease_ms * 99 / 100).saturating_sub(2);
-                if w.renew_ms == 0 || w.renew_ms * 2 > usable || w.campaign_ms == 0 {
-                    return Err("election needs 0 < 2 * renew_ms <= lease_ms - 1% - 2ms and campaign_ms > 0".into());
-                }
-            }
-            Workload::Redlock(w) => {
-                if w.ttl_ms == 0 || w.master_timeout_ms == 0 || w.master_timeouts_ms.contains(&0) {
-                    return Err("ttl_ms and master_timeout_ms must be positive".into());
-                }
-            }
-        }
+        self.runner()?.validate(&self.workload)?;
         Ok(())
     }
 
@@ -201,20 +120,8 @@ impl Plan {
     pub fn normalize(mut self) -> Plan {
         let actors = self.actors().max(1);
         let nodes = self.nodes().max(1);
-        match &mut self.workload {
-            Workload::Lock(w) => {
-                if let Some(s) = &mut w.stall {
-                    s.client %= actors;
-                    s.hold = s.hold.max(1);
-                }
-            }
-            Workload::RateLimit(w) => {
-                for b in &mut w.bursts {
-                    b.client %= actors;
-                }
-                w.bursts.sort_by_key(|b| (b.at, b.client));
-            }
-            Workload::Election(_) | Workload::Redlock(_) => {}
+        if let Ok(r) = self.runner() {
+            self.workload = r.normalize(&self.workload, actors);
         }
         let mut faults: Vec<Fault> = self
             .schedule
@@ -257,65 +164,12 @@ impl Plan {
     }
 }
 
-/// Which family each scenario belongs to, and the lock-family template.
-fn lock_template(scenario: &str) -> Option<LockWorkload> {
-    Some(match scenario {
-        "lock" => LockWorkload::lock(),
-        "lock-naive" => scenarios::lock_naive::workload(),
-        "fencing" => scenarios::fencing::workload(),
-        "fencing-unfenced" => scenarios::fencing_unfenced::workload(),
-        "counter-loss" => scenarios::counter_loss::workload(),
-        _ => return None,
-    })
-}
-
-fn rate_limit_variant(scenario: &str) -> Option<rate_limit::Variant> {
-    Some(match scenario {
-        "rate-limit" => rate_limit::Variant::Log,
-        "rate-limit-counter" => rate_limit::Variant::Counter,
-        "rate-limit-fixed-window" => rate_limit::Variant::FixedWindow,
-        "rate-limit-client-side" => rate_limit::Variant::ClientSide,
-        "rate-limit-watch-multi" => rate_limit::Variant::WatchMulti,
-        _ => return None,
-    })
-}
-
-fn election_variant(scenario: &str) -> Option<election::Variant> {
-    Some(match scenario {
-        "election" => election::Variant::Election,
-        "election-renew-only" => election::Variant::RenewOnly,
-        "election-no-epoch" => election::Variant::NoEpoch,
-        _ => return None,
-    })
-}
-
-fn redlock_variant(scenario: &str) -> Option<redlock::Variant> {
-    Some(match scenario {
-        "redlock" => redlock::Variant::Correct,
-        "redlock-no-validity" => redlock::Variant::NoValidity,
-        "redlock-clock-jump" => redlock::Variant::ClockJump,
-        _ => return None,
-    })
-}
-
 /// The plan a scenario's seed-only run follows (`None` for an unknown
-/// scenario). `run_plan(&from_seed(s, seed))` is `run(seed)`, digest for digest.
+/// scenario): [`run`]`(&from_seed(s, seed))` is the seed's run, digest for
+/// digest.
 pub fn from_seed(scenario: &str, seed: u64) -> Option<Plan> {
-    let (workload, schedule) = if let Some(w) = lock_template(scenario) {
-        let (lock, schedule) = w.seed_plan(seed);
-        (Workload::Lock(lock), schedule)
-    } else if rate_limit_variant(scenario).is_some() {
-        let (p, s) = rate_limit::seed_plan(seed);
-        (Workload::RateLimit(p), s)
-    } else if election_variant(scenario).is_some() {
-        let (p, s) = election::seed_plan(seed);
-        (Workload::Election(p), s)
-    } else if let Some(v) = redlock_variant(scenario) {
-        let (p, s) = redlock::seed_plan(v, seed);
-        (Workload::Redlock(p), s)
-    } else {
-        return None;
-    };
+    let row = scenarios::find(scenario)?;
+    let (workload, schedule) = row.runs.seed_workload(seed);
     Some(Plan { scenario: scenario.to_string(), seed, workload, schedule })
 }
 
@@ -323,40 +177,10 @@ pub fn from_seed(scenario: &str, seed: u64) -> Option<Plan> {
 /// schedule, checked by the scenario's checkers (an unknown scenario, or a
 /// workload of another family, is an invalid plan).
 pub fn run(servers: &mut Servers, plan: &Plan) -> Result<Outcome, SetupError> {
-    if scenarios::find(&plan.scenario).is_none() {
-        return Err(SetupError::Simulation(format!(
-            "invalid plan: no scenario named {} ({})",
-            plan.scenario,
-            scenarios::names()
-        )));
-    }
-    plan.validate().map_err(|e| SetupError::Simulation(format!("invalid plan: {e}")))?;
-    let mismatch = || {
-        SetupError::Simulation(format!(
-            "invalid plan: scenario {} does not take a {} workload",
-            plan.scenario,
-            plan.workload.family()
-        ))
-    };
-    let schedule = plan.schedule.clone();
-    match &plan.workload {
-        Workload::Lock(p) => {
-            let template = lock_template(&plan.scenario).ok_or_else(mismatch)?;
-            template.run_planned(servers, plan.seed, p, schedule)
-        }
-        Workload::RateLimit(p) => {
-            let v = rate_limit_variant(&plan.scenario).ok_or_else(mismatch)?;
-            rate_limit::run_planned(v, servers, plan.seed, p, schedule)
-        }
-        Workload::Election(p) => {
-            let v = election_variant(&plan.scenario).ok_or_else(mismatch)?;
-            election::run_planned(v, servers, plan.seed, p, schedule)
-        }
-        Workload::Redlock(p) => {
-            let v = redlock_variant(&plan.scenario).ok_or_else(mismatch)?;
-            redlock::run_planned(v, servers, plan.seed, p, schedule)
-        }
-    }
+    let invalid = |e: String| SetupError::Simulation(format!("invalid plan: {e}"));
+    let runner = plan.runner().map_err(invalid)?;
+    plan.validate().map_err(invalid)?;
+    runner.run_workload(servers, plan.seed, &plan.workload, plan.schedule.clone())
 }
 
 /// Whether two faults act on the same switch (a link's state, a process's
@@ -389,86 +213,6 @@ fn links_overlap(a: Target, b: Target) -> bool {
     }
 }
 
-fn range(f: &mut fmt::Formatter<'_>, (lo, hi): (u64, u64)) -> fmt::Result {
-    if lo == hi {
-        write!(f, "{lo}ms")
-    } else {
-        write!(f, "{lo}..{hi}ms")
-    }
-}
-
-impl fmt::Display for Workload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Workload::Lock(w) => {
-                write!(f, "{} client(s), ttl {}ms, hold ", w.clients, w.ttl_ms)?;
-                range(f, w.hold_ms)?;
-                write!(f, ", think ")?;
-                range(f, w.think_ms)?;
-                write!(f, ", attempts until {}ms", w.length_ms)?;
-                match w.stall {
-                    Some(s) if s.ms > 0 => write!(
-                        f,
-                        "; client#{} stalls {}ms inside its critical section #{} (workload fault)",
-                        s.client, s.ms, s.hold
-                    ),
-                    _ => write!(f, "; no stall"),
-                }
-            }
-            Workload::RateLimit(w) => {
-                write!(f, "{} client(s), limit {} per {}ms, ", w.clients, w.limit, w.window_ms)?;
-                if w.bursts.is_empty() {
-                    return write!(f, "no requests");
-                }
-                write!(f, "{} burst(s):", w.bursts.len())?;
-                for b in &w.bursts {
-                    write!(f, " {}@{}ms by client#{}", b.size, b.at, b.client)?;
-                }
-                Ok(())
-            }
-            Workload::Election(w) => {
-                write!(
-                    f,
-                    "{} node(s), lease {}ms, renew {}ms, campaign {}ms, until {}ms",
-                    w.nodes, w.lease_ms, w.renew_ms, w.campaign_ms, w.length_ms
-                )?;
-                if w.stagger_ms > 0 {
-                    write!(f, ", node i starts at i*{}ms", w.stagger_ms)?;
-                }
-                if let Some(s) = w.stall {
-                    write!(f, "; the leader at {}ms stalls {}ms (workload fault)", s.at, s.ms)?;
-                }
-                if let Some(at) = w.stop_at {
-                    write!(f, "; the leader at {at}ms calls stop() (workload)")?;
-                }
-                Ok(())
-            }
-            Workload::Redlock(w) => {
-                write!(
-                    f,
-                    "{} client(s) over 5 masters, ttl {}ms, master timeout {}ms, attempts until {}ms; starts:",
-                    w.starts.len(),
-                    w.ttl_ms,
-                    w.master_timeout_ms,
-                    w.length_ms
-                )?;
-                if !w.master_timeouts_ms.is_empty() {
-                    write!(f, " (per client: {:?}ms)", w.master_timeouts_ms)?;
-                }
-                for (i, s) in w.starts.iter().enumerate() {
-                    match s {
-                        RedlockStart::At(at) => write!(f, " client#{i} at {at}ms")?,
-                        RedlockStart::AfterFirstGrant { delay, latest } => {
-                            write!(f, " client#{i} {delay}ms after client#0's first grant (by {latest}ms)")?
-                        }
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -480,7 +224,8 @@ impl fmt::Display for Plan {
             self.faults(),
             self.actors()
         )?;
-        writeln!(f, "  workload: {}", self.workload)?;
+        let workload = self.runner().map_or_else(|e| e, |r| r.describe(&self.workload));
+        writeln!(f, "  workload: {workload}")?;
         if self.schedule.faults.is_empty() {
             write!(f, "  nemesis: no faults")
         } else {
@@ -497,13 +242,13 @@ impl fmt::Display for Plan {
 mod tests {
     use super::*;
     use crate::nemesis::FaultKind;
-    use crate::scenarios::lock::Stall;
+    use crate::scenarios::lock::{LockPlan, Stall};
 
     fn lock_plan(faults: Vec<Fault>) -> Plan {
         Plan {
             scenario: "lock".into(),
             seed: 7,
-            workload: Workload::Lock(LockPlan {
+            workload: Workload::of::<crate::scenarios::lock::Variant>(&LockPlan {
                 clients: 2,
                 ttl_ms: 300,
                 hold_ms: (20, 450),
@@ -534,7 +279,7 @@ mod tests {
                 f(300, 1, FaultKind::ServerPause, Target::Node(0)),
             ]
         );
-        let Workload::Lock(w) = &p.workload else { unreachable!() };
+        let w = p.workload.plan::<crate::scenarios::lock::Variant>().unwrap();
         assert_eq!(w.stall.map(|s| s.client), Some(1));
         p.validate().unwrap();
         assert_eq!(p.size(), 3 + 1 + 2);

@@ -57,11 +57,12 @@ use crate::checker::{
     REDLOCK_MUTUAL_EXCLUSION,
 };
 use crate::nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, Target};
-use crate::plan::{nodes_of, Plan, Workload};
+use crate::plan::{Plan, Workload};
 use crate::scenarios::election::{ElectionPlan, LeaderStall};
 use crate::scenarios::lock::{LockPlan, Stall};
 use crate::scenarios::rate_limit::{Burst, RateLimitPlan};
 use crate::scenarios::redlock::{RedlockPlan, RedlockStart};
+use crate::scenarios::{election, lock, rate_limit, redlock};
 use crate::servers::{Servers, SetupError};
 
 /// What faults a search may draw.
@@ -278,7 +279,8 @@ impl Space {
     /// The strategy of plans in this space (see the module docs for how it shrinks).
     pub fn plans(&self) -> BoxedStrategy<Plan> {
         let scenario = self.scenario.to_string();
-        let faults = faults(&self.faults, self.max_actors(), nodes_of(self.scenario));
+        let nodes = crate::scenarios::find(self.scenario).map_or(1, |s| s.nodes());
+        let faults = faults(&self.faults, self.max_actors(), nodes);
         // Tuple order is shrink order: faults first, then the workload.
         (faults, workload(&self.workload), any::<u64>().no_shrink())
             .prop_map(move |(faults, workload, seed)| {
@@ -359,7 +361,7 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
                 length_ms.0..=length_ms.1,
             )
                 .prop_map(|(clients, stall, ttl_ms, hold_max, hold_span, think_max, length_ms)| {
-                    Workload::Lock(LockPlan {
+                    Workload::of::<lock::Variant>(&LockPlan {
                         clients,
                         ttl_ms,
                         hold_ms: (hold_max.saturating_sub(hold_span).max(1), hold_max),
@@ -380,7 +382,7 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
                 proptest::sample::select(windows_ms),
             )
                 .prop_map(|(clients, bursts, limit, window_ms)| {
-                    Workload::RateLimit(RateLimitPlan { clients, limit, window_ms, bursts })
+                    Workload::of::<rate_limit::Variant>(&RateLimitPlan { clients, limit, window_ms, bursts })
                 })
                 .boxed()
         }
@@ -399,7 +401,7 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
             // more than half of the lease less its drift allowance.
             (nodes.0..=nodes.1, stall, stop, lease_ms.0..=lease_ms.1, 3..=5u64, 10..=50u64, length_ms.0..=length_ms.1)
                 .prop_map(|(nodes, stall, stop_at, lease_ms, renew_div, campaign_ms, length_ms)| {
-                    Workload::Election(ElectionPlan {
+                    Workload::of::<election::Variant>(&ElectionPlan {
                         nodes,
                         lease_ms,
                         renew_ms: lease_ms / renew_div,
@@ -421,7 +423,7 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
             let n = clients.0.max(1) as usize..=clients.1.max(1) as usize;
             (vec(start, n), ttl_ms.0..=ttl_ms.1, master_timeout_ms.0..=master_timeout_ms.1, length_ms.0..=length_ms.1)
                 .prop_map(|(starts, ttl_ms, master_timeout_ms, length_ms)| {
-                    Workload::Redlock(RedlockPlan {
+                    Workload::of::<redlock::Variant>(&RedlockPlan {
                         starts,
                         ttl_ms,
                         master_timeout_ms: master_timeout_ms.min(ttl_ms),
@@ -916,45 +918,7 @@ pub fn one_smaller(plan: &Plan) -> Vec<Plan> {
         p.schedule.faults.remove(i);
         out.push(p);
     }
-    let mut with = |f: &dyn Fn(&mut Workload) -> bool| {
-        let mut p = plan.clone();
-        if f(&mut p.workload) {
-            out.push(p);
-        }
-    };
-    with(&|w| match w {
-        Workload::Lock(l) => l.stall.take().is_some(),
-        Workload::Election(e) => e.stall.take().is_some(),
-        _ => false,
-    });
-    with(&|w| match w {
-        Workload::Election(e) => e.stop_at.take().is_some(),
-        _ => false,
-    });
-    with(&|w| {
-        let n = match w {
-            Workload::Lock(l) => &mut l.clients,
-            Workload::RateLimit(r) => &mut r.clients,
-            Workload::Election(e) => &mut e.nodes,
-            Workload::Redlock(_) => return false,
-        };
-        if *n <= 1 {
-            return false;
-        }
-        *n -= 1;
-        true
-    });
-    if let Workload::Redlock(r) = &plan.workload {
-        if r.starts.len() > 1 {
-            for i in 0..r.starts.len() {
-                let mut p = plan.clone();
-                if let Workload::Redlock(r) = &mut p.workload {
-                    r.starts.remove(i);
-                }
-                out.push(p);
-            }
-        }
-    }
+    out.extend(plan.smaller_workloads());
     out.into_iter().map(Plan::normalize).filter(|p| p.validate().is_ok() && p.size() < plan.size()).collect()
 }
 
@@ -1159,7 +1123,7 @@ mod tests {
         assert!(after.schedule.faults.is_empty(), "{after}");
         assert_eq!(after.actors(), 1, "{after}");
         assert!(after.size() < before.size());
-        let Workload::Lock(w) = &after.workload else { unreachable!() };
+        let w = after.workload.plan::<lock::Variant>().unwrap();
         assert_eq!(w.stall, None);
         assert_eq!(w.ttl_ms, 150);
     }
@@ -1180,7 +1144,7 @@ mod tests {
         let lock = Space::lock("lock", CLIENT_SIDE).plans();
         for _ in 0..30 {
             let p = lock.new_tree(&mut runner).unwrap().current();
-            let expected = p.schedule.faults.len() + p.workload.injected_faults() + usize::from(p.actors() > 1);
+            let expected = p.faults() + usize::from(p.actors() > 1);
             assert_eq!(one_smaller(&p).len(), expected, "{p}");
         }
     }

@@ -14,10 +14,8 @@
 //! its highest is accepted — the stale write fencing cannot stop here.
 
 use super::lock::{LockKind, LockWorkload, StoreKind};
-use super::Outcome;
 use crate::checker::mutual_exclusion::Policy;
 use crate::nemesis::{Fault, FaultKind, Target};
-use crate::servers::{Servers, SetupError};
 
 /// When the lock server restarts (ms) and how long it stays down.
 pub const RESTART_AT_MS: u64 = 1500;
@@ -47,9 +45,4 @@ pub fn workload() -> LockWorkload {
         modes: false,
         ..base
     }
-}
-
-/// `counter-loss` for the registry.
-pub fn run(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    workload().run(servers, seed)
 }

@@ -41,6 +41,8 @@ use redis_primitives::election::{Demotion, DemotionReason, Election, Leadership}
 use redis_primitives::naive::NaiveElection;
 use redis_primitives::{FencedStore, FencingToken, OwnerSource, WriteOutcome};
 use serde::{Deserialize, Serialize};
+
+use crate::family::Family;
 use tokio::time::{sleep, Instant};
 
 use super::{outcome_from, Outcome, Situation};
@@ -561,12 +563,6 @@ fn measure(
     (failovers, handovers)
 }
 
-/// One seed of an election scenario (see the module docs).
-pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    let (plan, schedule) = seed_plan(seed);
-    run_planned(variant, servers, seed, &plan, schedule)
-}
-
 /// The explicit form of a seed's run: the reference's settings, the
 /// seeded leader stall and `stop()`, and the fault schedule (see `crate::plan`).
 pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
@@ -834,21 +830,6 @@ fn reach_from_history(
     }
 }
 
-/// `election`.
-pub fn run_election(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::Election, servers, seed)
-}
-
-/// `election-renew-only`.
-pub fn run_renew_only(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::RenewOnly, servers, seed)
-}
-
-/// `election-no-epoch`.
-pub fn run_no_epoch(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::NoEpoch, servers, seed)
-}
-
 // ---------------------------------------------------------------------------
 // The reference's figures (cases 25, 26, 27), in simulated time.
 
@@ -1008,4 +989,78 @@ pub fn figure_rows(servers: &mut Servers, runs: u64) -> Result<Vec<FigureRow>, S
         }
     }
     Ok(rows)
+}
+impl Family for Variant {
+    type Plan = ElectionPlan;
+    const NAME: &'static str = "election";
+
+    fn nodes(&self) -> u32 {
+        1
+    }
+
+    fn seed_plan(&self, seed: u64) -> (ElectionPlan, Schedule) {
+        seed_plan(seed)
+    }
+
+    fn run(
+        &self,
+        servers: &mut Servers,
+        seed: u64,
+        plan: &ElectionPlan,
+        schedule: Schedule,
+    ) -> Result<Outcome, SetupError> {
+        run_planned(*self, servers, seed, plan, schedule)
+    }
+
+    fn actors(plan: &ElectionPlan) -> u32 {
+        plan.nodes
+    }
+
+    fn injected_faults(plan: &ElectionPlan) -> usize {
+        usize::from(plan.stall.is_some()) + usize::from(plan.stop_at.is_some())
+    }
+
+    fn validate(plan: &ElectionPlan) -> Result<(), String> {
+        // The builder's rule: renew at most half of the lease less its
+        // drift allowance (1 % + 2 ms).
+        let usable = (plan.lease_ms * 99 / 100).saturating_sub(2);
+        if plan.renew_ms == 0 || plan.renew_ms * 2 > usable || plan.campaign_ms == 0 {
+            return Err("election needs 0 < 2 * renew_ms <= lease_ms - 1% - 2ms and campaign_ms > 0".into());
+        }
+        Ok(())
+    }
+
+    fn smaller(plan: &ElectionPlan) -> Vec<ElectionPlan> {
+        let mut out = Vec::new();
+        if plan.stall.is_some() {
+            out.push(ElectionPlan { stall: None, ..plan.clone() });
+        }
+        if plan.stop_at.is_some() {
+            out.push(ElectionPlan { stop_at: None, ..plan.clone() });
+        }
+        if plan.nodes > 1 {
+            out.push(ElectionPlan { nodes: plan.nodes - 1, ..plan.clone() });
+        }
+        out
+    }
+}
+
+impl core::fmt::Display for ElectionPlan {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} node(s), lease {}ms, renew {}ms, campaign {}ms, until {}ms",
+            self.nodes, self.lease_ms, self.renew_ms, self.campaign_ms, self.length_ms
+        )?;
+        if self.stagger_ms > 0 {
+            write!(f, ", node i starts at i*{}ms", self.stagger_ms)?;
+        }
+        if let Some(s) = self.stall {
+            write!(f, "; the leader at {}ms stalls {}ms (workload fault)", s.at, s.ms)?;
+        }
+        if let Some(at) = self.stop_at {
+            write!(f, "; the leader at {at}ms calls stop() (workload)")?;
+        }
+        Ok(())
+    }
 }

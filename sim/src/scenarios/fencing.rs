@@ -10,9 +10,7 @@
 //! and the new one is expected and measured (`unsafe-window`), not forbidden.
 
 use super::lock::{LockKind, LockWorkload, StoreKind};
-use super::Outcome;
 use crate::checker::mutual_exclusion::Policy;
-use crate::servers::{Servers, SetupError};
 
 /// The `fencing` settings.
 pub fn workload() -> LockWorkload {
@@ -25,9 +23,4 @@ pub fn workload() -> LockWorkload {
         policy: Policy::MeasureOnly,
         ..LockWorkload::lock()
     }
-}
-
-/// `fencing` for the registry.
-pub fn run(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    workload().run(servers, seed)
 }

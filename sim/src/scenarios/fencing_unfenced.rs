@@ -7,9 +7,7 @@
 //! lands afterwards) a final value written with a stale token.
 
 use super::lock::{LockKind, LockWorkload, StoreKind};
-use super::Outcome;
 use crate::checker::mutual_exclusion::Policy;
-use crate::servers::{Servers, SetupError};
 
 /// The `fencing-unfenced` settings.
 pub fn workload() -> LockWorkload {
@@ -21,9 +19,4 @@ pub fn workload() -> LockWorkload {
         policy: Policy::MeasureOnly,
         ..LockWorkload::lock()
     }
-}
-
-/// `fencing-unfenced` for the registry.
-pub fn run(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    workload().run(servers, seed)
 }

@@ -49,6 +49,8 @@ use crate::stats::{self, Histograms, UNSAFE};
 use crate::world::{Actor, ActorResult, World, WorldConfig};
 use serde::{Deserialize, Serialize};
 
+use crate::family::Family;
+
 /// The lock name every client contends for.
 pub const LOCK_NAME: &str = "resource";
 /// The key the clients write.
@@ -306,9 +308,116 @@ impl LockWorkload {
     }
 }
 
-/// `lock` for the registry.
-pub fn run(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    LockWorkload::lock().run(servers, seed)
+/// Which lock-family scenario: one set of [`LockWorkload`] settings each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// `lock`: `Lock`, fenced store, careful holders, every public operation.
+    Lock,
+    /// `lock-naive`: `NaiveLock` (bare `DEL` release), unfenced store.
+    Naive,
+    /// `fencing`: `Lock` and `FencedStore`, holders that never check their deadline.
+    Fencing,
+    /// `fencing-unfenced`: `Lock` and the unfenced store.
+    Unfenced,
+    /// `counter-loss`: `Lock` across a restart without persistence.
+    CounterLoss,
+}
+
+impl Variant {
+    /// The variant's settings.
+    pub fn workload(self) -> LockWorkload {
+        match self {
+            Variant::Lock => LockWorkload::lock(),
+            Variant::Naive => super::lock_naive::workload(),
+            Variant::Fencing => super::fencing::workload(),
+            Variant::Unfenced => super::fencing_unfenced::workload(),
+            Variant::CounterLoss => super::counter_loss::workload(),
+        }
+    }
+}
+
+impl Family for Variant {
+    type Plan = LockPlan;
+    const NAME: &'static str = "lock";
+
+    fn nodes(&self) -> u32 {
+        self.workload().nodes as u32
+    }
+
+    fn seed_plan(&self, seed: u64) -> (LockPlan, Schedule) {
+        self.workload().seed_plan(seed)
+    }
+
+    fn run(
+        &self,
+        servers: &mut Servers,
+        seed: u64,
+        plan: &LockPlan,
+        schedule: Schedule,
+    ) -> Result<Outcome, SetupError> {
+        self.workload().run_planned(servers, seed, plan, schedule)
+    }
+
+    fn actors(plan: &LockPlan) -> u32 {
+        plan.clients
+    }
+
+    fn injected_faults(plan: &LockPlan) -> usize {
+        usize::from(plan.stall.is_some_and(|s| s.ms > 0))
+    }
+
+    fn validate(plan: &LockPlan) -> Result<(), String> {
+        if plan.ttl_ms == 0 {
+            return Err("ttl_ms must be positive".into());
+        }
+        if let Some(s) = plan.stall {
+            if s.client >= plan.clients || s.hold == 0 {
+                return Err(format!("stall {s:?}: no such client or hold (holds count from 1)"));
+            }
+        }
+        Ok(())
+    }
+
+    fn normalize(plan: &mut LockPlan, actors: u32) {
+        if let Some(s) = &mut plan.stall {
+            s.client %= actors.max(1);
+            s.hold = s.hold.max(1);
+        }
+    }
+
+    fn smaller(plan: &LockPlan) -> Vec<LockPlan> {
+        let mut out = Vec::new();
+        if plan.stall.is_some() {
+            out.push(LockPlan { stall: None, ..plan.clone() });
+        }
+        if plan.clients > 1 {
+            out.push(LockPlan { clients: plan.clients - 1, ..plan.clone() });
+        }
+        out
+    }
+}
+
+impl core::fmt::Display for LockPlan {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let range = |(lo, hi): (u64, u64)| if lo == hi { format!("{lo}ms") } else { format!("{lo}..{hi}ms") };
+        write!(
+            f,
+            "{} client(s), ttl {}ms, hold {}, think {}, attempts until {}ms",
+            self.clients,
+            self.ttl_ms,
+            range(self.hold_ms),
+            range(self.think_ms),
+            self.length_ms
+        )?;
+        match self.stall {
+            Some(s) if s.ms > 0 => write!(
+                f,
+                "; client#{} stalls {}ms inside its critical section #{} (workload fault)",
+                s.client, s.ms, s.hold
+            ),
+            _ => write!(f, "; no stall"),
+        }
+    }
 }
 
 fn draw(rng: &mut impl Rng, (lo, hi): (u64, u64)) -> u64 {

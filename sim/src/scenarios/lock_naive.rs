@@ -10,8 +10,6 @@
 //! so writes go to a plain store and prove nothing either.)
 
 use super::lock::{LockKind, LockWorkload, StoreKind};
-use super::Outcome;
-use crate::servers::{Servers, SetupError};
 
 /// The `lock-naive` settings: `lock`'s, with the naive lock, an unfenced
 /// store, and a client that never checks its deadline (a naive lock gives
@@ -24,9 +22,4 @@ pub fn workload() -> LockWorkload {
         check_deadline: false,
         ..LockWorkload::lock()
     }
-}
-
-/// `lock-naive` for the registry.
-pub fn run(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    workload().run(servers, seed)
 }

@@ -26,6 +26,7 @@ pub mod validation;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::checker::Violation;
+use crate::family::Runner;
 use crate::history::{Digest, Event};
 use crate::servers::{Servers, SetupError};
 use crate::stats::Histograms;
@@ -110,10 +111,6 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
     outcome
 }
 
-/// Runs one seed of a scenario on the given server pool. Servers are reset
-/// (`Servers::prepare`) by the scenario itself, which knows how many it needs.
-pub type RunFn = fn(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError>;
-
 /// What a scenario should find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
@@ -150,8 +147,8 @@ pub struct Scenario {
     pub description: &'static str,
     /// What it should find.
     pub expect: Expect,
-    /// The implementation.
-    pub runs: RunFn,
+    /// Its family and variant: what runs it ([`crate::family`]).
+    pub runs: &'static dyn Runner,
     /// The situations it exists to reach (see [`Situation`]).
     pub situations: &'static [Situation],
     /// For a broken variant: seeds on which it must show its violation
@@ -161,9 +158,14 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// Runs one seed.
+    /// Runs one seed: the run of its seed plan.
     pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-        (self.runs)(servers, seed)
+        self.runs.run_seed(servers, seed)
+    }
+
+    /// Redis nodes its runs need.
+    pub fn nodes(&self) -> u32 {
+        self.runs.nodes()
     }
 }
 
@@ -178,7 +180,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Lock: contending clients with process pauses, partitions and latency; tokens increase, no two trusted holders",
         expect: Expect::Clean,
         situations: lock::SITUATIONS,
-        runs: lock::run,
+        runs: &lock::Variant::Lock,
         pinned_seeds: &[],
     },
     Scenario {
@@ -186,7 +188,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "NaiveLock (bare DEL release): a holder whose lease expired deletes the next holder's lock, letting a third in",
         expect: Expect::Violates(MUTUAL_EXCLUSION),
         situations: &[],
-        runs: lock_naive::run,
+        runs: &lock::Variant::Naive,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -194,7 +196,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Lock + FencedStore: a paused holder's late write is refused; the final value has the highest token",
         expect: Expect::Clean,
         situations: lock::FENCING_SITUATIONS,
-        runs: fencing::run,
+        runs: &lock::Variant::Fencing,
         pinned_seeds: &[],
     },
     Scenario {
@@ -202,7 +204,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Lock + UnfencedStore: the paused holder's late write silently overwrites the newer one",
         expect: Expect::Violates(NO_STALE_OVERWRITE),
         situations: &[],
-        runs: fencing_unfenced::run,
+        runs: &lock::Variant::Unfenced,
         pinned_seeds: &[0, 3, 4],
     },
     Scenario {
@@ -210,7 +212,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "SlidingWindowLog: concurrent bursts across window boundaries with latency and partitions; never more than the limit",
         expect: Expect::Clean,
         situations: rate_limit::LOG_SITUATIONS,
-        runs: rate_limit::run_log,
+        runs: &rate_limit::Variant::Log,
         pinned_seeds: &[],
     },
     Scenario {
@@ -218,7 +220,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "SlidingWindowCounter: the same bursts; the overshoot is measured and held to its documented bound 2*max-1",
         expect: Expect::Clean,
         situations: rate_limit::COUNTER_SITUATIONS,
-        runs: rate_limit::run_counter,
+        runs: &rate_limit::Variant::Counter,
         pinned_seeds: &[],
     },
     Scenario {
@@ -226,7 +228,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "NaiveFixedWindow (INCR+EXPIRE): a burst at a boundary admits twice the limit inside one window",
         expect: Expect::Violates(RATE_LIMIT),
         situations: &[],
-        runs: rate_limit::run_fixed_window,
+        runs: &rate_limit::Variant::FixedWindow,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -234,7 +236,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "ClientSideWindow (ZREMRANGEBYSCORE, ZCARD, ZADD as separate round trips): concurrent callers overshoot",
         expect: Expect::Violates(RATE_LIMIT),
         situations: &[],
-        runs: rate_limit::run_client_side,
+        runs: &rate_limit::Variant::ClientSide,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -242,7 +244,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "WatchMultiLimiter on one shared multiplexed connection: EXEC clears every watch, so concurrent callers all pass",
         expect: Expect::Violates(RATE_LIMIT),
         situations: &[],
-        runs: rate_limit::run_watch_multi,
+        runs: &rate_limit::Variant::WatchMulti,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -250,7 +252,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Election (epoch = fencing token): leader pauses, stops and partitions; one leader per epoch, stale writes refused",
         expect: Expect::Clean,
         situations: election::SITUATIONS,
-        runs: election::run_election,
+        runs: &election::Variant::Election,
         pinned_seeds: &[],
     },
     Scenario {
@@ -258,7 +260,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Election with the reference's tick-based demotion (demote only when a renewal fails), kept for comparison",
         expect: Expect::Clean,
         situations: election::RENEW_ONLY_SITUATIONS,
-        runs: election::run_renew_only,
+        runs: &election::Variant::RenewOnly,
         pinned_seeds: &[],
     },
     Scenario {
@@ -266,7 +268,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "NaiveElection (no epoch, unfenced writes): a paused leader wakes and its write lands after the new leader's",
         expect: Expect::Violates(ELECTION),
         situations: election::NO_EPOCH_SITUATIONS,
-        runs: election::run_no_epoch,
+        runs: &election::Variant::NoEpoch,
         pinned_seeds: &[2, 3, 5],
     },
     Scenario {
@@ -274,7 +276,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Lock across a redis-server restart without persistence: the fence counter is lost and tokens are reissued",
         expect: Expect::Violates(FENCING_TOKENS_INCREASE),
         situations: &[],
-        runs: counter_loss::run,
+        runs: &lock::Variant::CounterLoss,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -282,7 +284,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Redlock on 5 masters with partitions and pauses; no two clients inside their validity interval",
         expect: Expect::Clean,
         situations: redlock::SITUATIONS,
-        runs: redlock::run_correct,
+        runs: &redlock::Variant::Correct,
         pinned_seeds: &[],
     },
     Scenario {
@@ -290,7 +292,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Redlock without the elapsed-time validity gate: a slow acquire trusts a lease that has already expired",
         expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
         situations: &[],
-        runs: redlock::run_no_validity,
+        runs: &redlock::Variant::NoValidity,
         pinned_seeds: &[2, 3, 4],
     },
     Scenario {
@@ -298,7 +300,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Redlock with a forward clock step on a minority of masters: two clients each get a majority (documented non-guarantee)",
         expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
         situations: &[],
-        runs: redlock::run_clock_jump,
+        runs: &redlock::Variant::ClockJump,
         pinned_seeds: &[1, 2, 3],
     },
 ];

@@ -69,6 +69,8 @@ use crate::stats::{self, Histograms};
 use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig};
 use serde::{Deserialize, Serialize};
 
+use crate::family::Family;
+
 /// The limited name.
 pub const NAME: &str = "api";
 /// Requests per window.
@@ -710,12 +712,6 @@ async fn probe(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
     }
 }
 
-/// One seed of a rate-limit scenario.
-pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    let (plan, schedule) = seed_plan(seed);
-    run_planned(variant, servers, seed, &plan, schedule)
-}
-
 /// The explicit form of a seed's run: its bursts, limit and window, and its
 /// fault schedule (see `crate::plan`).
 pub fn seed_plan(seed: u64) -> (RateLimitPlan, Schedule) {
@@ -922,29 +918,69 @@ fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'static str>
     out
 }
 
-/// `rate-limit`.
-pub fn run_log(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::Log, servers, seed)
+impl Family for Variant {
+    type Plan = RateLimitPlan;
+    const NAME: &'static str = "rate-limit";
+
+    fn nodes(&self) -> u32 {
+        1
+    }
+
+    fn seed_plan(&self, seed: u64) -> (RateLimitPlan, Schedule) {
+        seed_plan(seed)
+    }
+
+    fn run(
+        &self,
+        servers: &mut Servers,
+        seed: u64,
+        plan: &RateLimitPlan,
+        schedule: Schedule,
+    ) -> Result<Outcome, SetupError> {
+        run_planned(*self, servers, seed, plan, schedule)
+    }
+
+    fn actors(plan: &RateLimitPlan) -> u32 {
+        plan.clients
+    }
+
+    fn validate(plan: &RateLimitPlan) -> Result<(), String> {
+        if plan.limit == 0 || plan.window_ms == 0 {
+            return Err("limit and window_ms must be positive".into());
+        }
+        if let Some(b) = plan.bursts.iter().find(|b| b.client >= plan.clients) {
+            return Err(format!("burst {b:?}: no such client"));
+        }
+        Ok(())
+    }
+
+    fn normalize(plan: &mut RateLimitPlan, actors: u32) {
+        for b in &mut plan.bursts {
+            b.client %= actors.max(1);
+        }
+        plan.bursts.sort_by_key(|b| (b.at, b.client));
+    }
+
+    fn smaller(plan: &RateLimitPlan) -> Vec<RateLimitPlan> {
+        if plan.clients <= 1 {
+            return Vec::new();
+        }
+        vec![RateLimitPlan { clients: plan.clients - 1, ..plan.clone() }]
+    }
 }
 
-/// `rate-limit-counter`.
-pub fn run_counter(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::Counter, servers, seed)
-}
-
-/// `rate-limit-fixed-window`.
-pub fn run_fixed_window(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::FixedWindow, servers, seed)
-}
-
-/// `rate-limit-client-side`.
-pub fn run_client_side(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::ClientSide, servers, seed)
-}
-
-/// `rate-limit-watch-multi`.
-pub fn run_watch_multi(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::WatchMulti, servers, seed)
+impl core::fmt::Display for RateLimitPlan {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} client(s), limit {} per {}ms, ", self.clients, self.limit, self.window_ms)?;
+        if self.bursts.is_empty() {
+            return write!(f, "no requests");
+        }
+        write!(f, "{} burst(s):", self.bursts.len())?;
+        for b in &self.bursts {
+            write!(f, " {}@{}ms by client#{}", b.size, b.at, b.client)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

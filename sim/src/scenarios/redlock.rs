@@ -42,6 +42,8 @@
 use crate::checker::key_lifetimes::{Life, Rule};
 use crate::history::Millis;
 use serde::{Deserialize, Serialize};
+
+use crate::family::Family;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -671,12 +673,6 @@ fn plan(variant: Variant, seed: u64) -> (Schedule, Vec<RedlockStart>) {
     }
 }
 
-/// One seed of a Redlock scenario.
-pub fn run_variant(variant: Variant, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    let (plan, schedule) = seed_plan(variant, seed);
-    run_planned(variant, servers, seed, &plan, schedule)
-}
-
 /// The explicit form of a seed's run: start times, timing and the fault
 /// schedule (see `crate::plan`).
 pub fn seed_plan(variant: Variant, seed: u64) -> (RedlockPlan, Schedule) {
@@ -768,17 +764,74 @@ pub fn run_planned(
     Ok(outcome)
 }
 
-/// `redlock`.
-pub fn run_correct(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::Correct, servers, seed)
+impl Family for Variant {
+    type Plan = RedlockPlan;
+    const NAME: &'static str = "redlock";
+
+    fn nodes(&self) -> u32 {
+        MASTERS as u32
+    }
+
+    fn seed_plan(&self, seed: u64) -> (RedlockPlan, Schedule) {
+        seed_plan(*self, seed)
+    }
+
+    fn run(
+        &self,
+        servers: &mut Servers,
+        seed: u64,
+        plan: &RedlockPlan,
+        schedule: Schedule,
+    ) -> Result<Outcome, SetupError> {
+        run_planned(*self, servers, seed, plan, schedule)
+    }
+
+    fn actors(plan: &RedlockPlan) -> u32 {
+        plan.starts.len() as u32
+    }
+
+    fn validate(plan: &RedlockPlan) -> Result<(), String> {
+        if plan.ttl_ms == 0 || plan.master_timeout_ms == 0 || plan.master_timeouts_ms.contains(&0) {
+            return Err("ttl_ms and master_timeout_ms must be positive".into());
+        }
+        Ok(())
+    }
+
+    fn smaller(plan: &RedlockPlan) -> Vec<RedlockPlan> {
+        if plan.starts.len() <= 1 {
+            return Vec::new();
+        }
+        (0..plan.starts.len())
+            .map(|i| {
+                let mut p = plan.clone();
+                p.starts.remove(i);
+                p
+            })
+            .collect()
+    }
 }
 
-/// `redlock-no-validity`.
-pub fn run_no_validity(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::NoValidity, servers, seed)
-}
-
-/// `redlock-clock-jump`.
-pub fn run_clock_jump(servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-    run_variant(Variant::ClockJump, servers, seed)
+impl core::fmt::Display for RedlockPlan {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} client(s) over {MASTERS} masters, ttl {}ms, master timeout {}ms, attempts until {}ms; starts:",
+            self.starts.len(),
+            self.ttl_ms,
+            self.master_timeout_ms,
+            self.length_ms
+        )?;
+        if !self.master_timeouts_ms.is_empty() {
+            write!(f, " (per client: {:?}ms)", self.master_timeouts_ms)?;
+        }
+        for (i, s) in self.starts.iter().enumerate() {
+            match s {
+                RedlockStart::At(at) => write!(f, " client#{i} at {at}ms")?,
+                RedlockStart::AfterFirstGrant { delay, latest } => {
+                    write!(f, " client#{i} {delay}ms after client#0's first grant (by {latest}ms)")?
+                }
+            }
+        }
+        Ok(())
+    }
 }

@@ -9,6 +9,7 @@
 //! - Invalid plans are refused before anything runs (exit status 2).
 
 use redis_primitives_sim::plan::{self, Plan, Workload};
+use redis_primitives_sim::scenarios::lock;
 use redis_primitives_sim::scenarios::SCENARIOS;
 use redis_primitives_sim::servers::Servers;
 
@@ -39,13 +40,13 @@ fn replay_plan_reproduces_in_another_process() {
     let mut p = plan::from_seed(s.name, 2).unwrap();
     // Edit the plan: no nemesis faults, two clients. It is still a run.
     p.schedule.faults.clear();
-    if let Workload::Lock(w) = &mut p.workload {
-        w.clients = 2;
-        w.stall = w.stall.map(|mut st| {
-            st.client %= 2;
-            st
-        });
-    }
+    let mut w = p.workload.plan::<lock::Variant>().unwrap();
+    w.clients = 2;
+    w.stall = w.stall.map(|mut st| {
+        st.client %= 2;
+        st
+    });
+    p.workload = Workload::of::<lock::Variant>(&w);
     let here = plan::run(&mut servers, &p).unwrap();
     let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().expect("rp-sim runs");
     let json = p.to_json();

@@ -1,0 +1,219 @@
+//! A primitive family: the one place a family of scenarios lives.
+//!
+//! A family (the lock, the rate limiters, the election, Redlock, or a
+//! user's own primitive) owns everything its scenarios need, behind one
+//! trait implemented on its *variant* type (which of its primitives a
+//! scenario runs, correct or broken, with the settings that go with it):
+//!
+//! - its **plan** type (serde data: the only description of a run beyond
+//!   the seed and the nemesis schedule) and how a seed becomes one
+//!   ([`Family::seed_plan`]);
+//! - its **run**: actors, workload and checkers, from a plan
+//!   ([`Family::run`]); a seed's run is the run of its seed plan, by
+//!   construction ([`Runner::run_seed`]);
+//! - what a plan means to the harness: its actors, the faults its workload
+//!   injects itself, its validity and canonical form, and how it shrinks
+//!   ([`Family::smaller`]: the property search's hints).
+//!
+//! The registry (`scenarios::SCENARIOS`) holds each scenario's variant as a
+//! [`Runner`], the object-safe face of a family; plans travel between the
+//! two as a [`Workload`], the plan's JSON tagged with its family's name, so
+//! that `crate::plan` (replay, shrinking, persistence) needs no table of
+//! families and a new family touches no shared file but the registry. ADR
+//! 0009 says why this is a trait on the variant rather than an enum.
+
+use core::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::nemesis::Schedule;
+use crate::scenarios::Outcome;
+use crate::servers::{Servers, SetupError};
+
+/// One family of scenarios, implemented on its variant type (see the
+/// module docs).
+pub trait Family: fmt::Debug + Sync + 'static {
+    /// Everything one run does beyond its seed and nemesis schedule.
+    type Plan: Clone + fmt::Debug + fmt::Display + PartialEq + Serialize + DeserializeOwned;
+
+    /// The family's name: the `family` tag of its plans' JSON.
+    const NAME: &'static str;
+
+    /// Redis nodes a run of this variant needs.
+    fn nodes(&self) -> u32;
+
+    /// The plan and nemesis schedule of one seed.
+    fn seed_plan(&self, seed: u64) -> (Self::Plan, Schedule);
+
+    /// Runs `plan` under `schedule` (the seed seeds what the plan leaves to
+    /// chance: link latencies, actors' RNGs) and judges it.
+    fn run(
+        &self,
+        servers: &mut Servers,
+        seed: u64,
+        plan: &Self::Plan,
+        schedule: Schedule,
+    ) -> Result<Outcome, SetupError>;
+
+    /// Client actors of `plan`: what `Target::Client(i)` indexes.
+    fn actors(plan: &Self::Plan) -> u32;
+
+    /// Faults `plan`'s workload injects itself (a holder's stall, a
+    /// leader's `stop()`): counted in a plan's size.
+    fn injected_faults(_plan: &Self::Plan) -> usize {
+        0
+    }
+
+    /// Whether `plan` can run (indices in range, positive durations).
+    fn validate(_plan: &Self::Plan) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Puts a generated plan into canonical form for `actors` actors
+    /// (indices wrapped, lists sorted).
+    fn normalize(_plan: &mut Self::Plan, _actors: u32) {}
+
+    /// Plans one step simpler than `plan` (a workload fault removed, an
+    /// actor fewer): the shrinking hints of the property search.
+    fn smaller(_plan: &Self::Plan) -> Vec<Self::Plan> {
+        Vec::new()
+    }
+}
+
+/// A plan as the harness carries it: its family's name and its JSON.
+///
+/// Serialised as the plan's own JSON object with a `family` field added, so
+/// a plan reads the same whichever family wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Workload(serde_json::Value);
+
+impl Workload {
+    /// `plan` of family `F`.
+    pub fn of<F: Family>(plan: &F::Plan) -> Workload {
+        // A plan is plain data (integers, strings, lists): it serialises.
+        let mut v = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("family".to_string(), serde_json::Value::String(F::NAME.to_string()));
+        }
+        Workload(v)
+    }
+
+    /// The family named in the plan (`None` if it names none).
+    pub fn family(&self) -> Option<&str> {
+        self.0.get("family").and_then(|f| f.as_str())
+    }
+
+    /// The typed plan, if this is a plan of family `F`.
+    pub fn plan<F: Family>(&self) -> Result<F::Plan, String> {
+        match self.family() {
+            Some(name) if name == F::NAME => {}
+            Some(name) => return Err(format!("a {name} plan, not a {} plan", F::NAME)),
+            None => return Err("the workload names no family".to_string()),
+        }
+        let mut v = self.0.clone();
+        if let serde_json::Value::Object(m) = &mut v {
+            m.remove("family");
+        }
+        serde_json::from_value(v).map_err(|e| format!("not a {} plan: {e}", F::NAME))
+    }
+}
+
+/// A family's variant behind one object-safe face: what a registry row
+/// holds. Implemented for every [`Family`]; a plan's typed form never
+/// leaves the family.
+pub trait Runner: fmt::Debug + Sync {
+    /// The family's name.
+    fn family(&self) -> &'static str;
+    /// Redis nodes a run needs.
+    fn nodes(&self) -> u32;
+    /// The seed plan, as a [`Workload`], and its schedule.
+    fn seed_workload(&self, seed: u64) -> (Workload, Schedule);
+    /// Runs one seed: the run of its seed plan.
+    fn run_seed(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError>;
+    /// Runs a plan given as a [`Workload`].
+    fn run_workload(
+        &self,
+        servers: &mut Servers,
+        seed: u64,
+        workload: &Workload,
+        schedule: Schedule,
+    ) -> Result<Outcome, SetupError>;
+    /// The plan, in words.
+    fn describe(&self, workload: &Workload) -> String;
+    /// Its actors.
+    fn actors(&self, workload: &Workload) -> Result<u32, String>;
+    /// The faults its workload injects.
+    fn injected_faults(&self, workload: &Workload) -> usize;
+    /// Whether it can run.
+    fn validate(&self, workload: &Workload) -> Result<(), String>;
+    /// Its canonical form for `actors` actors.
+    fn normalize(&self, workload: &Workload, actors: u32) -> Workload;
+    /// Plans one step simpler.
+    fn smaller(&self, workload: &Workload) -> Vec<Workload>;
+}
+
+impl<F: Family> Runner for F {
+    fn family(&self) -> &'static str {
+        F::NAME
+    }
+
+    fn nodes(&self) -> u32 {
+        Family::nodes(self)
+    }
+
+    fn seed_workload(&self, seed: u64) -> (Workload, Schedule) {
+        let (plan, schedule) = self.seed_plan(seed);
+        (Workload::of::<F>(&plan), schedule)
+    }
+
+    fn run_seed(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+        let (plan, schedule) = self.seed_plan(seed);
+        self.run(servers, seed, &plan, schedule)
+    }
+
+    fn run_workload(
+        &self,
+        servers: &mut Servers,
+        seed: u64,
+        workload: &Workload,
+        schedule: Schedule,
+    ) -> Result<Outcome, SetupError> {
+        let plan = workload.plan::<F>().map_err(|e| SetupError::Simulation(format!("invalid plan: {e}")))?;
+        self.run(servers, seed, &plan, schedule)
+    }
+
+    fn describe(&self, workload: &Workload) -> String {
+        match workload.plan::<F>() {
+            Ok(p) => p.to_string(),
+            Err(e) => format!("(unreadable: {e})"),
+        }
+    }
+
+    fn actors(&self, workload: &Workload) -> Result<u32, String> {
+        workload.plan::<F>().map(|p| F::actors(&p))
+    }
+
+    fn injected_faults(&self, workload: &Workload) -> usize {
+        workload.plan::<F>().map_or(0, |p| F::injected_faults(&p))
+    }
+
+    fn validate(&self, workload: &Workload) -> Result<(), String> {
+        F::validate(&workload.plan::<F>()?)
+    }
+
+    fn normalize(&self, workload: &Workload, actors: u32) -> Workload {
+        match workload.plan::<F>() {
+            Ok(mut p) => {
+                F::normalize(&mut p, actors);
+                Workload::of::<F>(&p)
+            }
+            Err(_) => workload.clone(),
+        }
+    }
+
+    fn smaller(&self, workload: &Workload) -> Vec<Workload> {
+        workload.plan::<F>().map(|p| F::smaller(&p).iter().map(Workload::of::<F>).collect()).unwrap_or_default()
+    }
+}
