@@ -253,6 +253,15 @@ pub enum Validation {
         /// Drift allowance.
         drift: (u32, u64),
     },
+    /// `Election::builder(..).lease_ttl(..).drift(..).build()` with the
+    /// renew and campaign intervals left to their defaults (a third of the
+    /// lease; the renew interval).
+    ElectionDefaults {
+        /// Lease TTL.
+        lease_ms: u64,
+        /// Drift allowance.
+        drift: (u32, u64),
+    },
     /// `Limit::new(max, window)`.
     Limit {
         /// Requests per window.
@@ -637,6 +646,13 @@ pub enum Op {
         /// `Election::leadership()`.
         published: Published,
     },
+    /// Observation: the writer asked `Election::epoch()` before a write
+    /// and got `epoch` (judged by `election-views`: `Some` only before the
+    /// lease's deadline).
+    EpochCheck {
+        /// The answer.
+        epoch: Option<u64>,
+    },
     /// Observation: an `on_elected` (`elected`) or `on_demoted` callback ran
     /// for `epoch`; judged by `election-views`.
     ElectionCallback {
@@ -755,6 +771,7 @@ impl Op {
             Op::Validated { .. } => "validated",
             Op::ElectionView { .. } => "election-view",
             Op::ElectionCallback { .. } => "election-callback",
+            Op::EpochCheck { .. } => "epoch-check",
             Op::ElectionConfig { .. } => "election-config",
             Op::Note { .. } => "note",
         }
@@ -911,6 +928,7 @@ impl fmt::Display for Op {
                 "election-view {name} is_leader={is_leader} epoch={} lease={lease:?} published={published:?}",
                 opt(epoch)
             ),
+            Op::EpochCheck { epoch } => write!(f, "epoch() -> {}", opt(epoch)),
             Op::ElectionCallback { elected, epoch } => {
                 write!(f, "{} epoch={epoch}", if *elected { "on_elected" } else { "on_demoted" })
             }

@@ -20,7 +20,12 @@
 //! - `on_elected(e)` ran exactly once for every epoch ever published as
 //!   leader and for no other; `on_demoted(e)` at most once, only for an
 //!   elected epoch, and before any view published `e`'s demotion;
-//! - `stop()` returns only once `run()` has finished (it waits for it).
+//! - `stop()` returns only once `run()` has finished (it waits for it),
+//!   and a stopped node says so: its last view is `Stopped` with no lease;
+//! - the writer's `epoch()` checks ([`Op::EpochCheck`]) answer `Some` only
+//!   before the deadline of the lease the last view showed (under
+//!   `Demotion::AtDeadline`): a check that says "still leader" past it lets
+//!   a stale leader act.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -61,6 +66,10 @@ struct Node {
     /// When they completed.
     run_done: Option<Millis>,
     stop_done: Option<Millis>,
+    /// The lease the last view showed: `(epoch, deadline µs)`.
+    lease: Option<(u64, u64)>,
+    /// The last view's published role.
+    last_published: Option<Published>,
 }
 
 /// Every disagreement, at most a few per node.
@@ -103,7 +112,19 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
             Op::ElectionCallback { elected: false, epoch } => {
                 node.demoted_calls.entry(*epoch).or_default().push(e.time)
             }
+            Op::EpochCheck { epoch: Some(epoch) } if built.at_deadline => {
+                if let Some((l, deadline_us)) = node.lease.filter(|(l, _)| l == epoch) {
+                    if e.time * 1000 >= deadline_us {
+                        out.push(wrong(format!(
+                            "epoch() answered Some({l}) at {}µs, past its lease's deadline at {deadline_us}µs",
+                            e.time * 1000
+                        )));
+                    }
+                }
+            }
             Op::ElectionView { name, is_leader, epoch, lease, published } => {
+                node.lease = lease.map(|(l, _, d)| (l, d));
+                node.last_published = Some(*published);
                 let t_us = e.time * 1000;
                 let mut why = Vec::new();
                 if name != built.name {
@@ -197,6 +218,9 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
             }
             (Some(_), Some(stop), None) => why.push(format!("stop() returned at {stop}ms while run() never finished")),
             _ => {}
+        }
+        if n.stop_done.is_some() && !matches!(n.last_published, Some(Published::Stopped { .. })) {
+            why.push(format!("stopped, but leadership() last said {:?}", n.last_published));
         }
         if !why.is_empty() {
             out.push(Violation::new(ELECTION_VIEWS, None, format!("{process}: {}", why.join("; "))));

@@ -45,6 +45,13 @@ pub fn must_accept(case: &Validation) -> bool {
                 && u128::from(renew_ms) * MS <= usable / 2
                 && campaign_ms > 0
         }
+        Validation::ElectionDefaults { lease_ms, drift } => {
+            // The renew default is a third of the lease (the campaign's is
+            // the renew interval): accepted when that is at most half the
+            // usable lease.
+            let usable = usable_ns(lease_ms, drift);
+            ttl_ok(lease_ms) && usable > 0 && u128::from(lease_ms) * MS / 3 <= usable / 2
+        }
         Validation::Limit { max, window_ms } => {
             max >= 1 && ttl_ok(window_ms) && max.checked_mul(window_ms).is_some_and(|p| p <= 1 << 52)
         }

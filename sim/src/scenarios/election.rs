@@ -381,7 +381,11 @@ async fn node_actor(
                 if actor.now() >= end {
                     break;
                 }
-                let Some(believed) = node.may_write() else { continue };
+                let checked = node.may_write();
+                if matches!(*node, Node::Fenced { .. }) {
+                    actor.observe(Op::EpochCheck { epoch: checked.flatten().map(|e| e.get()) });
+                }
+                let Some(believed) = checked else { continue };
                 if let Some(duration) = pending_stall.take() {
                     // Checked, then frozen before the write goes out: it
                     // leaves with the epoch of a term that ended meanwhile.
@@ -478,6 +482,10 @@ async fn node_actor(
     }
     let _ = writer.await;
     let _ = runner.await;
+    // What the node says once stopped (judged: `Stopped`, no lease).
+    if let Some(view) = node.view(&actor) {
+        actor.observe(view);
+    }
     Ok(())
 }
 

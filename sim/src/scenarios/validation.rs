@@ -67,7 +67,14 @@ pub fn election(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
     if d.1 > 0 {
         cases.push((d.1, 1, campaign));
     }
-    for (lease_ms, renew_ms, campaign_ms) in cases {
+    let mut with_drift: Vec<((u32, u64), (u64, u64, u64))> = cases.into_iter().map(|c| (d, c)).collect();
+    // Exactly at the edge: no proportional drift and an even constant, so
+    // half the usable lease is a whole number of milliseconds.
+    let (c, lease) = (2 * rng.random_range(0..=3u64), 2 * rng.random_range(20..=500u64));
+    let exact = (lease - c) / 2;
+    with_drift.push(((0, c), (lease, exact, campaign)));
+    with_drift.push(((0, c), (lease, exact + 1, campaign)));
+    for (d, (lease_ms, renew_ms, campaign_ms)) in with_drift {
         let built = Election::builder(conn.clone(), "validation")
             .lease_ttl(Duration::from_millis(lease_ms))
             .renew_interval(Duration::from_millis(renew_ms))
@@ -75,6 +82,23 @@ pub fn election(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
             .drift(drift(d)?)
             .build();
         record(actor, Validation::ElectionTiming { lease_ms, renew_ms, campaign_ms, drift: d }, &built);
+    }
+    // The defaults: renew every third of the lease, campaign as often.
+    let lease_ms = rng.random_range(20..=2000u64);
+    let built = Election::builder(conn.clone(), "validation")
+        .lease_ttl(Duration::from_millis(lease_ms))
+        .drift(drift(d)?)
+        .build();
+    record(actor, Validation::ElectionDefaults { lease_ms, drift: d }, &built);
+    if let Ok(e) = &built {
+        let third = Duration::from_millis(lease_ms) / 3;
+        actor.configured(
+            "Election (default intervals)",
+            &[
+                ("renew_interval", format!("{:?}", e.renew_interval()), format!("{third:?}")),
+                ("campaign_interval", format!("{:?}", e.campaign_interval()), format!("{third:?}")),
+            ],
+        );
     }
     Ok(())
 }
