@@ -45,6 +45,11 @@ fn usable_ms(ttl_ms: u64, (per_mille, constant_ms): (u32, u64)) -> u64 {
     (ttl.saturating_sub(allowance) / MS) as u64
 }
 
+/// A drift allowance as `(‰, constant ms)`.
+type Drift2 = (u32, u64);
+/// Election timing as `(lease, renew, campaign)` ms.
+type Timing3 = (u64, u64, u64);
+
 /// Election timing around its edges: renew at, above and below half the
 /// usable lease, renew at the lease itself, zero intervals, a lease the
 /// drift swallows whole.
@@ -67,7 +72,7 @@ pub fn election(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
     if d.1 > 0 {
         cases.push((d.1, 1, campaign));
     }
-    let mut with_drift: Vec<((u32, u64), (u64, u64, u64))> = cases.into_iter().map(|c| (d, c)).collect();
+    let mut with_drift: Vec<(Drift2, Timing3)> = cases.into_iter().map(|c| (d, c)).collect();
     // Exactly at the edge: no proportional drift and an even constant, so
     // half the usable lease is a whole number of milliseconds.
     let (c, lease) = (2 * rng.random_range(0..=3u64), 2 * rng.random_range(20..=500u64));
