@@ -414,6 +414,7 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
                         stall_mid_write: false,
                         epoch_base: None,
                         stop_at,
+                        slow_first_campaign: false,
                     })
                 })
                 .boxed()

@@ -20,6 +20,13 @@
 //! - `on_elected(e)` ran exactly once for every epoch ever published as
 //!   leader and for no other; `on_demoted(e)` at most once, only for an
 //!   elected epoch, and before any view published `e`'s demotion;
+//! - under `Demotion::AtDeadline`, a node never starts leading on a lease
+//!   already past its deadline (a campaign answered after its own deadline
+//!   is handed back, not led on);
+//! - renewals keep their cadence: the next renewal of a term is sent
+//!   exactly `renew_interval` after the previous one was sent, unless that
+//!   one's reply came later (then at once), or a fault or a pause of the
+//!   node came in between;
 //! - `stop()` returns only once `run()` has finished (it waits for it),
 //!   and a stopped node says so: its last view is `Stopped` with no lease;
 //! - the writer's `epoch()` checks ([`Op::EpochCheck`]) answer `Some` only
@@ -48,6 +55,8 @@ pub struct Built<'a> {
     pub at_deadline: bool,
     /// Its lock's drift allowance.
     pub allowance: Allowance,
+    /// The nemesis faults' `[start, end]` spans.
+    pub faults: &'a [(Millis, Millis)],
 }
 
 #[derive(Default)]
@@ -70,6 +79,8 @@ struct Node {
     lease: Option<(u64, u64)>,
     /// The last view's published role.
     last_published: Option<Published>,
+    /// The last renewal seen: `(epoch, sent µs, seen at ms)`.
+    renewal: Option<(u64, u64, Millis)>,
 }
 
 /// Every disagreement, at most a few per node.
@@ -83,6 +94,17 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
         (lease_ns.saturating_sub(allowance) / 1000) as u64
     };
     let demotion = if built.at_deadline { "AtDeadline" } else { "OnRenewTick" };
+    let pauses: Vec<(&str, Millis, Millis)> = events
+        .iter()
+        .filter_map(|e| match e.op {
+            Op::Paused { ms, .. } | Op::Delayed { ms, .. } => Some((e.process.as_str(), e.time, e.time + ms)),
+            _ => None,
+        })
+        .collect();
+    let disturbed = |process: &str, from: Millis, to: Millis| {
+        built.faults.iter().any(|&(s, e)| s <= to && e >= from)
+            || pauses.iter().any(|&(p, s, e)| p == process && s <= to && e >= from)
+    };
     for e in events {
         let node = nodes.entry(e.process.as_str()).or_default();
         let wrong =
@@ -141,6 +163,29 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                         ));
                     }
                 }
+                if let Some((l, sent_us, _)) = lease {
+                    match node.renewal {
+                        Some((prev_epoch, prev_sent, seen)) if prev_epoch == *l && prev_sent != *sent_us => {
+                            let renew_us = built.renew_ms * 1000;
+                            let due = prev_sent + renew_us;
+                            let calm = !disturbed(e.process.as_str(), prev_sent / 1000, sent_us / 1000);
+                            if *sent_us < due {
+                                why.push(format!(
+                                    "a renewal of epoch {l} was sent at {sent_us}µs, before it was due at {due}µs"
+                                ));
+                            } else if calm && seen * 1000 < due && *sent_us != due {
+                                why.push(format!(
+                                    "a renewal of epoch {l} was sent at {sent_us}µs; the one before was sent at {prev_sent}µs and answered by {}µs, so this one was due at {due}µs",
+                                    seen * 1000
+                                ));
+                            }
+                        }
+                        _ => {}
+                    }
+                    if node.renewal.is_none_or(|(pe, ps, _)| pe != *l || ps != *sent_us) {
+                        node.renewal = Some((*l, *sent_us, e.time));
+                    }
+                }
                 let lease_epoch = lease.map(|l| l.0);
                 match published {
                     Published::Leader { epoch: p, elected_at_ms } => {
@@ -151,6 +196,13 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                         }
                         if !node.published.contains_key(p) {
                             node.published.insert(*p, e.time);
+                            if let Some((_, _, deadline_us)) = lease.filter(|l| l.0 == *p && built.at_deadline) {
+                                if deadline_us <= t_us {
+                                    why.push(format!(
+                                        "epoch {p} was first published as leader at {t_us}µs on a lease whose deadline had passed at {deadline_us}µs"
+                                    ));
+                                }
+                            }
                             if *elected_at_ms > e.time || e.time - elected_at_ms > 2 {
                                 why.push(format!(
                                     "epoch {p} was first published at {}ms with elected_at = {elected_at_ms}ms",
@@ -190,7 +242,16 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
     }
     for (process, n) in &nodes {
         let published: BTreeSet<u64> = n.published.keys().copied().collect();
-        let called: BTreeSet<u64> = n.elected_calls.keys().copied().collect();
+        // A term that began and ended within one millisecond (elected on
+        // resuming from a pause, demoted by its first renewal) may never be
+        // seen by a view polled every millisecond; its callbacks still ran.
+        let too_short = |epoch: &u64| {
+            let elected = n.elected_calls.get(epoch).and_then(|c| c.first());
+            let demoted = n.demoted_calls.get(epoch).and_then(|c| c.first());
+            matches!((elected, demoted), (Some(a), Some(b)) if b - a <= 1)
+        };
+        let called: BTreeSet<u64> =
+            n.elected_calls.keys().copied().filter(|e| published.contains(e) || !too_short(e)).collect();
         let mut why = Vec::new();
         if published != called {
             why.push(format!("epochs published as leader {published:?}, but on_elected ran for {called:?}"));
@@ -241,6 +302,7 @@ mod tests {
         campaign_ms: 25,
         at_deadline: true,
         allowance: Allowance::DEFAULT,
+        faults: &[],
     };
 
     fn view(h: &History, t: Millis, epoch: Option<u64>, lease: Option<(u64, u64, u64)>, published: Published) {

@@ -115,6 +115,11 @@ pub struct ElectionPlan {
     pub epoch_base: Option<u64>,
     /// The node leading at this time calls `stop()` (a clean hand-over).
     pub stop_at: Option<Millis>,
+    /// Every node freezes for a lease right after its first campaign is
+    /// sent (a targeted fault: the winner sees its reply after its own
+    /// deadline).
+    #[serde(default)]
+    pub slow_first_campaign: bool,
 }
 
 /// The node leading at `at` freezes for `ms`.
@@ -320,7 +325,7 @@ fn stall_leader(actor: &Actor, markers: &Mutex<Vec<Marker>>, duration: u64, when
     if let Ok(mut m) = markers.lock() {
         m.push(Marker::Stall { node: actor.name().to_string(), at: actor.now(), duration });
     }
-    actor.pause().pause_for(Duration::from_millis(duration));
+    actor.stall(duration, &format!("(the leader){when}"));
 }
 
 /// The body of one node actor.
@@ -365,6 +370,15 @@ async fn node_actor(
         let actor = actor.clone();
         actor.clone().spawn(async move { node.run(&actor).await })
     };
+    if plan.slow_first_campaign {
+        // Every node freezes right after its first campaign is sent, for
+        // longer than a lease: the one whose acquire won sees the reply only
+        // after its own deadline, and must hand the key back rather than
+        // lead on a lease it can no longer trust.
+        sleep(Duration::from_millis(1)).await;
+        actor.stall(plan.lease_ms + 10 + 17 * actor.index() as u64, "right after its first campaign was sent");
+        actor.reached("campaign-answered-past-its-deadline");
+    }
     // A stall the observer hands to the writer, to land between its check
     // and its write (`stall_mid_write`).
     let pending_stall: Rc<Cell<Option<u64>>> = Rc::new(Cell::new(None));
@@ -601,6 +615,9 @@ pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
         stall_mid_write,
         epoch_base,
         stop_at,
+        // Its own stream, so the draws above stay what they were.
+        slow_first_campaign: StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-slow-campaign"))
+            .random_bool(0.25),
     };
     let mut profile = Profile::new(NODES as u32, 1, LENGTH);
     profile.classes = vec![
@@ -649,6 +666,7 @@ pub fn run_planned(
             campaign_ms: planned.campaign_ms,
             at_deadline: variant == Variant::Election,
             allowance: checker::lease_views::Allowance::DEFAULT,
+            faults: &fault_spans,
         };
         violations.extend(checker::election_views::check(events, built));
         let rules = [
@@ -729,18 +747,23 @@ fn trusted_ms(lease_ms: u64) -> u64 {
 const LIVENESS_SLACK_MS: u64 = 100;
 
 /// Situations every election variant reaches.
-const COMMON: [Situation; 2] = [
+const COMMON: [Situation; 3] = [
     Situation {
         name: "failover-during-stall",
         meaning: "the leader froze longer than its lease and another node led before it woke",
     },
     Situation { name: "hand-over-after-stop", meaning: "a leader called stop() and another node took over" },
+    Situation {
+        name: "campaign-answered-past-its-deadline",
+        meaning: "every node froze right after sending its first campaign, so the winner saw its grant only after its own deadline",
+    },
 ];
 
 /// What `election` exists to reach.
 pub const SITUATIONS: &[Situation] = &[
     COMMON[0],
     COMMON[1],
+    COMMON[2],
     Situation {
         name: "stalled-leader-stopped-believing",
         meaning: "a frozen leader's reign ended at its local deadline, while it was still frozen",
@@ -768,6 +791,7 @@ const EPOCHS_PAST_2_POW_53: Situation = Situation {
 pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
     COMMON[0],
     COMMON[1],
+    COMMON[2],
     EPOCHS_PAST_2_POW_53,
     Situation {
         name: "stale-leader-write-refused",
@@ -940,6 +964,7 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
         stall_mid_write: false,
         epoch_base: None,
         stop_at: stop,
+        slow_first_campaign: false,
     };
     let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
     let (run, markers) = run_plan(servers, k, variant, &plan, config, Schedule::none())?;
