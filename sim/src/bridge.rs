@@ -90,6 +90,17 @@ pub struct Execution {
     pub server_unix_ms: u64,
     /// Simulated time when it ran (ms since the start).
     pub sim_ms: u64,
+    /// How long the bridge held it first
+    /// ([`BridgeNode::delay_next_request`]; 0 for all others), ms.
+    pub held_ms: u64,
+}
+
+/// A one-shot delay queued by [`BridgeNode::delay_next_request`].
+#[derive(Debug)]
+struct Delay {
+    client: String,
+    by: Duration,
+    mentioning: Option<Vec<u8>>,
 }
 
 /// One Redis node of the simulation: the bridge's configuration and its
@@ -102,8 +113,9 @@ pub struct BridgeNode {
     state: Mutex<NodeState>,
     stats: BridgeStats,
     log: Mutex<Vec<Execution>>,
-    /// One-shot delays: the next request from this client waits this long.
-    delays: Mutex<Vec<(String, Duration)>>,
+    /// One-shot delays: the next request from this client (that mentions
+    /// the bytes, if any) waits this long.
+    delays: Mutex<Vec<Delay>>,
 }
 
 impl BridgeNode {
@@ -125,20 +137,28 @@ impl BridgeNode {
     /// simulated time before it runs (a targeted fault: one slow reply, the
     /// rest of the link untouched). Its undo is the request itself: the
     /// delay is spent by the first request that arrives.
-    pub fn delay_next_request(&self, client: &str, by: Duration) {
+    ///
+    /// With `mentioning`, only a request whose bytes contain it (a key name)
+    /// spends the delay: the one aimed at, not whichever else the client
+    /// sends first. Delays queued for one client are spent in order.
+    pub fn delay_next_request(&self, client: &str, by: Duration, mentioning: Option<&str>) {
+        let delay = Delay { client: client.to_string(), by, mentioning: mentioning.map(|m| m.as_bytes().to_vec()) };
         match self.delays.lock() {
-            Ok(mut d) => d.push((client.to_string(), by)),
-            Err(p) => p.into_inner().push((client.to_string(), by)),
+            Ok(mut d) => d.push(delay),
+            Err(p) => p.into_inner().push(delay),
         }
     }
 
-    fn take_delay(&self, client: &str) -> Option<Duration> {
+    fn take_delay(&self, client: &str, request: &[u8]) -> Option<Duration> {
         let mut d = match self.delays.lock() {
             Ok(d) => d,
             Err(p) => p.into_inner(),
         };
-        let i = d.iter().position(|(c, _)| c == client)?;
-        Some(d.remove(i).1)
+        let i = d.iter().position(|x| {
+            x.client == client
+                && x.mentioning.as_ref().is_none_or(|m| request.windows(m.len()).any(|w| w == m.as_slice()))
+        })?;
+        Some(d.remove(i).by)
     }
 
     /// Every command executed so far, in execution order.
@@ -241,12 +261,13 @@ impl BridgeNode {
         at
     }
 
-    fn record(&self, client: &Arc<str>, request: &[u8], at: Duration) {
+    fn record(&self, client: &Arc<str>, request: &[u8], at: Duration, held: Duration) {
         let entry = Execution {
             client: Arc::clone(client),
             command: command_name(request),
             server_unix_ms: at.as_millis() as u64,
             sim_ms: sim_now().as_millis() as u64,
+            held_ms: held.as_millis() as u64,
         };
         match self.log.lock() {
             Ok(mut g) => g.push(entry),
@@ -264,12 +285,13 @@ impl BridgeNode {
         let mut reply = Vec::new();
         loop {
             while let Some(len) = next_request(&inbox)? {
-                if let Some(by) = self.take_delay(&client) {
-                    tokio::time::sleep(by).await;
+                let held = self.take_delay(&client, &inbox[..len]).unwrap_or_default();
+                if !held.is_zero() {
+                    tokio::time::sleep(held).await;
                 }
                 self.wait_while_paused().await;
                 let at = self.pin_clock();
-                self.record(&client, &inbox[..len], at);
+                self.record(&client, &inbox[..len], at, held);
                 exchange(&mut real, &inbox[..len], &mut reply, &mut chunk)?;
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
                 inbox.drain(..len);

@@ -645,6 +645,14 @@ pub enum Op {
         lease: Option<(u64, u64, u64)>,
         /// `Election::leadership()`.
         published: Published,
+        /// What that `Leadership` value's own accessors say:
+        /// `(is_leader(), epoch(), last_demotion()'s epoch)`.
+        #[serde(default)]
+        accessors: (bool, Option<u64>, Option<u64>),
+        /// Why the last term ended (`last_demotion()`'s reason, as the
+        /// `demoted-*` situation suffix: `deadline-reached`, `lease-lost`…).
+        #[serde(default)]
+        demotion_reason: Option<String>,
     },
     /// Observation: the writer asked `Election::epoch()` before a write
     /// and got `epoch` (judged by `election-views`: `Some` only before the
@@ -705,6 +713,9 @@ pub enum Op {
         node: u32,
         /// How long.
         ms: u64,
+        /// Only a request mentioning this (a key name) is held.
+        #[serde(default)]
+        mentioning: Option<String>,
     },
     /// Observation: the actor froze itself for `ms` (a workload fault: a
     /// GC pause at a chosen moment), through [`crate::world::Actor::stall`].
@@ -911,7 +922,12 @@ impl fmt::Display for Op {
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
             Op::LibraryError { message } => write!(f, "library error: {message}"),
             Op::Paused { ms, context } => write!(f, "stalls for {ms}ms {context}"),
-            Op::Delayed { node, ms } => write!(f, "its next request to redis-{node} waits {ms}ms at the server"),
+            Op::Delayed { node, ms, mentioning: None } => {
+                write!(f, "its next request to redis-{node} waits {ms}ms at the server")
+            }
+            Op::Delayed { node, ms, mentioning: Some(key) } => {
+                write!(f, "its next request to redis-{node} mentioning {key} waits {ms}ms at the server")
+            }
             Op::Validated { case, accepted, refusal, .. } => match refusal {
                 Some(r) if !accepted => write!(f, "validated {case:?} -> refused: {r}"),
                 _ => write!(f, "validated {case:?} -> accepted"),
@@ -923,7 +939,7 @@ impl fmt::Display for Op {
                 }
                 Ok(())
             }
-            Op::ElectionView { name, is_leader, epoch, lease, published } => write!(
+            Op::ElectionView { name, is_leader, epoch, lease, published, .. } => write!(
                 f,
                 "election-view {name} is_leader={is_leader} epoch={} lease={lease:?} published={published:?}",
                 opt(epoch)

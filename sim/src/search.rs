@@ -415,6 +415,7 @@ fn workload(space: &WorkloadSpace) -> BoxedStrategy<Workload> {
                         epoch_base: None,
                         stop_at,
                         slow_first_campaign: false,
+                        slow_renewals: None,
                     })
                 })
                 .boxed()

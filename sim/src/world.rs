@@ -424,11 +424,25 @@ impl Actor {
     /// # Panics
     /// If `node` is out of range: a scenario bug.
     pub fn delay_next_request(&self, node: usize, ms: u64) {
+        self.delay_request(node, ms, None);
+    }
+
+    /// Like [`Actor::delay_next_request`], for the next request that
+    /// mentions `key` (its other requests pass untouched; those behind it on
+    /// the same connection wait with it, as they would behind a slow reply).
+    ///
+    /// # Panics
+    /// If `node` is out of range: a scenario bug.
+    pub fn delay_next_request_mentioning(&self, node: usize, ms: u64, key: &str) {
+        self.delay_request(node, ms, Some(key));
+    }
+
+    fn delay_request(&self, node: usize, ms: u64, mentioning: Option<&str>) {
         let Some(bridge) = self.bridges.get(node) else {
             panic!("scenario bug: node {node} does not exist ({} nodes)", self.bridges.len())
         };
-        self.observe(Op::Delayed { node: node as u32, ms });
-        bridge.delay_next_request(&self.name, Duration::from_millis(ms));
+        self.observe(Op::Delayed { node: node as u32, ms, mentioning: mentioning.map(str::to_string) });
+        bridge.delay_next_request(&self.name, Duration::from_millis(ms), mentioning);
     }
 
     /// Records an observation (no invoke).

@@ -57,6 +57,11 @@ pub struct Built<'a> {
     pub allowance: Allowance,
     /// The nemesis faults' `[start, end]` spans.
     pub faults: &'a [(Millis, Millis)],
+    /// The spans of those that freeze a client process (client pauses).
+    pub freezes: &'a [(Millis, Millis)],
+    /// The workload samples the views until this time (later views come
+    /// after a gap, from its shutdown).
+    pub sampled_until: Millis,
 }
 
 #[derive(Default)]
@@ -144,9 +149,9 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                     }
                 }
             }
-            Op::ElectionView { name, is_leader, epoch, lease, published } => {
-                node.lease = lease.map(|(l, _, d)| (l, d));
-                node.last_published = Some(*published);
+            Op::ElectionView { name, is_leader, epoch, lease, published, accessors, demotion_reason } => {
+                let previous_lease = std::mem::replace(&mut node.lease, lease.map(|(l, _, d)| (l, d)));
+                let previous_published = node.last_published.replace(*published);
                 let t_us = e.time * 1000;
                 let mut why = Vec::new();
                 if name != built.name {
@@ -154,6 +159,46 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                 }
                 if *is_leader != epoch.is_some() {
                     why.push(format!("is_leader() is {is_leader} while epoch() is {epoch:?}"));
+                }
+                let expected = match published {
+                    Published::Leader { epoch, .. } => (true, Some(*epoch), None),
+                    Published::Follower { demoted } | Published::Stopped { demoted } => (false, None, *demoted),
+                };
+                if *accessors != expected {
+                    why.push(format!(
+                        "Leadership's accessors say (is_leader, epoch, last demotion) = {accessors:?} of {published:?}"
+                    ));
+                }
+                // `OnRenewTick` promises to demote only when a renewal fails
+                // (or on stop): never on a timer.
+                if !built.at_deadline && demotion_reason.as_deref() == Some("deadline-reached") {
+                    why.push(
+                        "under OnRenewTick a term ended for DeadlineReached: it may end only when a renewal fails"
+                            .to_string(),
+                    );
+                }
+                // Under self-fencing the run loop wakes at the deadline and
+                // steps down. Views are recorded when they change, so the
+                // previous view held until this one: if it published a term
+                // whose lease's deadline passed 3 ms before this view, the
+                // term was never ended on time (kept, or revived by a late
+                // renewal). A node frozen in that span (a client pause, a
+                // stall) gets 3 ms after it resumes; a held request or a
+                // partition freezes nothing: the timer fires regardless.
+                if let (true, Some(Published::Leader { epoch: p, .. }), Some((l, deadline_us))) =
+                    (built.at_deadline, previous_published, previous_lease)
+                {
+                    let deadline = deadline_us / 1000;
+                    let frozen = |s: Millis, end: Millis| s <= e.time && end + 3 >= e.time && end >= deadline;
+                    let excused = built.freezes.iter().any(|&(s, end)| frozen(s, end))
+                        || events.iter().any(|x| {
+                            matches!(x.op, Op::Paused { ms, .. } if x.process == e.process && frozen(x.time, x.time + ms))
+                        });
+                    if l == p && t_us >= deadline_us + 3000 && !excused && e.time <= built.sampled_until {
+                        why.push(format!(
+                            "epoch {p} stayed published as leader until {t_us}µs, past its lease's deadline at {deadline_us}µs"
+                        ));
+                    }
                 }
                 if let Some((_, sent_us, deadline_us)) = lease {
                     if deadline_us.abs_diff(sent_us + usable_us) > 1 {
@@ -303,10 +348,24 @@ mod tests {
         at_deadline: true,
         allowance: Allowance::DEFAULT,
         faults: &[],
+        freezes: &[],
+        sampled_until: Millis::MAX,
     };
 
     fn view(h: &History, t: Millis, epoch: Option<u64>, lease: Option<(u64, u64, u64)>, published: Published) {
-        let op = Op::ElectionView { name: "leader".into(), is_leader: epoch.is_some(), epoch, lease, published };
+        let accessors = match published {
+            Published::Leader { epoch, .. } => (true, Some(epoch), None),
+            Published::Follower { demoted } | Published::Stopped { demoted } => (false, None, demoted),
+        };
+        let op = Op::ElectionView {
+            name: "leader".into(),
+            is_leader: epoch.is_some(),
+            epoch,
+            lease,
+            published,
+            accessors,
+            demotion_reason: None,
+        };
         h.observe_at(t, "n", op);
     }
 
@@ -319,9 +378,19 @@ mod tests {
         h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7 });
         view(&h, 12, Some(7), lease, leader);
         view(&h, 404, None, lease, leader);
+        h.observe_at(406, "n", Op::ElectionCallback { elected: false, epoch: 7 });
+        view(&h, 406, None, None, Published::Follower { demoted: Some(7) });
+        assert_eq!(check(&h.events(), BUILT), vec![]);
+
+        // The term published until 16 ms past its deadline: never ended.
+        let h = History::new();
+        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7 });
+        view(&h, 12, Some(7), lease, leader);
+        view(&h, 404, None, lease, leader);
         h.observe_at(420, "n", Op::ElectionCallback { elected: false, epoch: 7 });
         view(&h, 420, None, None, Published::Follower { demoted: Some(7) });
-        assert_eq!(check(&h.events(), BUILT), vec![]);
+        let v = check(&h.events(), BUILT);
+        assert!(v.len() == 1 && v[0].detail.contains("stayed published as leader until 420000µs"), "{v:?}");
 
         // Still claiming the epoch at its deadline.
         let h = History::new();

@@ -42,8 +42,9 @@ struct Call<'a> {
 }
 
 /// Checks every guarded call in `events`; `faults` are the nemesis
-/// faults' `[start, end]` spans (for the liveness rule).
-pub fn check(events: &[Event], faults: &[(Millis, Millis)]) -> Vec<Violation> {
+/// faults' `[start, end]` spans, `freezes` those of the faults that freeze a
+/// client (client pauses), for the liveness rules.
+pub fn check(events: &[Event], faults: &[(Millis, Millis)], freezes: &[(Millis, Millis)]) -> Vec<Violation> {
     let pauses: Vec<(&str, Millis, Millis)> = events
         .iter()
         .filter_map(|e| match e.op {
@@ -101,7 +102,17 @@ pub fn check(events: &[Event], faults: &[(Millis, Millis)]) -> Vec<Violation> {
                 })
                 .map(|r| r.invoked)
                 .max();
-            if let Some(end) = body_end.filter(|&end| done.time > end + every) {
+            // Only a freeze of the caller (a client pause, a stall) between
+            // the body's end and the return explains a late return; a slow,
+            // held or partitioned release does not: the guard gives up on it.
+            let calm = |end: Millis| {
+                let overlaps = |s: Millis, e: Millis| s <= done.time && e >= end;
+                !freezes.iter().any(|&(s, e)| overlaps(s, e))
+                    && !events.iter().any(|x| {
+                        matches!(x.op, Op::Paused { ms, .. } if x.process == g.process && overlaps(x.time, x.time + ms))
+                    })
+            };
+            if let Some(end) = body_end.filter(|&end| done.time > end + every && calm(end)) {
                 out.push(Violation::new(
                     LIVENESS,
                     Some(done.time),
@@ -239,7 +250,7 @@ mod tests {
             GuardedResult::Cancelled { at: 90, deadline_reached: false },
         );
         acq(&h, "b", 150, 152, 2);
-        assert_eq!(check(&h.events(), &[(0, 10_000)]), vec![]);
+        assert_eq!(check(&h.events(), &[(0, 10_000)], &[]), vec![]);
     }
 
     #[test]
@@ -257,7 +268,7 @@ mod tests {
             170,
             GuardedResult::Completed,
         );
-        let v = check(&h.events(), &[(0, 10_000)]);
+        let v = check(&h.events(), &[(0, 10_000)], &[]);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("outlived its lease"), "{v:?}");
     }
@@ -285,7 +296,7 @@ mod tests {
             120,
             GuardedResult::Completed,
         );
-        let v = check(&h.events(), &[(0, 10_000)]);
+        let v = check(&h.events(), &[(0, 10_000)], &[]);
         assert_eq!(v.len(), 2, "{v:?}");
     }
 }

@@ -597,6 +597,7 @@ mod tests {
                         command: "EVALSHA".into(),
                         server_unix_ms: *t,
                         sim_ms: e.time,
+                        held_ms: 0,
                     })
                 }
                 _ => None,

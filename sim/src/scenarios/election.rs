@@ -64,6 +64,12 @@ pub const RESOURCE: &str = "resource";
 const LEASE_MS: u64 = 400;
 const RENEW_MS: u64 = 100;
 const CAMPAIGN_MS: u64 = 25;
+/// How long the two requests of [`ElectionPlan::slow_renewals`] wait.
+const SLOW_RENEWALS_MS: [u64; 2] = [200, 240];
+/// The latest injection time of those, early enough that both held requests
+/// (sent within a renewal interval of each other) have run before the quiet
+/// tail, if the node is not frozen meanwhile.
+const SLOWED_SPAN_MS: u64 = 200 + 240 + 300;
 
 /// Which election is under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -120,6 +126,13 @@ pub struct ElectionPlan {
     /// deadline).
     #[serde(default)]
     pub slow_first_campaign: bool,
+    /// The node leading at this time has its next two requests held at the
+    /// server, 200 and then 240 ms (each inside the 250 ms response timeout):
+    /// the second renewal, sent late because the first took so long, is
+    /// answered after the lease's deadline (a targeted fault: the deadline
+    /// race in the renewal, and `OnRenewTick` leading on past it).
+    #[serde(default)]
+    pub slow_renewals: Option<Millis>,
 }
 
 /// The node leading at `at` freezes for `ms`.
@@ -134,8 +147,34 @@ pub struct LeaderStall {
 /// What the workload did (for measurements after the run).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Marker {
-    Stall { node: String, at: u64, duration: u64 },
-    Stop { node: String, at: u64 },
+    Stall {
+        node: String,
+        at: u64,
+        duration: u64,
+    },
+    Stop {
+        node: String,
+        at: u64,
+    },
+    /// [`ElectionPlan::slow_renewals`] was injected at `at`; the held
+    /// requests ran by `until` (from the bridge's execution log; the end of
+    /// the run if one never went out).
+    Slowed {
+        at: u64,
+        until: u64,
+    },
+}
+
+impl Marker {
+    /// The span in which this workload fault disturbs the run (`None` for a
+    /// clean `stop()`).
+    fn disturbs(&self) -> Option<(u64, u64)> {
+        match self {
+            Marker::Stall { at, duration, .. } => Some((*at, at + duration)),
+            Marker::Slowed { at, until } => Some((*at, *until)),
+            Marker::Stop { .. } => None,
+        }
+    }
 }
 
 enum Node {
@@ -163,7 +202,13 @@ impl Node {
     /// [`Op::ElectionView`] (`None` for the naive election).
     fn view(&self, actor: &Actor) -> Option<Op> {
         let Node::Fenced { election, .. } = self else { return None };
-        let published = match election.leadership() {
+        let leadership = election.leadership();
+        let accessors = (
+            leadership.is_leader(),
+            leadership.epoch().map(|e| e.get()),
+            leadership.last_demotion().map(|d| d.epoch.get()),
+        );
+        let published = match leadership {
             Leadership::Leader { epoch, elected_at } => {
                 Published::Leader { epoch: epoch.get(), elected_at_ms: actor.millis_of(elected_at) }
             }
@@ -182,6 +227,8 @@ impl Node {
                 .leader_lease()
                 .map(|l| (l.epoch.get(), actor.micros_of(l.sent_at), actor.micros_of(l.local_deadline))),
             published,
+            accessors,
+            demotion_reason: self.last_demotion().map(|(_, reason)| reason.to_string()),
         })
     }
 
@@ -420,6 +467,7 @@ async fn node_actor(
     let mut stopped = false;
     let mut stopping = None;
     let mut last_demotion = None;
+    let mut slowed = false;
     loop {
         let now = actor.now();
         let belief = node.belief().map(|(epoch, deadline)| (epoch, deadline.map(|d| actor.millis_of(d))));
@@ -465,6 +513,25 @@ async fn node_actor(
                 } else if leading {
                     stall_leader(&actor, &markers, duration, "");
                 }
+            }
+        }
+        if let Some(at) = plan.slow_renewals {
+            // Once per run: the first leader to reach `at`.
+            let first = !slowed
+                && now >= at
+                && leading
+                && markers.lock().map(|m| !m.iter().any(|x| matches!(x, Marker::Slowed { .. }))).unwrap_or(false);
+            if first {
+                slowed = true;
+                if let Ok(mut m) = markers.lock() {
+                    m.push(Marker::Slowed { at: now, until: u64::MAX });
+                }
+                // Aimed at the renewals (the lease key), not the writes.
+                let lease_key = format!("election:{{{ELECTION_NAME}}}");
+                for ms in SLOW_RENEWALS_MS {
+                    actor.delay_next_request_mentioning(0, ms, &lease_key);
+                }
+                actor.reached("renewals-held-at-the-server");
             }
         }
         if let Some(at) = plan.stop_at {
@@ -618,6 +685,10 @@ pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
         // Its own stream, so the draws above stay what they were.
         slow_first_campaign: StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-slow-campaign"))
             .random_bool(0.25),
+        slow_renewals: {
+            let mut rng = StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-slow-renewals"));
+            rng.random_bool(0.25).then(|| rng.random_range(300..=LENGTH - QUIET_TAIL - SLOWED_SPAN_MS))
+        },
     };
     let mut profile = Profile::new(NODES as u32, 1, LENGTH);
     profile.classes = vec![
@@ -648,15 +719,42 @@ pub fn run_planned(
     if let Some(at) = planned.stop_at {
         extra.push((at, format!("at {at}ms: stop() (workload) on the node leading then")));
     }
+    if let Some(at) = planned.slow_renewals {
+        extra.push((
+            at,
+            format!("at {at}ms: the next two requests of the node leading then wait 200 and 240 ms at the server"),
+        ));
+    }
     let schedule_end = schedule.faults.iter().map(crate::nemesis::Fault::end).max();
     let fault_spans: Vec<(u64, u64)> = schedule.faults.iter().map(|f| (f.at, f.end())).collect();
-    let (run, markers) = run_plan(servers, seed, variant, planned, world_config(seed), schedule)?;
+    let freeze_spans: Vec<(u64, u64)> = schedule
+        .faults
+        .iter()
+        .filter(|f| f.kind == crate::nemesis::FaultKind::ClientPause)
+        .map(|f| (f.at, f.end()))
+        .collect();
+    let (run, mut markers) = run_plan(servers, seed, variant, planned, world_config(seed), schedule)?;
+    // A held request disturbs the run until it has run, which may be long
+    // after its injection (the node frozen in between).
+    let held: Vec<u64> = run.executions[0].iter().filter(|x| x.held_ms > 0).map(|x| x.sim_ms).collect();
+    for m in &mut markers {
+        if let Marker::Slowed { until, .. } = m {
+            *until = match held.as_slice() {
+                [.., last] if held.len() == SLOW_RENEWALS_MS.len() => *last,
+                _ => planned.length_ms,
+            };
+        }
+    }
+    // Held requests disturb the views' timing as a nemesis fault does.
+    let schedule_spans = fault_spans.clone();
+    let mut fault_spans = fault_spans;
+    fault_spans.extend(markers.iter().filter(|m| matches!(m, Marker::Slowed { .. })).filter_map(Marker::disturbs));
     let mut outcome = outcome_from(&run, extra);
     let events = &outcome.history;
     let mut h = Histograms::new();
     stats::record_split_brain(events, ELECTION_NAME, &mut h);
     let (failovers, handovers) = measure(events, &markers, planned.lease_ms, &mut h);
-    let mut violations = checker::election::check(events, ELECTION_NAME, RESOURCE);
+    let mut violations = checker::election::check(events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly);
     violations.extend(checker::stale_overwrite::check(events));
     if variant != Variant::NoEpoch {
         let built = checker::election_views::Built {
@@ -667,6 +765,8 @@ pub fn run_planned(
             at_deadline: variant == Variant::Election,
             allowance: checker::lease_views::Allowance::DEFAULT,
             faults: &fault_spans,
+            freezes: &freeze_spans,
+            sampled_until: planned.length_ms,
         };
         violations.extend(checker::election_views::check(events, built));
         let rules = [
@@ -677,6 +777,27 @@ pub fn run_planned(
         violations.extend(checker::key_lifetimes::check(0, &run.keys_at_end[0], &rules, &[]));
     }
     if variant == Variant::Election {
+        // Held renewals end the term at its deadline; the lease is handed
+        // back once the late reply has landed. Judged only when nothing else
+        // (a nemesis fault, a stall, a stop()) touches that span.
+        for m in &markers {
+            let Marker::Slowed { at, until } = *m else { continue };
+            let bound = planned.campaign_ms + LIVENESS_SLACK_MS;
+            let span = (at, until.saturating_add(bound));
+            let touched = |(s, e): (u64, u64)| s <= span.1 && e >= span.0;
+            let quiet = until < planned.length_ms
+                && span.1 < planned.length_ms
+                && !schedule_spans.iter().any(|&f| touched(f))
+                && !markers
+                    .iter()
+                    .filter(|x| !matches!(x, Marker::Slowed { .. }))
+                    .filter_map(Marker::disturbs)
+                    .any(touched)
+                && planned.stop_at.is_none_or(|s| !touched((s, s + bound)));
+            if quiet {
+                violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, until, bound));
+            }
+        }
         violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
         violations.extend(checker::election::check_deadlines(
             events,
@@ -689,10 +810,7 @@ pub fn run_planned(
     // `healed`; a leader must hold from `healed + bound` on.
     // The stall's actual end (from the markers): a stall handed to the
     // writer lands at its next write, which may be later than planned.
-    let stall_end = markers.iter().filter_map(|m| match m {
-        Marker::Stall { at, duration, .. } => Some(at + duration),
-        Marker::Stop { .. } => None,
-    });
+    let stall_end = markers.iter().filter_map(|m| m.disturbs().map(|(_, end)| end));
     let healed = stall_end.chain(planned.stop_at).chain(schedule_end).max().unwrap_or(0);
     let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
     violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
@@ -700,16 +818,17 @@ pub fn run_planned(
         // stop() hands the lease back: with no fault around it, the next
         // node takes over within a campaign interval and a round trip, not
         // a whole lease later.
-        let mut busy = fault_spans.clone();
-        busy.extend(markers.iter().filter_map(|m| match m {
-            Marker::Stall { at, duration, .. } => Some((*at, at + duration)),
-            Marker::Stop { .. } => None,
-        }));
+        // A request sent during a fault may still be waiting for its reply,
+        // or its response timeout, that long after the fault ends; the run
+        // loop sees `stop()` only once that renewal has returned.
+        let in_flight = crate::net::NetConfig::default().response_timeout.as_millis() as u64;
+        let mut busy: Vec<(u64, u64)> = fault_spans.iter().map(|&(s, e)| (s, e + in_flight)).collect();
+        busy.extend(markers.iter().filter_map(Marker::disturbs));
         let stops: Vec<(&str, u64)> = markers
             .iter()
             .filter_map(|m| match m {
                 Marker::Stop { node, at } => Some((node.as_str(), *at)),
-                Marker::Stall { .. } => None,
+                Marker::Stall { .. } | Marker::Slowed { .. } => None,
             })
             .collect();
         let bound = planned.campaign_ms + LIVENESS_SLACK_MS;
@@ -828,7 +947,7 @@ fn reach_from_history(
             *duration > lease_ms
                 && reigns.iter().any(|r| &r.process == node && r.from <= *at && r.to > *at && r.to < at + duration)
         }
-        Marker::Stop { .. } => false,
+        Marker::Stop { .. } | Marker::Slowed { .. } => false,
     });
     if variant == Variant::Election && stalled_past_deadline {
         outcome.reach("stalled-leader-stopped-believing");
@@ -965,6 +1084,7 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
         epoch_base: None,
         stop_at: stop,
         slow_first_campaign: false,
+        slow_renewals: None,
     };
     let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
     let (run, markers) = run_plan(servers, k, variant, &plan, config, Schedule::none())?;
@@ -985,7 +1105,7 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
     let refused =
         events.iter().filter(|e| matches!(e.op, Op::Write { result: Some(WriteResult::Rejected { .. }), .. })).count()
             as u64;
-    let violations = checker::election::check(&events, ELECTION_NAME, RESOURCE).len();
+    let violations = checker::election::check(&events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly).len();
     Ok(FigureRun { value, refused, violations, digest: run.history.digest() })
 }
 
