@@ -337,6 +337,38 @@ fn who(l: &Lease<'_>) -> String {
     format!("{} (token {})", l.process, l.token.map_or_else(|| "none".into(), |t| t.to_string()))
 }
 
+/// Whether `process` was frozen (a nemesis client pause, a workload stall)
+/// at some point in `[from, to]`.
+fn frozen(events: &[Event], process: &str, from: Millis, to: Millis) -> bool {
+    let overlaps = |s: Millis, e: Millis| s <= to && e >= from;
+    let mut paused_at = None;
+    for e in events {
+        match &e.op {
+            Op::Paused { ms, .. } if e.process == process && overlaps(e.time, e.time + ms) => return true,
+            Op::Fault { description } => {
+                // The nemesis names the client it pauses and resumes.
+                let target = |prefix: &str| {
+                    description
+                        .strip_prefix(prefix)
+                        .and_then(|rest| rest.split(' ').next())
+                        .is_some_and(|p| p == process)
+                };
+                if target("client-pause ") {
+                    paused_at = Some(e.time);
+                } else if target("resume ") {
+                    if let Some(s) = paused_at.take() {
+                        if overlaps(s, e.time) {
+                            return true;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    paused_at.is_some_and(|s| s <= to)
+}
+
 /// Checks every lock reply in `events`.
 pub fn check(events: &[Event]) -> Vec<Violation> {
     let m = Model::new(events);
@@ -505,6 +537,34 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                         );
                     }
                 }
+                // When it returns: at once after its last attempt (it never
+                // sleeps after the last one), and with a deadline, never an
+                // attempt past it. Only a freeze of the caller excuses a late
+                // return (its sleep or reply then ends late).
+                if let Some(last) = inner.last() {
+                    let late = done > last.done_at().saturating_add(1);
+                    let past = deadline_ms.is_none_or(|d| done > (c.invoked + d).max(last.done_at()) + 1);
+                    if late && past && !frozen(events, c.process, last.done_at(), done) {
+                        push(done, format!(
+                            "{}: Retry::run returned at {done}ms, {}ms after its last attempt ended at {}ms{} (it may only sleep before another attempt)",
+                            c.process,
+                            done - last.done_at(),
+                            last.done_at(),
+                            deadline_ms.map_or(String::new(), |d| format!(" and past its {d} ms deadline at {}ms", c.invoked + d))
+                        ));
+                    }
+                }
+                if let Some(d) = deadline_ms {
+                    if let Some(a) = inner.iter().skip(1).find(|a| a.invoked > c.invoked + d + 1) {
+                        push(
+                            done,
+                            format!(
+                                "{}: Retry::run with a {d} ms deadline from {}ms started an attempt at {}ms, past it",
+                                c.process, c.invoked, a.invoked
+                            ),
+                        );
+                    }
+                }
                 if inner.len() as u32 > *attempts {
                     push(
                         done,
@@ -656,6 +716,38 @@ mod tests {
         let v = check(&h2.events());
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("after 2 of its 3 attempts"), "{v:?}");
+    }
+
+    #[test]
+    fn a_retry_that_sleeps_past_its_deadline_fails() {
+        let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token };
+        let run = |give_up_at: u64| {
+            let h = History::new();
+            let id = h.invoke_at(0, "a", op(None));
+            acq(&h, "a", 0, 2, None);
+            acq(&h, "a", 30, 32, None);
+            h.complete_at(give_up_at, id, "a", EventKind::Fail, op(None));
+            let h2 = History::from_events([acq_ok_event()].into_iter().chain(h.events()).collect::<Vec<_>>());
+            check(&h2.events())
+        };
+        // Gave up at once after the last attempt: fine.
+        assert_eq!(run(32), vec![]);
+        // Slept 40 ms after it, past the deadline at 50 ms.
+        let v = run(72);
+        assert!(v.len() == 1 && v[0].detail.contains("past its 50 ms deadline"), "{v:?}");
+    }
+
+    #[test]
+    fn an_attempt_past_the_deadline_fails() {
+        let h = History::new();
+        let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token };
+        let id = h.invoke_at(0, "a", op(None));
+        acq(&h, "a", 0, 2, None);
+        acq(&h, "a", 60, 62, None);
+        h.complete_at(62, id, "a", EventKind::Fail, op(None));
+        let h2 = History::from_events([acq_ok_event()].into_iter().chain(h.events()).collect::<Vec<_>>());
+        let v = check(&h2.events());
+        assert!(v.len() == 1 && v[0].detail.contains("started an attempt at 60ms, past it"), "{v:?}");
     }
 
     fn acq_ok_event() -> Event {
