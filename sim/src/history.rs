@@ -367,6 +367,10 @@ pub struct RedlockRound {
     /// The compare-and-delete sent to every master after a refusal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleanup: Option<String>,
+    /// After a refused extend: whether the lease still said
+    /// `is_trusted()` (it must not: the lease is lost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_after: Option<bool>,
 }
 
 impl RedlockRound {

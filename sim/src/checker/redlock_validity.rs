@@ -109,6 +109,18 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                 };
                 until.insert(lease, u);
             }
+            (CallKind::Extend { .. }, EventKind::Fail) if r.trusted_after == Some(true) => {
+                bad(c.done, format!("{who} {span} was refused, yet the lease still says is_trusted() afterwards"));
+            }
+            (CallKind::Extend { .. }, EventKind::Fail) if r.valid_until.is_some_and(|u| u > c.invoke) => {
+                bad(
+                    c.done,
+                    format!(
+                        "{who} {span} was refused, yet the lease stays valid until {}ms, after the extend began (another client may hold it from the cleanup on)",
+                        r.valid_until.unwrap_or_default()
+                    ),
+                );
+            }
             (_, EventKind::Fail) => match r.refusal.as_deref() {
                 Some("too-slow") => {
                     let e = r.elapsed_ms.unwrap_or(0);
@@ -180,6 +192,28 @@ mod tests {
         assert!(v.iter().any(|v| v.detail.contains("refused as expired although")), "{v:?}");
         assert!(v.iter().any(|v| v.detail.contains("refused as too slow")), "{v:?}");
         assert_eq!(v.len(), 3, "{v:?}");
+    }
+
+    #[test]
+    fn a_refused_extend_that_leaves_the_lease_trusted_fails() {
+        let mut h = B::default();
+        let a = h.grant("a", 0, 20, "yyyyy", 295);
+        // Refused at 200 (no majority): trust must end by 200.
+        let lost = crate::history::RedlockRound {
+            valid_until: Some(200),
+            trusted_after: Some(false),
+            ..refused("yynnn", "no-majority", 5)
+        };
+        h.extend("a", a, 200, 205, EventKind::Fail, lost);
+        assert_eq!(check(&h.events, &setup()), vec![]);
+        let kept = crate::history::RedlockRound {
+            valid_until: Some(295),
+            trusted_after: Some(true),
+            ..refused("yynnn", "no-majority", 5)
+        };
+        h.extend("a", a, 210, 215, EventKind::Fail, kept);
+        let v = check(&h.events, &setup());
+        assert!(v.len() == 1 && v[0].detail.contains("still says is_trusted()"), "{v:?}");
     }
 
     #[test]

@@ -176,6 +176,7 @@ fn lease_round(actor: &Actor, lease: &RedlockLease) -> RedlockRound {
         valid_until: Some(actor.millis_of(lease.valid_until())),
         refusal: None,
         cleanup: None,
+        trusted_after: None,
     }
 }
 
@@ -491,7 +492,14 @@ async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLe
                 RefusalReason::NoMajority => actor.reached("extension-refused-no-majority"),
                 RefusalReason::TooSlow => actor.reached("extension-refused-too-slow"),
             }
-            actor.fail(id, op(Some(refusal_round(&refusal))));
+            // The lease is lost: it must say so itself, its trust ending no
+            // later than this extend began.
+            let round = RedlockRound {
+                valid_until: Some(actor.millis_of(lease.valid_until())),
+                trusted_after: Some(lease.is_trusted()),
+                ..refusal_round(&refusal)
+            };
+            actor.fail(id, op(Some(round)));
             false
         }
     }
