@@ -373,6 +373,21 @@ pub struct RedlockRound {
     pub trusted_after: Option<bool>,
 }
 
+/// A rate-limit `Decision` as its accessors report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionAccessors {
+    /// `is_allowed()`.
+    pub is_allowed: bool,
+    /// `is_denied()`.
+    pub is_denied: bool,
+    /// `remaining()`.
+    pub remaining: u64,
+    /// `retry_after()`, in ms.
+    pub retry_after_ms: Option<u64>,
+    /// `count()`.
+    pub count: u64,
+}
+
 impl RedlockRound {
     /// How many masters said yes.
     pub fn yes(&self) -> usize {
@@ -494,6 +509,10 @@ pub enum Op {
         /// the completion; `None` for a `check` on the server's clock.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pinned_ms: Option<Millis>,
+        /// What the `Decision`'s own accessors said (on `Ok`), judged
+        /// against the variant recorded above.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        accessors: Option<DecisionAccessors>,
     },
     /// Observation: an election node's role changed.
     Role {
@@ -834,7 +853,7 @@ impl fmt::Display for Op {
             Op::Read { key, value, token } => {
                 write!(f, "read {key} -> {} token={}", value.as_deref().unwrap_or("nil"), opt(token))
             }
-            Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms } => {
+            Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms, .. } => {
                 write!(f, "rate-limit {key} ({limit}/{window_ms}ms)")?;
                 if let Some(p) = pinned_ms {
                     write!(f, " at={p}ms")?;

@@ -403,6 +403,7 @@ mod tests {
                 count: None,
                 remaining: None,
                 pinned_ms: None,
+                accessors: None,
             };
             let id = h.invoke_at(t, "c", op.clone());
             h.ok(id, "c", op);

@@ -146,6 +146,7 @@ mod tests {
             count: None,
             remaining: None,
             pinned_ms: None,
+            accessors: None,
         };
         let id = h.invoke_at(t, "c", op(None));
         let a = if admitted { Admission::Admitted } else { Admission::Denied { retry_after_ms: None } };
@@ -203,6 +204,7 @@ mod tests {
             count: None,
             remaining: None,
             pinned_ms: None,
+            accessors: None,
         };
         let id = h.invoke_at(10, "c", op.clone());
         h.info(id, "c", op);

@@ -67,7 +67,7 @@ use std::collections::BTreeMap;
 
 use super::{Violation, RATE_LIMIT_EXACT};
 use crate::bridge::Execution;
-use crate::history::{Admission, Event, EventKind, Millis, Op};
+use crate::history::{Admission, DecisionAccessors, Event, EventKind, Millis, Op};
 
 /// Which algorithm the decisions must follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +143,8 @@ pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Repo
         None => (invoke, invoke.max(config.last_heal_ms) + config.drain_ms),
     };
     for e in events {
-        let Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms } = &e.op else {
+        let Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms, .. } = &e.op
+        else {
             continue;
         };
         let k = keys.entry(key.clone()).or_insert_with(|| Key { limit: *limit, window: *window_ms, ..Key::default() });
@@ -578,6 +579,44 @@ fn judge_counter(k: &Key, j: usize, from: usize, epoch_ms: u64) -> Result<bool, 
     ))
 }
 
+/// The `Decision`'s accessors agree with its variant: `is_allowed()` and
+/// `is_denied()` say which it is, `remaining()` is the admission's remaining
+/// (0 after a denial), `retry_after()` the denial's wait (`None` after an
+/// admission), `count()` the count.
+pub fn check_accessors(events: &[Event]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for e in events {
+        let Op::RateLimit { admission: Some(admission), count: Some(count), remaining, accessors: Some(a), .. } = &e.op
+        else {
+            continue;
+        };
+        let expected = match admission {
+            Admission::Admitted => DecisionAccessors {
+                is_allowed: true,
+                is_denied: false,
+                remaining: remaining.unwrap_or_default(),
+                retry_after_ms: None,
+                count: *count,
+            },
+            Admission::Denied { retry_after_ms } => DecisionAccessors {
+                is_allowed: false,
+                is_denied: true,
+                remaining: 0,
+                retry_after_ms: *retry_after_ms,
+                count: *count,
+            },
+        };
+        if *a != expected && out.len() < 5 {
+            out.push(Violation::new(
+                RATE_LIMIT_EXACT,
+                Some(e.time),
+                format!("{}: a decision {admission:?} (count {count}) reports through its accessors {a:?}", e.process),
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -628,6 +667,7 @@ mod tests {
             count,
             remaining: count.map(|c| 3u64.saturating_sub(c)),
             pinned_ms: pinned,
+            accessors: None,
         }
     }
 

@@ -123,6 +123,7 @@ mod tests {
             count,
             remaining: None,
             pinned_ms: Some(t),
+            accessors: None,
         }
     }
 

@@ -61,7 +61,7 @@ use super::{outcome_from, Outcome, Situation};
 use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::checker::rate_limit::{self, Allowance};
 use crate::checker::{rate_limit_exact, rate_limit_liveness};
-use crate::history::{Admission, Event, EventKind, Millis, Op};
+use crate::history::{Admission, DecisionAccessors, Event, EventKind, Millis, Op};
 use crate::nemesis::{FaultClass, Profile, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
@@ -330,7 +330,7 @@ async fn one_request(
     key: String,
     pinned: Option<Millis>,
 ) -> Option<Decision> {
-    let op = |admission, server_ms, count, remaining| Op::RateLimit {
+    let op = |admission, server_ms, count, remaining, accessors| Op::RateLimit {
         key: key.clone(),
         limit: setup.max,
         window_ms: setup.window_ms,
@@ -339,8 +339,9 @@ async fn one_request(
         count,
         remaining,
         pinned_ms: pinned,
+        accessors,
     };
-    let id = actor.call(limiter.api(pinned.is_some()), op(None, None, None, None));
+    let id = actor.call(limiter.api(pinned.is_some()), op(None, None, None, None, None));
     match limiter.check(&key, pinned.map(|p| setup.epoch_ms + p)).await {
         Ok(d) => {
             let (admission, remaining) = match d {
@@ -350,15 +351,25 @@ async fn one_request(
                 }
             };
             let server = d.at_ms().saturating_sub(setup.epoch_ms);
-            actor.ok(id, op(Some(admission), Some(server), Some(d.count()), remaining));
+            let accessors = DecisionAccessors {
+                is_allowed: d.is_allowed(),
+                is_denied: d.is_denied(),
+                remaining: d.remaining(),
+                retry_after_ms: d.retry_after().map(|r| r.as_millis() as u64),
+                count: d.count(),
+            };
+            let count = match d {
+                Decision::Allowed { count, .. } | Decision::Denied { count, .. } => count,
+            };
+            actor.ok(id, op(Some(admission), Some(server), Some(count), remaining, Some(accessors)));
             Some(d)
         }
         Err(e) if e.outcome_is_unknown() => {
-            actor.info(id, op(None, None, None, None));
+            actor.info(id, op(None, None, None, None, None));
             None
         }
         Err(e) => {
-            actor.errored(id, op(None, None, None, None), &e);
+            actor.errored(id, op(None, None, None, None, None), &e);
             actor.note(format!("rate-limit: {e}"));
             None
         }
@@ -790,6 +801,7 @@ pub fn run_planned(
         let config = rate_limit_exact::Config { algorithm, last_heal_ms: last_heal, drain_ms: DRAIN_MS, epoch_ms };
         let exact = rate_limit_exact::check(&outcome.history, &run.executions[0], config);
         outcome.violations.extend(exact.violations);
+        outcome.violations.extend(rate_limit_exact::check_accessors(&outcome.history));
         // An idle key goes once it can no longer count: the log's newest
         // entry leaves the window after W, the counter's bucket matters
         // until the end of the next one.
