@@ -9,6 +9,7 @@
 #   cargo install cargo-mutants --locked
 #   sim/cargo-mutants.sh              # every group, about 1-2 h on 2 cores
 #   sim/cargo-mutants.sh lock         # one group
+#   sim/cargo-mutants.sh --recheck lock  # only what lock's last run missed
 #   cargo run --release -p redis-primitives-sim -- mutants --cargo-mutants target/mutants --out reports/mutants.md
 #
 # Results go to target/mutants/<group>/mutants.out (cargo-mutants' format).
@@ -28,6 +29,39 @@ group() {
     --baseline=skip --timeout 300 --build-timeout 900 "${files[@]}" -o "target/mutants/$name" \
     -- --test harness -- scenarios::correct_scenarios || true
 }
+
+# --recheck GROUP...: re-run only the mutants that group's last run missed
+# (or timed out on), into target/mutants/GROUP-recheck; the report takes
+# their new outcome over the old one.
+if [ "${1:-}" = "--recheck" ]; then
+  shift
+  for name in "$@"; do
+    out="target/mutants/$name/mutants.out"
+    [ -f "$out/missed.txt" ] || { echo "no earlier run of $name" >&2; exit 2; }
+    res=() files=()
+    while IFS= read -r line; do
+      [ -n "$line" ] || continue
+      # The name without line:column, as a regex that matches it exactly.
+      desc=$(printf '%s' "$line" | sed -E 's/^([^:]+):[0-9]+:[0-9]+: /\1: /')
+      file=${desc%%: *}
+      rest=${desc#*: }
+      res+=(--re "^$(printf '%s' "$file" | sed 's/[.[\*^$()+?{|]/\\&/g'):[0-9]+:[0-9]+: $(printf '%s' "$rest" | sed 's/[.[\*^$()+?{|]/\\&/g')\$")
+      files+=(-f "$file")
+    done < <(cat "$out/missed.txt" "$out/timeout.txt" 2>/dev/null)
+    [ ${#res[@]} -gt 0 ] || { echo "$name: nothing to re-run" >&2; continue; }
+    scen=$(grep -E "^run $name " "$0" | awk '{print $3}')
+    echo "== $name-recheck: $((${#res[@]} / 2)) mutants against $scen" >&2
+    if [ -n "${RP_MUTANTS_LIST:-}" ]; then
+      cargo mutants -p redis-primitives "${files[@]}" "${res[@]}" --list
+      continue
+    fi
+    mkdir -p "target/mutants/$name-recheck"
+    RP_GATE_SCENARIOS="$scen" cargo mutants -j 2 -p redis-primitives --test-package redis-primitives-sim \
+      --baseline=skip --timeout 300 --build-timeout 900 "${files[@]}" "${res[@]}" -o "target/mutants/$name-recheck" \
+      -- --test harness -- scenarios::correct_scenarios || true
+  done
+  exit 0
+fi
 
 sel=("$@")
 run() { local name=$1; shift; if [ ${#sel[@]} -eq 0 ] || [[ " ${sel[*]} " == *" $name "* ]]; then group "$name" "$@"; fi; }

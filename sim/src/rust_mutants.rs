@@ -101,7 +101,9 @@ impl Outcome {
 }
 
 /// Every mutant outcome under `dir` (`dir/<group>/mutants.out/outcomes.json`,
-/// groups in name order).
+/// groups in name order). A group named `<group>-recheck` (survivors re-run
+/// after the harness changed: `sim/cargo-mutants.sh --recheck <group>`)
+/// replaces the earlier outcome of each mutant it re-ran.
 pub fn read(dir: &Path) -> std::io::Result<Vec<Outcome>> {
     let mut groups: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).map(|e| e.path()).collect();
     groups.sort();
@@ -120,11 +122,15 @@ pub fn read(dir: &Path) -> std::io::Result<Vec<Outcome>> {
             if summary == "Timeout" && last_phase == Some("Build") {
                 summary = "BuildTimeout".to_string();
             }
-            out.push(Outcome {
+            let outcome = Outcome {
                 file: m["file"].as_str().unwrap_or("?").to_string(),
                 name: m["name"].as_str().unwrap_or("?").to_string(),
                 summary,
-            });
+            };
+            match out.iter_mut().find(|o: &&mut Outcome| o.name == outcome.name) {
+                Some(earlier) => *earlier = outcome,
+                None => out.push(outcome),
+            }
         }
     }
     Ok(out)
