@@ -38,6 +38,8 @@ if [ "${1:-}" = "--recheck" ]; then
   for name in "$@"; do
     out="target/mutants/$name/mutants.out"
     [ -f "$out/missed.txt" ] || { echo "no earlier run of $name" >&2; exit 2; }
+    # A group already re-checked is re-checked again from its latest run.
+    [ -d "target/mutants/$name-recheck" ] && { echo "$name-recheck exists: pass --recheck $name-recheck" >&2; exit 2; }
     res=() files=()
     while IFS= read -r line; do
       [ -n "$line" ] || continue
@@ -49,7 +51,8 @@ if [ "${1:-}" = "--recheck" ]; then
       files+=(-f "$file")
     done < <(cat "$out/missed.txt" "$out/timeout.txt" 2>/dev/null)
     [ ${#res[@]} -gt 0 ] || { echo "$name: nothing to re-run" >&2; continue; }
-    scen=$(grep -E "^run $name " "$0" | awk '{print $3}')
+    base=${name%%-recheck*}
+    scen=$(grep -E "^run $base " "$0" | awk '{print $3}')
     echo "== $name-recheck: $((${#res[@]} / 2)) mutants against $scen" >&2
     if [ -n "${RP_MUTANTS_LIST:-}" ]; then
       cargo mutants -p redis-primitives "${files[@]}" "${res[@]}" --list

@@ -691,6 +691,9 @@ pub enum Op {
         elected: bool,
         /// The epoch it was called with.
         epoch: u64,
+        /// `on_demoted` for `DemotionReason::DeadlineReached`.
+        #[serde(default)]
+        deadline_reached: bool,
     },
     /// Observation: what an `Election` reports of its configuration
     /// (recorded once, at build); judged by `election-views`.
@@ -968,7 +971,7 @@ impl fmt::Display for Op {
                 opt(epoch)
             ),
             Op::EpochCheck { epoch } => write!(f, "epoch() -> {}", opt(epoch)),
-            Op::ElectionCallback { elected, epoch } => {
+            Op::ElectionCallback { elected, epoch, .. } => {
                 write!(f, "{} epoch={epoch}", if *elected { "on_elected" } else { "on_demoted" })
             }
             Op::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion } => write!(

@@ -135,8 +135,21 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                     out.push(wrong(format!("the election reports (name, lease, renew, campaign, demotion) = {reported:?}; it was built with {expected:?}")));
                 }
             }
-            Op::ElectionCallback { elected: true, epoch } => node.elected_calls.entry(*epoch).or_default().push(e.time),
-            Op::ElectionCallback { elected: false, epoch } => {
+            Op::ElectionCallback { elected: true, epoch, .. } => {
+                node.elected_calls.entry(*epoch).or_default().push(e.time)
+            }
+            Op::ElectionCallback { elected: false, epoch, deadline_reached } => {
+                // Elected and demoted for its deadline in the same instant:
+                // the term began on a lease already past its deadline (a
+                // trusted lease's deadline is at least a timer tick away,
+                // and nothing awaits between the campaign's reply and the
+                // election). Self-fencing never leads on such a lease.
+                let same_instant = node.elected_calls.get(epoch).is_some_and(|ts| ts.last() == Some(&e.time));
+                if built.at_deadline && *deadline_reached && same_instant {
+                    out.push(wrong(format!(
+                        "epoch {epoch} was elected and demoted for DeadlineReached in the same instant: its campaign's lease was already past its deadline (hand it back, never lead on it)"
+                    )));
+                }
                 node.demoted_calls.entry(*epoch).or_default().push(e.time)
             }
             Op::EpochCheck { epoch: Some(epoch) } if built.at_deadline => {
@@ -375,26 +388,26 @@ mod tests {
         let lease = Some((7, 10_000, 404_000));
         let leader = Published::Leader { epoch: 7, elected_at_ms: 12 };
         let h = History::new();
-        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7 });
+        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
         view(&h, 12, Some(7), lease, leader);
         view(&h, 404, None, lease, leader);
-        h.observe_at(406, "n", Op::ElectionCallback { elected: false, epoch: 7 });
+        h.observe_at(406, "n", Op::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
         view(&h, 406, None, None, Published::Follower { demoted: Some(7) });
         assert_eq!(check(&h.events(), BUILT), vec![]);
 
         // The term published until 16 ms past its deadline: never ended.
         let h = History::new();
-        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7 });
+        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
         view(&h, 12, Some(7), lease, leader);
         view(&h, 404, None, lease, leader);
-        h.observe_at(420, "n", Op::ElectionCallback { elected: false, epoch: 7 });
+        h.observe_at(420, "n", Op::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
         view(&h, 420, None, None, Published::Follower { demoted: Some(7) });
         let v = check(&h.events(), BUILT);
         assert!(v.len() == 1 && v[0].detail.contains("stayed published as leader until 420000µs"), "{v:?}");
 
         // Still claiming the epoch at its deadline.
         let h = History::new();
-        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7 });
+        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
         view(&h, 404, Some(7), lease, leader);
         let v = check(&h.events(), BUILT);
         assert!(v.len() == 1 && v[0].detail.contains("must be None"), "{v:?}");

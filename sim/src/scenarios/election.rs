@@ -352,8 +352,13 @@ fn build_node(
         let (h, who) = (actor.history().clone(), actor.name().to_string());
         let (h2, who2) = (h.clone(), who.clone());
         builder
-            .on_elected(move |epoch| h.observe(&who, Op::ElectionCallback { elected: true, epoch: epoch.get() }))
-            .on_demoted(move |d| h2.observe(&who2, Op::ElectionCallback { elected: false, epoch: d.epoch.get() }))
+            .on_elected(move |epoch| {
+                h.observe(&who, Op::ElectionCallback { elected: true, epoch: epoch.get(), deadline_reached: false })
+            })
+            .on_demoted(move |d| {
+                let deadline_reached = matches!(d.reason, DemotionReason::DeadlineReached);
+                h2.observe(&who2, Op::ElectionCallback { elected: false, epoch: d.epoch.get(), deadline_reached })
+            })
     };
     Ok(match variant {
         Variant::Election => Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) },
