@@ -341,6 +341,17 @@ impl Schedule {
         self.faults.is_empty()
     }
 
+    /// Every fault's `[start, end]` span, in schedule order.
+    pub fn spans(&self) -> Vec<(Millis, Millis)> {
+        self.faults.iter().map(|f| (f.at, f.end())).collect()
+    }
+
+    /// The spans of the faults that freeze a client process (client
+    /// pauses): what excuses a client's late timer in the checkers.
+    pub fn freeze_spans(&self) -> Vec<(Millis, Millis)> {
+        self.faults.iter().filter(|f| f.kind == FaultKind::ClientPause).map(|f| (f.at, f.end())).collect()
+    }
+
     /// Checks every fault against a world of `clients` actors and `nodes` nodes.
     pub fn validate(&self, clients: u32, nodes: u32) -> Result<(), String> {
         self.faults.iter().try_for_each(|f| f.validate(clients, nodes))

@@ -45,13 +45,7 @@ struct Call<'a> {
 /// faults' `[start, end]` spans, `freezes` those of the faults that freeze a
 /// client (client pauses), for the liveness rules.
 pub fn check(events: &[Event], faults: &[(Millis, Millis)], freezes: &[(Millis, Millis)]) -> Vec<Violation> {
-    let pauses: Vec<(&str, Millis, Millis)> = events
-        .iter()
-        .filter_map(|e| match e.op {
-            Op::Paused { ms, .. } | Op::Delayed { ms, .. } => Some((e.process.as_str(), e.time, e.time + ms)),
-            _ => None,
-        })
-        .collect();
+    let pauses = super::interruptions(events);
     let mut calls: Vec<Call<'_>> = Vec::new();
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
     for e in events {
@@ -107,10 +101,7 @@ pub fn check(events: &[Event], faults: &[(Millis, Millis)], freezes: &[(Millis, 
             // held or partitioned release does not: the guard gives up on it.
             let calm = |end: Millis| {
                 let overlaps = |s: Millis, e: Millis| s <= done.time && e >= end;
-                !freezes.iter().any(|&(s, e)| overlaps(s, e))
-                    && !events.iter().any(|x| {
-                        matches!(x.op, Op::Paused { ms, .. } if x.process == g.process && overlaps(x.time, x.time + ms))
-                    })
+                !freezes.iter().any(|&(s, e)| overlaps(s, e)) && !super::paused(events, g.process, overlaps)
             };
             if let Some(end) = body_end.filter(|&end| done.time > end + every && calm(end)) {
                 out.push(Violation::new(

@@ -341,10 +341,12 @@ fn who(l: &Lease<'_>) -> String {
 /// at some point in `[from, to]`.
 fn frozen(events: &[Event], process: &str, from: Millis, to: Millis) -> bool {
     let overlaps = |s: Millis, e: Millis| s <= to && e >= from;
+    if super::paused(events, process, overlaps) {
+        return true;
+    }
     let mut paused_at = None;
     for e in events {
         match &e.op {
-            Op::Paused { ms, .. } if e.process == process && overlaps(e.time, e.time + ms) => return true,
             Op::Fault { description } => {
                 // The nemesis names the client it pauses and resumes.
                 let target = |prefix: &str| {

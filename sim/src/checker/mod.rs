@@ -243,3 +243,31 @@ pub(crate) fn completed(events: &[crate::history::Event]) -> Vec<Completed<'_>> 
     }
     out
 }
+
+/// The workload's own interruptions of a process, `(process, start, end)`:
+/// its freezes (`Op::Paused`: a stall, a pause after a send) and the
+/// requests it had held (`Op::Delayed`). The nemesis's faults come from the
+/// schedule instead ([`crate::nemesis::Schedule::spans`]).
+pub(crate) fn interruptions(events: &[crate::history::Event]) -> Vec<(&str, Millis, Millis)> {
+    use crate::history::Op;
+    events
+        .iter()
+        .filter_map(|e| match e.op {
+            Op::Paused { ms, .. } | Op::Delayed { ms, .. } => Some((e.process.as_str(), e.time, e.time + ms)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether the workload froze `process` (`Op::Paused`) in a span for which
+/// `overlaps(start, end)` holds.
+pub(crate) fn paused(
+    events: &[crate::history::Event],
+    process: &str,
+    overlaps: impl Fn(Millis, Millis) -> bool,
+) -> bool {
+    use crate::history::Op;
+    events
+        .iter()
+        .any(|e| matches!(e.op, Op::Paused { ms, .. } if e.process == process && overlaps(e.time, e.time + ms)))
+}

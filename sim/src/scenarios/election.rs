@@ -731,13 +731,8 @@ pub fn run_planned(
         ));
     }
     let schedule_end = schedule.faults.iter().map(crate::nemesis::Fault::end).max();
-    let fault_spans: Vec<(u64, u64)> = schedule.faults.iter().map(|f| (f.at, f.end())).collect();
-    let freeze_spans: Vec<(u64, u64)> = schedule
-        .faults
-        .iter()
-        .filter(|f| f.kind == crate::nemesis::FaultKind::ClientPause)
-        .map(|f| (f.at, f.end()))
-        .collect();
+    let fault_spans = schedule.spans();
+    let freeze_spans = schedule.freeze_spans();
     let (run, mut markers) = run_plan(servers, seed, variant, planned, world_config(seed), schedule)?;
     // A held request disturbs the run until it has run, which may be long
     // after its injection (the node frozen in between).

@@ -264,14 +264,11 @@ impl LockWorkload {
         outcome.violations.extend(stale_overwrite::check(&outcome.history));
         if self.lock == LockKind::Fenced && self.modes {
             outcome.violations.extend(lock_replies::check(&outcome.history));
-            let faults: Vec<(Millis, Millis)> = schedule.faults.iter().map(|f| (f.at, f.end())).collect();
-            let freezes: Vec<(Millis, Millis)> = schedule
-                .faults
-                .iter()
-                .filter(|f| f.kind == crate::nemesis::FaultKind::ClientPause)
-                .map(|f| (f.at, f.end()))
-                .collect();
-            outcome.violations.extend(guarded_body::check(&outcome.history, &faults, &freezes));
+            outcome.violations.extend(guarded_body::check(
+                &outcome.history,
+                &schedule.spans(),
+                &schedule.freeze_spans(),
+            ));
             outcome.violations.extend(corrupt_state::check(&outcome.history));
             outcome.violations.extend(lease_views::check(&outcome.history, DRIFT));
             let longest = outcome
