@@ -769,6 +769,16 @@ pub enum Op {
         /// The keys afterwards (`None`: the read-back failed).
         after: Option<ProbeAfter>,
     },
+    /// An operation of a primitive this enum has no variant for (a family
+    /// added through the public API, a user's own primitive): its verb and
+    /// its arguments and result as JSON. Record it with [`Op::custom`], read
+    /// it back with [`Op::custom_data`]; its checkers are its family's own.
+    Custom {
+        /// What it does, in kebab case (`job-claim`).
+        verb: String,
+        /// Its arguments and (on a completion) result.
+        data: serde_json::Value,
+    },
     /// Anything else a scenario wants in the timeline.
     Note {
         /// Free text.
@@ -777,6 +787,25 @@ pub enum Op {
 }
 
 impl Op {
+    /// An [`Op::Custom`] of `verb` carrying `data` (any plain serde data:
+    /// a struct of strings, integers and options).
+    pub fn custom(verb: &str, data: &impl Serialize) -> Op {
+        // Plain data serialises; if it ever did not, keep the error in the
+        // history rather than lose the operation.
+        let data =
+            serde_json::to_value(data).unwrap_or_else(|e| serde_json::Value::String(format!("unserialisable: {e}")));
+        Op::Custom { verb: verb.to_string(), data }
+    }
+
+    /// The data of an [`Op::Custom`] of `verb`, typed; `None` for any other
+    /// op, another verb, or data of another shape.
+    pub fn custom_data<T: serde::de::DeserializeOwned>(&self, verb: &str) -> Option<T> {
+        match self {
+            Op::Custom { verb: v, data } if v == verb => serde_json::from_value(data.clone()).ok(),
+            _ => None,
+        }
+    }
+
     /// A short verb for timelines.
     pub fn verb(&self) -> &'static str {
         match self {
@@ -810,6 +839,7 @@ impl Op {
             Op::ElectionCallback { .. } => "election-callback",
             Op::EpochCheck { .. } => "epoch-check",
             Op::ElectionConfig { .. } => "election-config",
+            Op::Custom { .. } => "custom",
             Op::Note { .. } => "note",
         }
     }
@@ -984,6 +1014,7 @@ impl fmt::Display for Op {
                 if *trusted { "trusted" } else { "not trusted" }
             ),
             Op::StateProbe { planted, reply, after } => write!(f, "state-probe {planted:?} -> {reply:?}, after {after:?}"),
+            Op::Custom { verb, data } => write!(f, "{verb} {data}"),
             Op::Note { text } => write!(f, "note: {text}"),
         }
     }
@@ -1315,6 +1346,27 @@ pub fn render_timeline(events: &[Event]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_custom_op_reads_back_typed_and_digests_stably() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Claimed {
+            id: String,
+            attempt: Option<u64>,
+        }
+        let op = Op::custom("job-claim", &Claimed { id: "j1".into(), attempt: Some(3) });
+        assert_eq!(op.to_string(), r#"job-claim {"attempt":3,"id":"j1"}"#);
+        assert_eq!(op.custom_data::<Claimed>("job-claim"), Some(Claimed { id: "j1".into(), attempt: Some(3) }));
+        assert_eq!(op.custom_data::<Claimed>("job-complete"), None);
+        assert_eq!(op.custom_data::<u64>("job-claim"), None);
+        let digest = |op: &Op| {
+            let h = History::new();
+            h.observe_at(1, "w", op.clone());
+            digest_events(&h.events())
+        };
+        assert_eq!(digest(&op), digest(&Op::custom("job-claim", &Claimed { id: "j1".into(), attempt: Some(3) })));
+        assert_ne!(digest(&op), digest(&Op::custom("job-claim", &Claimed { id: "j1".into(), attempt: Some(4) })));
+    }
 
     fn sample() -> History {
         let h = History::new();

@@ -795,6 +795,23 @@ const ALL: [Situation; 13] = [
     },
 ];
 
+/// The public operations the lock workloads exist to call (every
+/// operation of `Lock`, with `Retry` and the fenced store the holders
+/// write through).
+pub const OPERATIONS: &[&str] = &[
+    "Lock::acquire",
+    "Lock::release",
+    "Lock::extend",
+    "Lock::with_lock",
+    "Lock::with_lock_guarded",
+    "Lock::keep_alive",
+    "Lock::current_token",
+    "Lock::remaining_ttl",
+    "Retry::run",
+    "FencedStore::write",
+    "FencedStore::read",
+];
+
 /// The situations of `lock`.
 pub const SITUATIONS: &[Situation] = ALL.split_at(ALL.len() - 1).0;
 

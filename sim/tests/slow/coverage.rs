@@ -5,7 +5,9 @@
 //! stopped reaching the states it exists for (a lease expiring under a
 //! paused holder, a stale write arriving after a newer one) would keep
 //! passing them. This test iterates the registry, so a new scenario's
-//! situations are checked the day they are declared.
+//! situations are checked the day they are declared, and so are the
+//! public operations each correct scenario declares it calls
+//! (`Scenario::operations`).
 
 use std::collections::BTreeSet;
 
@@ -15,49 +17,22 @@ use redis_primitives_sim::servers::Servers;
 /// The pinned seed set: together, these must reach every declared situation.
 const COVERAGE_SEEDS: std::ops::Range<u64> = 0..24;
 
-/// Every public async operation of the library's correct primitives: each
-/// must appear in the history of some correct scenario's pinned seeds, or
-/// the simulation cannot find a bug in it. (The library's public API, kept
-/// here by hand: a new public operation fails this test until a workload
-/// calls it.)
-const PUBLIC_OPERATIONS: &[&str] = &[
-    "Lock::acquire",
-    "Lock::release",
-    "Lock::extend",
-    "Lock::with_lock",
-    "Lock::with_lock_guarded",
-    "Lock::keep_alive",
-    "Lock::current_token",
-    "Lock::remaining_ttl",
-    "Retry::run",
-    "FencedStore::write",
-    "FencedStore::read",
-    "SlidingWindowLog::check",
-    "SlidingWindowLog::check_at",
-    "SlidingWindowCounter::check",
-    "SlidingWindowCounter::check_at",
-    "Election::run",
-    "Election::stop",
-    "Redlock::connect",
-    "Redlock::acquire",
-    "Redlock::acquire_with_retry",
-    "Redlock::extend",
-    "Redlock::release",
-];
-
 #[test]
 #[ignore = "slow in a debug build: .ci/run runs it in release"]
 fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
     let mut servers = Servers::new();
     let mut missing = Vec::new();
-    let mut operations = BTreeSet::new();
     for scenario in SCENARIOS {
         let mut reached = BTreeSet::new();
+        let mut operations = BTreeSet::new();
         for seed in COVERAGE_SEEDS {
             let o = scenario.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", scenario.name));
             reached.extend(o.reached);
-            if scenario.expect == Expect::Clean {
-                operations.extend(o.operations.into_keys());
+            operations.extend(o.operations.into_keys());
+        }
+        for op in scenario.operations {
+            if !operations.contains(*op) {
+                missing.push(format!("{}: no seed of {COVERAGE_SEEDS:?} called {op}", scenario.name));
             }
         }
         for s in scenario.situations {
@@ -75,12 +50,20 @@ fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
             scenario.situations.len()
         );
     }
-    for op in PUBLIC_OPERATIONS {
-        if !operations.contains(*op) {
-            missing.push(format!("no correct scenario's pinned seeds call {op}"));
+    assert!(missing.is_empty(), "coverage lost:\n  {}", missing.join("\n  "));
+}
+
+#[test]
+fn every_correct_scenario_declares_the_operations_it_calls() {
+    for scenario in SCENARIOS {
+        match scenario.expect {
+            Expect::Clean => assert!(!scenario.operations.is_empty(), "{}: declares no operation", scenario.name),
+            Expect::Violates(_) => assert!(scenario.operations.is_empty(), "{}: a broken variant", scenario.name),
+        }
+        for op in scenario.operations {
+            assert!(op.contains("::"), "{}: `{op}` is not Type::operation", scenario.name);
         }
     }
-    assert!(missing.is_empty(), "coverage lost:\n  {}", missing.join("\n  "));
 }
 
 #[test]
