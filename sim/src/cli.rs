@@ -16,7 +16,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::checker::INVARIANTS;
 use crate::explore::{
     coverage_table, explore, histogram_table, operations_table, replay_command, stderr_is_terminal, Progress,
 };
@@ -310,7 +309,7 @@ pub fn run(cli: Cli) -> i32 {
             }
             println!();
             println!("Invariants:");
-            for (name, meaning) in INVARIANTS {
+            for (name, meaning) in crate::scenarios::invariants() {
                 println!("  {name:<26} {meaning}");
             }
             0
@@ -385,7 +384,7 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
             ex.violating.len(),
             expectation(scenario)
         );
-        for (name, _) in INVARIANTS {
+        for (name, _) in crate::scenarios::invariants() {
             let n = ex.count_of(name);
             if n > 0 {
                 println!("  {name}: {n} violations");

@@ -17,7 +17,6 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::checker::INVARIANTS;
 use crate::explore::{explore, stderr_is_terminal, Exploration, Progress};
 use crate::scenarios::{Expect, Scenario, SCENARIOS};
 use crate::servers::{Servers, SetupError};
@@ -400,7 +399,7 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(m, "\nExplore throughput per scenario is the `seeds/s` column of the scenario table.\n");
 
     let _ = writeln!(m, "## Invariants\n");
-    for (name, meaning) in INVARIANTS {
+    for (name, meaning) in crate::scenarios::invariants() {
         let _ = writeln!(m, "- **{name}**: {meaning}");
     }
     m

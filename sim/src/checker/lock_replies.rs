@@ -346,26 +346,18 @@ fn frozen(events: &[Event], process: &str, from: Millis, to: Millis) -> bool {
     }
     let mut paused_at = None;
     for e in events {
-        match &e.op {
-            Op::Fault { description } => {
-                // The nemesis names the client it pauses and resumes.
-                let target = |prefix: &str| {
-                    description
-                        .strip_prefix(prefix)
-                        .and_then(|rest| rest.split(' ').next())
-                        .is_some_and(|p| p == process)
-                };
-                if target("client-pause ") {
-                    paused_at = Some(e.time);
-                } else if target("resume ") {
-                    if let Some(s) = paused_at.take() {
-                        if overlaps(s, e.time) {
-                            return true;
-                        }
-                    }
+        let Op::Fault { description } = &e.op else { continue };
+        // The nemesis names the client it pauses and resumes.
+        let target =
+            |prefix: &str| description.strip_prefix(prefix).and_then(|rest| rest.split(' ').next()) == Some(process);
+        if target("client-pause ") {
+            paused_at = Some(e.time);
+        } else if target("resume ") {
+            if let Some(s) = paused_at.take() {
+                if overlaps(s, e.time) {
+                    return true;
                 }
             }
-            _ => {}
         }
     }
     paused_at.is_some_and(|s| s <= to)

@@ -155,6 +155,10 @@ pub struct Scenario {
     /// to call: the pinned seeds must call each (`sim/tests/slow/coverage.rs`),
     /// or the simulation could not find a bug in it. Empty for a broken one.
     pub operations: &'static [&'static str],
+    /// Invariants its family judges beyond the built-in ones
+    /// ([`crate::checker::INVARIANTS`]), with their one-line meanings: a
+    /// family added through the registry brings its own (see [`invariants`]).
+    pub invariants: &'static [(&'static str, &'static str)],
     /// For a broken variant: seeds on which it must show its violation
     /// (`sim/tests/harness/scenarios.rs` runs them; a correct scenario is
     /// held to the clean seeds `0..24` instead). Empty for a correct one.
@@ -177,6 +181,20 @@ use crate::checker::{
     ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
 };
 
+/// Every invariant a checker may name: the built-in ones, then those the
+/// registry's families declare, each once, in that order.
+pub fn invariants() -> Vec<(&'static str, &'static str)> {
+    let mut all: Vec<(&'static str, &'static str)> = crate::checker::INVARIANTS.to_vec();
+    for s in SCENARIOS {
+        for &(name, meaning) in s.invariants {
+            if !all.iter().any(|(n, _)| *n == name) {
+                all.push((name, meaning));
+            }
+        }
+    }
+    all
+}
+
 /// Every scenario, in the order `rp-sim scenarios` lists them.
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
@@ -185,6 +203,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Clean,
         situations: lock::SITUATIONS,
         operations: lock::OPERATIONS,
+        invariants: &[],
         runs: &lock::Variant::Lock,
         pinned_seeds: &[],
     },
@@ -194,6 +213,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(MUTUAL_EXCLUSION),
         situations: &[],
         operations: &[],
+        invariants: &[],
         runs: &lock::Variant::Naive,
         pinned_seeds: &[1, 2, 3],
     },
@@ -203,6 +223,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Clean,
         situations: lock::FENCING_SITUATIONS,
         operations: &["FencedStore::write", "FencedStore::read"],
+        invariants: &[],
         runs: &lock::Variant::Fencing,
         pinned_seeds: &[],
     },
@@ -212,6 +233,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(NO_STALE_OVERWRITE),
         situations: &[],
         operations: &[],
+        invariants: &[],
         runs: &lock::Variant::Unfenced,
         pinned_seeds: &[0, 3, 4],
     },
@@ -221,6 +243,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Clean,
         situations: rate_limit::LOG_SITUATIONS,
         operations: &["SlidingWindowLog::check", "SlidingWindowLog::check_at"],
+        invariants: &[],
         runs: &rate_limit::Variant::Log,
         pinned_seeds: &[],
     },
@@ -230,6 +253,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Clean,
         situations: rate_limit::COUNTER_SITUATIONS,
         operations: &["SlidingWindowCounter::check", "SlidingWindowCounter::check_at"],
+        invariants: &[],
         runs: &rate_limit::Variant::Counter,
         pinned_seeds: &[],
     },
@@ -239,6 +263,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(RATE_LIMIT),
         situations: &[],
         operations: &[],
+        invariants: &[],
         runs: &rate_limit::Variant::FixedWindow,
         pinned_seeds: &[1, 2, 3],
     },
@@ -248,6 +273,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(RATE_LIMIT),
         situations: &[],
         operations: &[],
+        invariants: &[],
         runs: &rate_limit::Variant::ClientSide,
         pinned_seeds: &[1, 2, 3],
     },
@@ -257,6 +283,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(RATE_LIMIT),
         situations: &[],
         operations: &[],
+        invariants: &[],
         runs: &rate_limit::Variant::WatchMulti,
         pinned_seeds: &[1, 2, 3],
     },
@@ -266,6 +293,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Clean,
         situations: election::SITUATIONS,
         operations: &["Election::run", "Election::stop"],
+        invariants: &[],
         runs: &election::Variant::Election,
         pinned_seeds: &[],
     },
@@ -275,6 +303,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Clean,
         situations: election::RENEW_ONLY_SITUATIONS,
         operations: &["Election::run", "Election::stop"],
+        invariants: &[],
         runs: &election::Variant::RenewOnly,
         pinned_seeds: &[],
     },
@@ -284,6 +313,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(ELECTION),
         situations: election::NO_EPOCH_SITUATIONS,
         operations: &[],
+        invariants: &[],
         runs: &election::Variant::NoEpoch,
         pinned_seeds: &[2, 3, 5],
     },
@@ -293,6 +323,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(FENCING_TOKENS_INCREASE),
         situations: &[],
         operations: &[],
+        invariants: &[],
         runs: &lock::Variant::CounterLoss,
         pinned_seeds: &[1, 2, 3],
     },
@@ -302,6 +333,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Clean,
         situations: redlock::SITUATIONS,
         operations: &["Redlock::connect", "Redlock::acquire", "Redlock::acquire_with_retry", "Redlock::extend", "Redlock::release"],
+        invariants: &[],
         runs: &redlock::Variant::Correct,
         pinned_seeds: &[],
     },
@@ -311,6 +343,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
         situations: &[],
         operations: &[],
+        invariants: &[],
         runs: &redlock::Variant::NoValidity,
         pinned_seeds: &[2, 3, 4],
     },
@@ -320,6 +353,7 @@ pub const SCENARIOS: &[Scenario] = &[
         expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
         situations: &[],
         operations: &[],
+        invariants: &[],
         runs: &redlock::Variant::ClockJump,
         pinned_seeds: &[1, 2, 3],
     },
