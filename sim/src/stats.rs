@@ -47,10 +47,12 @@ pub const HISTOGRAM_MEANINGS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The unit of a histogram (printed with every summary).
+/// The unit of a histogram (printed with every summary): simulated ms,
+/// unless it counts (a family's own counting histograms end in `-count`).
 pub fn unit_of(name: &str) -> &'static str {
     match name {
         ADMISSIONS => "requests",
+        _ if name.ends_with("-count") => "count",
         _ => "ms",
     }
 }
