@@ -6,6 +6,9 @@
 //!   compare-and-delete release, compare-and-extend, `with_lock`, and a
 //!   guarded variant that drops its body when the lease can't be trusted.
 //! - [`FencedStore`]: the resource half of fencing; refuses stale tokens.
+//! - [`JobQueue`]: a job queue whose claims are leases fenced by a per-job
+//!   attempt number; lapsed claims are reaped back into the queue and a
+//!   stale worker's completion is refused.
 //! - [`rate_limit`]: an exact sliding-window log and an O(1) sliding-window counter.
 //! - [`election`]: leader election whose epoch is a fencing token.
 //! - [`redlock`]: a lock across N independent masters.
@@ -27,6 +30,7 @@
 //! | `instant.rs` | deadline arithmetic that cannot panic |
 //! | `retry.rs` | [`Retry`], the opt-in retry policy |
 //! | `fenced_store.rs` | [`FencedStore`] |
+//! | `job_queue.rs` | [`JobQueue`], its [`Claim`]s, and its five Lua scripts, inline (one state machine, one file) |
 //! | `rate_limit/` | [`rate_limit::SlidingWindowLog`], [`rate_limit::SlidingWindowCounter`], their [`rate_limit::Limit`] and [`rate_limit::Decision`] |
 //! | `election/` | [`election::Election`]: configuration, shared state, the run loop |
 //! | `redlock/` | [`redlock::Redlock`]: configuration, votes, the lease, a polling join |
@@ -41,6 +45,7 @@ mod error;
 mod fenced_store;
 mod guard;
 mod instant;
+mod job_queue;
 mod keys;
 mod lease;
 mod lock;
@@ -59,6 +64,7 @@ pub use drift::Drift;
 pub use error::{Error, Result};
 pub use fenced_store::{FencedStore, Stored, WriteOutcome};
 pub use guard::{GuardedOutcome, KeepAlive, LeaseLoss};
+pub use job_queue::{Claim, Completion, Enqueued, JobQueue, JobState};
 pub use keys::validate_name;
 pub use lease::Lease;
 pub use lock::{Lock, LockBuilder, LockOutcome};

@@ -7,6 +7,7 @@
 mod client_side_window;
 mod election;
 mod fixed_window;
+mod job_queue;
 mod lock;
 mod redlock;
 mod unfenced_store;
@@ -15,6 +16,7 @@ mod watch_multi;
 pub use client_side_window::ClientSideWindow;
 pub use election::NaiveElection;
 pub use fixed_window::NaiveFixedWindow;
+pub use job_queue::NaiveJobQueue;
 pub use lock::NaiveLock;
 pub use redlock::{NaiveRedlock, NaiveRedlockLease};
 pub use unfenced_store::UnfencedStore;

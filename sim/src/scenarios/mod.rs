@@ -17,6 +17,7 @@ pub mod counter_loss;
 pub mod election;
 pub mod fencing;
 pub mod fencing_unfenced;
+pub mod job_queue;
 pub mod lock;
 pub mod lock_naive;
 pub mod rate_limit;
@@ -356,6 +357,26 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &redlock::Variant::ClockJump,
         pinned_seeds: &[1, 2, 3],
+    },
+    Scenario {
+        name: "job-queue",
+        description: "JobQueue (attempt-fenced job-claim lease): a worker paused past its lease loses the job to another; its late completion is refused, every job completes once",
+        expect: Expect::Clean,
+        situations: job_queue::SITUATIONS,
+        operations: job_queue::OPERATIONS,
+        invariants: job_queue::INVARIANTS,
+        runs: &job_queue::Variant::Fenced,
+        pinned_seeds: &[],
+    },
+    Scenario {
+        name: "job-queue-naive",
+        description: "NaiveJobQueue (RPOPLPUSH, no lease, no fence): the reaper cannot tell a slow worker from a dead one, so a job is completed twice",
+        expect: Expect::Violates(job_queue::JOB_QUEUE),
+        situations: &[],
+        operations: &[],
+        invariants: job_queue::INVARIANTS,
+        runs: &job_queue::Variant::Naive,
+        pinned_seeds: &[0, 1, 2],
     },
 ];
 

@@ -1,0 +1,816 @@
+//! The job-queue family: `JobQueue`'s job-claim lease against its broken
+//! twin, under pauses, partitions, held replies and server pauses.
+//!
+//! Workers claim jobs, work on them, sometimes extend, and complete them; a
+//! reaper returns jobs whose lease lapsed (by the server's clock) to the
+//! queue; an auditor reads every job's state once the faults have healed
+//! and a quiet tail has passed. A seeded worker freezes while it holds one
+//! claim (a GC pause longer than the lease): its job is reaped and claimed
+//! again, so the same job is worked twice and the stale worker's late
+//! completion (and extension) must be refused by the attempt fence.
+//!
+//! What is judged ([`JOB_QUEUE`]): at most one completion is accepted per
+//! job; an accepted completion (or extension) carries the job's latest
+//! attempt; attempts increase; a refusal is justified by the history; a
+//! reap never takes a lease that had not lapsed; and (`liveness`) every
+//! enqueued job is done by the end. Work done twice is measured, not
+//! judged: `job-double-run-count` counts the extra runs per job (the price of a
+//! lease: at-least-once work, exactly-once completion).
+//!
+//! This family was added through the harness's public extension points
+//! only: its plan, run and checker live here, its operations are
+//! [`Op::Custom`] records, its invariant is declared in its registry row.
+//! Restarts are left out: a redis-server without persistence loses the
+//! whole queue on a restart (the same non-guarantee `counter-loss` shows
+//! for the fence counter).
+
+use std::collections::BTreeMap;
+
+use core::time::Duration;
+use rand::{Rng, SeedableRng};
+use redis_primitives::naive::NaiveJobQueue;
+use redis_primitives::{Completion, Enqueued, JobQueue, JobState, Ttl};
+use serde::{Deserialize, Serialize};
+
+use super::{outcome_from, Outcome, Situation};
+use crate::checker::{Violation, LIVENESS};
+use crate::family::Family;
+use crate::history::{Event, EventKind, Millis, Op};
+use crate::nemesis::{FaultClass, Profile, Schedule};
+use crate::servers::{Servers, SetupError};
+use crate::stats::Histograms;
+use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
+
+/// The family's invariant.
+pub const JOB_QUEUE: &str = "job-queue";
+
+/// Its one-line meaning, for the registry row.
+pub const INVARIANTS: &[(&str, &str)] = &[(
+    JOB_QUEUE,
+    "per job: at most one accepted completion, carrying its latest attempt; attempts increase; refusals and reaps are justified",
+)];
+
+/// The public operations its workload calls.
+pub const OPERATIONS: &[&str] = &[
+    "JobQueue::enqueue",
+    "JobQueue::claim",
+    "JobQueue::extend",
+    "JobQueue::complete",
+    "JobQueue::reap",
+    "JobQueue::state",
+];
+
+const QUEUE: &str = "jobs";
+/// Extra runs per job (its claims − 1): work done twice, measured.
+const DOUBLE_RUNS: &str = "job-double-run-count";
+const ENQUEUE: &str = "job-enqueue";
+const CLAIM: &str = "job-claim";
+const EXTEND: &str = "job-extend";
+const COMPLETE: &str = "job-complete";
+const REAP: &str = "job-reap";
+const STATE: &str = "job-state";
+
+/// The situations `job-queue` exists to reach.
+pub const SITUATIONS: &[Situation] = &[
+    Situation { name: "lapsed-lease-reaped", meaning: "a reap returned a job whose lease had lapsed to the queue" },
+    Situation { name: "job-run-twice", meaning: "a job was claimed again while its first worker still had it" },
+    Situation { name: "stale-completion-refused", meaning: "a worker's completion was refused: its attempt was stale" },
+    Situation { name: "claim-extended", meaning: "a worker extended its claim's lease" },
+    Situation {
+        name: "stale-extend-refused",
+        meaning: "an extension of a claim whose job had been reaped was refused",
+    },
+];
+
+/// Which queue a scenario runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// `job-queue`: [`JobQueue`], fenced by the job's attempt counter.
+    Fenced,
+    /// `job-queue-naive`: [`NaiveJobQueue`], no lease and no fence.
+    Naive,
+}
+
+/// One run of the family, spelled out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobPlan {
+    /// Worker actors (`Target::Client(i)` is worker `i`).
+    pub workers: u32,
+    /// Jobs enqueued at the start (`job-0` …).
+    pub jobs: u32,
+    /// The lease each claim asks for, ms.
+    pub lease_ms: u64,
+    /// How long one job's work takes, drawn per claim (inclusive, ms).
+    pub work_ms: (u64, u64),
+    /// How often the reaper runs, ms.
+    pub reap_every_ms: u64,
+    /// The faults' window, ms; a quiet tail follows.
+    pub length_ms: u64,
+    /// The targeted fault: a worker freezes while it holds a claim.
+    pub stall: Option<Stall>,
+}
+
+/// Worker `worker` freezes for `ms` right after its `claim`-th claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stall {
+    /// Which worker.
+    pub worker: u32,
+    /// Which of its claims (1-based).
+    pub claim: u32,
+    /// How long, ms.
+    pub ms: u64,
+}
+
+impl JobPlan {
+    /// When the workers stop: the faults' window, the stall and the last
+    /// fault's heal, then a quiet tail long enough for a lapsed lease to be
+    /// reaped and its job claimed and worked again.
+    fn end_ms(&self, schedule: &Schedule) -> Millis {
+        let healed = schedule.faults.iter().map(crate::nemesis::Fault::end).max().unwrap_or(0);
+        let stall = self.stall.map_or(0, |s| s.ms);
+        self.length_ms.max(healed) + stall + self.quiet_tail_ms()
+    }
+
+    /// The liveness bound: lease + reap interval + work + round trips, twice.
+    fn quiet_tail_ms(&self) -> Millis {
+        2 * (self.lease_ms + self.reap_every_ms + self.work_ms.1 + 200)
+    }
+}
+
+impl core::fmt::Display for JobPlan {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} worker(s), {} job(s), lease {}ms, work {}..={}ms, reap every {}ms, {}ms of faults",
+            self.workers, self.jobs, self.lease_ms, self.work_ms.0, self.work_ms.1, self.reap_every_ms, self.length_ms
+        )?;
+        if let Some(s) = self.stall {
+            write!(f, "; worker#{} freezes {}ms after its claim #{}", s.worker, s.ms, s.claim)?;
+        }
+        Ok(())
+    }
+}
+
+/// What every job operation records (one shape for all verbs; absent
+/// fields are left out of the JSON).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobCall {
+    /// The job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The claim's attempt (the fence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u64>,
+    /// Whether it was accepted (enqueue added, extend extended, complete
+    /// accepted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<bool>,
+    /// The lease's end on the server's clock, as simulated ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<Millis>,
+    /// A refusal's current attempt, or a job's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The jobs a reap returned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+}
+
+fn record(verb: &str, call: JobCall) -> Op {
+    Op::custom(verb, &call)
+}
+
+fn state_name(s: Option<JobState>) -> String {
+    match s {
+        Some(JobState::Pending) => "pending",
+        Some(JobState::Active) => "active",
+        Some(JobState::Done) => "done",
+        None => "unknown",
+    }
+    .to_string()
+}
+
+/// Server-clock ms (the server's wall clock is pinned to simulated time
+/// from [`DEFAULT_EPOCH_UNIX_MS`]) as simulated ms.
+fn sim_ms(server_ms: u64) -> Millis {
+    server_ms.saturating_sub(DEFAULT_EPOCH_UNIX_MS)
+}
+
+/// The plan every seed starts from.
+fn template() -> JobPlan {
+    JobPlan { workers: 3, jobs: 8, lease_ms: 300, work_ms: (20, 250), reap_every_ms: 100, length_ms: 2500, stall: None }
+}
+
+/// The plan and schedule of `seed`.
+pub fn seed_plan(seed: u64) -> (JobPlan, Schedule) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(derive_seed(seed, "job-stall"));
+    let plan = template();
+    let stall = Stall {
+        worker: rng.random_range(0..plan.workers),
+        claim: rng.random_range(1..=2),
+        ms: rng.random_range(500..=900),
+    };
+    let profile = Profile::new(plan.workers, 1, plan.length_ms)
+        .classes(&[
+            FaultClass::ClientPause,
+            FaultClass::Partition,
+            FaultClass::PartitionOneWay,
+            FaultClass::Hold,
+            FaultClass::Latency,
+            FaultClass::ServerPause,
+        ])
+        .swarm();
+    (JobPlan { stall: Some(stall), ..plan }, Schedule::generate(seed, &profile))
+}
+
+/// One queue or the other, behind the workload's calls.
+enum Queue {
+    Fenced(JobQueue<crate::net::SimConnection>),
+    Naive(NaiveJobQueue<crate::net::SimConnection>),
+}
+
+/// A claim as the workload holds it.
+enum Held {
+    Fenced(redis_primitives::Claim),
+    Naive(String),
+}
+
+impl Held {
+    fn id(&self) -> &str {
+        match self {
+            Held::Fenced(c) => c.id(),
+            Held::Naive(id) => id,
+        }
+    }
+
+    fn attempt(&self) -> Option<u64> {
+        match self {
+            Held::Fenced(c) => Some(c.attempt().get()),
+            Held::Naive(_) => None,
+        }
+    }
+}
+
+fn queue(actor: &Actor, variant: Variant) -> Result<Queue, redis_primitives::Error> {
+    let conn = actor.connection(0);
+    Ok(match variant {
+        Variant::Fenced => Queue::Fenced(JobQueue::new(conn, QUEUE)?),
+        Variant::Naive => Queue::Naive(NaiveJobQueue::new(conn, QUEUE)?),
+    })
+}
+
+async fn producer(actor: Actor, variant: Variant, plan: JobPlan) -> ActorResult {
+    let q = queue(&actor, variant)?;
+    for j in 0..plan.jobs {
+        let id = format!("job-{j}");
+        let call = JobCall { id: Some(id.clone()), ..JobCall::default() };
+        let op = actor.call("JobQueue::enqueue", record(ENQUEUE, call.clone()));
+        let payload = format!("payload of {id}");
+        let r = match &q {
+            Queue::Fenced(q) => q.enqueue(&id, &payload).await.map(|e| e == Enqueued::Added),
+            Queue::Naive(q) => q.enqueue(&id, &payload).await.map(|()| true),
+        };
+        match r {
+            Ok(added) => actor.ok(op, record(ENQUEUE, JobCall { accepted: Some(added), ..call })),
+            Err(e) => actor.errored(op, record(ENQUEUE, call), &e),
+        }
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+    Ok(())
+}
+
+async fn worker(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> ActorResult {
+    let q = queue(&actor, variant)?;
+    let lease = Ttl::from_millis(plan.lease_ms)?;
+    let mut rng = actor.rng();
+    let mut claims = 0u32;
+    let stall = plan.stall.filter(|s| s.worker as usize == actor.index());
+    while actor.now() < end {
+        let op = actor.call("JobQueue::claim", record(CLAIM, JobCall::default()));
+        let claimed = match &q {
+            Queue::Fenced(q) => q.claim(lease).await.map(|c| c.map(Held::Fenced)),
+            Queue::Naive(q) => q.claim().await.map(|c| c.map(|(id, _)| Held::Naive(id))),
+        };
+        let mut held = match claimed {
+            Ok(Some(h)) => {
+                let lease_until = match &h {
+                    Held::Fenced(c) => Some(sim_ms(c.lease_until_ms())),
+                    Held::Naive(_) => None,
+                };
+                let call =
+                    JobCall { id: Some(h.id().to_string()), attempt: h.attempt(), lease_until, ..JobCall::default() };
+                actor.ok(op, record(CLAIM, call));
+                h
+            }
+            Ok(None) => {
+                actor.ok(op, record(CLAIM, JobCall::default()));
+                tokio::time::sleep(Duration::from_millis(rng.random_range(10..=40))).await;
+                continue;
+            }
+            Err(e) => {
+                actor.errored(op, record(CLAIM, JobCall::default()), &e);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        claims += 1;
+        if stall.is_some_and(|s| s.claim == claims) {
+            let ms = stall.map_or(0, |s| s.ms);
+            actor.stall(ms, "while it holds a claim");
+        }
+        let work = rng.random_range(plan.work_ms.0..=plan.work_ms.1);
+        let stalled = stall.is_some_and(|s| s.claim == claims);
+        if work > plan.lease_ms / 2 || stalled {
+            tokio::time::sleep(Duration::from_millis(work / 2)).await;
+            extend(&actor, &q, &mut held, lease).await;
+            tokio::time::sleep(Duration::from_millis(work - work / 2)).await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(work)).await;
+        }
+        let call = JobCall { id: Some(held.id().to_string()), attempt: held.attempt(), ..JobCall::default() };
+        let op = actor.call("JobQueue::complete", record(COMPLETE, call.clone()));
+        let r = match (&q, &held) {
+            (Queue::Fenced(q), Held::Fenced(c)) => q.complete(c).await.map(|c| match c {
+                Completion::Accepted => (true, None),
+                Completion::Rejected { current_attempt, state } => {
+                    (false, Some(format!("attempt {} {}", current_attempt.map_or(0, |a| a.get()), state_name(state))))
+                }
+            }),
+            (Queue::Naive(q), h) => q.complete(h.id()).await.map(|()| (true, None)),
+            _ => unreachable!("a queue holds only its own claims"),
+        };
+        match r {
+            Ok((accepted, state)) => {
+                actor.ok(op, record(COMPLETE, JobCall { accepted: Some(accepted), state, ..call }))
+            }
+            Err(e) => actor.errored(op, record(COMPLETE, call), &e),
+        }
+    }
+    Ok(())
+}
+
+async fn extend(actor: &Actor, q: &Queue, held: &mut Held, lease: Ttl) {
+    let (Queue::Fenced(q), Held::Fenced(c)) = (q, held) else { return };
+    let call = JobCall { id: Some(c.id().to_string()), attempt: Some(c.attempt().get()), ..JobCall::default() };
+    let op = actor.call("JobQueue::extend", record(EXTEND, call.clone()));
+    match q.extend(c, lease).await {
+        Ok(extended) => {
+            let lease_until = extended.then(|| sim_ms(c.lease_until_ms()));
+            actor.ok(op, record(EXTEND, JobCall { accepted: Some(extended), lease_until, ..call }));
+        }
+        Err(e) => actor.errored(op, record(EXTEND, call), &e),
+    }
+}
+
+async fn reaper(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> ActorResult {
+    let q = queue(&actor, variant)?;
+    while actor.now() < end {
+        tokio::time::sleep(Duration::from_millis(plan.reap_every_ms)).await;
+        let op = actor.call("JobQueue::reap", record(REAP, JobCall::default()));
+        let r = match &q {
+            Queue::Fenced(q) => q.reap().await,
+            Queue::Naive(q) => q.reap().await,
+        };
+        match r {
+            Ok(ids) => actor.ok(op, record(REAP, JobCall { ids, ..JobCall::default() })),
+            Err(e) => actor.errored(op, record(REAP, JobCall::default()), &e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads every job's state once the workers have stopped (the naive twin
+/// has no state to read: its lost or doubled jobs show in the completions).
+async fn auditor(actor: Actor, plan: JobPlan, end: Millis) -> ActorResult {
+    let q = JobQueue::new(actor.connection(0), QUEUE)?;
+    // The workers' last requests land within a response timeout.
+    tokio::time::sleep(Duration::from_millis(end + 400)).await;
+    for j in 0..plan.jobs {
+        let call = JobCall { id: Some(format!("job-{j}")), ..JobCall::default() };
+        let op = actor.call("JobQueue::state", record(STATE, call.clone()));
+        match q.state(&format!("job-{j}")).await {
+            Ok(s) => actor.ok(op, record(STATE, JobCall { state: Some(state_name(s)), ..call })),
+            Err(e) => actor.errored(op, record(STATE, call), &e),
+        }
+    }
+    Ok(())
+}
+
+fn run_planned(
+    variant: Variant,
+    servers: &mut Servers,
+    seed: u64,
+    plan: &JobPlan,
+    schedule: Schedule,
+) -> Result<Outcome, SetupError> {
+    let end = plan.end_ms(&schedule);
+    let mut world = World::new(servers, WorldConfig::new(seed))?;
+    for i in 0..plan.workers {
+        let p = plan.clone();
+        world.actor(format!("worker-{i}"), move |actor| worker(actor, variant, p, end));
+    }
+    let p = plan.clone();
+    world.actor("producer", move |actor| producer(actor, variant, p));
+    let p = plan.clone();
+    world.actor("reaper", move |actor| reaper(actor, variant, p, end));
+    if variant == Variant::Fenced {
+        let p = plan.clone();
+        world.actor("auditor", move |actor| auditor(actor, p, end));
+    }
+    world.nemesis(schedule);
+    let run = world.run()?;
+    let stalls = run
+        .history
+        .events()
+        .into_iter()
+        .filter_map(|e| match &e.op {
+            Op::Paused { .. } => Some((e.time, format!("at {}ms: {} {}, then resumes", e.time, e.process, e.op))),
+            _ => None,
+        })
+        .collect();
+    let mut outcome = outcome_from(&run, stalls);
+    let judged = check(&outcome.history, variant == Variant::Fenced);
+    outcome.violations.extend(judged.violations);
+    for s in judged.reached {
+        outcome.reach(s);
+    }
+    let mut h = Histograms::new();
+    h.declare(DOUBLE_RUNS);
+    for extra in judged.double_runs {
+        h.record(DOUBLE_RUNS, extra);
+    }
+    outcome.histograms = h;
+    Ok(outcome)
+}
+
+/// One job operation of the history, paired.
+struct Call<'a> {
+    verb: &'a str,
+    process: &'a str,
+    invoked: Millis,
+    /// `(kind, time, data)` of its completion.
+    done: Option<(EventKind, Millis, JobCall)>,
+    args: JobCall,
+}
+
+impl Call<'_> {
+    fn ok(&self) -> Option<(Millis, &JobCall)> {
+        match &self.done {
+            Some((EventKind::Ok, t, d)) => Some((*t, d)),
+            _ => None,
+        }
+    }
+
+    /// It may have happened (ok, or outcome unknown).
+    fn maybe(&self) -> bool {
+        !matches!(self.done, Some((EventKind::Fail, ..)))
+    }
+
+    /// When it returned (an unanswered call: never).
+    fn returned(&self) -> Millis {
+        self.done.as_ref().map_or(Millis::MAX, |d| d.1)
+    }
+}
+
+/// A claim that returned a job.
+#[derive(Clone, Copy)]
+struct Claimed<'a> {
+    invoked: Millis,
+    returned: Millis,
+    attempt: Option<u64>,
+    lease_until: Option<Millis>,
+    process: &'a str,
+}
+
+/// What [`check`] found.
+pub struct Judged {
+    /// The violations.
+    pub violations: Vec<Violation>,
+    /// Situations the history shows.
+    pub reached: Vec<&'static str>,
+    /// Extra runs per job (claims − 1).
+    pub double_runs: Vec<u64>,
+}
+
+/// Judges a job-queue history; `fenced` = the correct queue (attempts,
+/// leases and the auditor's states are there to judge).
+pub fn check(events: &[Event], fenced: bool) -> Judged {
+    let mut calls: Vec<Call<'_>> = Vec::new();
+    let mut open: BTreeMap<u64, usize> = BTreeMap::new();
+    for e in events {
+        let Op::Custom { verb, .. } = &e.op else { continue };
+        let Some(data) = e.op.custom_data::<JobCall>(verb) else { continue };
+        if e.kind == EventKind::Invoke {
+            open.insert(e.op_id.0, calls.len());
+            calls.push(Call { verb, process: &e.process, invoked: e.time, done: None, args: data });
+        } else if let Some(i) = open.remove(&e.op_id.0) {
+            calls[i].done = Some((e.kind, e.time, data));
+        }
+    }
+    let mut out = Vec::new();
+    let mut reached = Vec::new();
+    let wrong = |at: Millis, why: String| Violation::new(JOB_QUEUE, Some(at), why);
+    let jobs: Vec<String> = calls
+        .iter()
+        .filter(|c| c.verb == ENQUEUE && c.ok().is_some_and(|(_, d)| d.accepted == Some(true)))
+        .filter_map(|c| c.args.id.clone())
+        .collect();
+    let of = |verb: &str, id: &str| -> Vec<&Call<'_>> {
+        calls
+            .iter()
+            .filter(|c| {
+                c.verb == verb && c.args.id.as_deref().or(c.ok().and_then(|(_, d)| d.id.as_deref())) == Some(id)
+            })
+            .collect()
+    };
+    let mut double_runs = Vec::new();
+    for id in &jobs {
+        let claims: Vec<Claimed<'_>> = calls
+            .iter()
+            .filter(|c| c.verb == CLAIM)
+            .filter_map(|c| {
+                c.ok().filter(|(_, d)| d.id.as_deref() == Some(id.as_str())).map(|(t, d)| Claimed {
+                    invoked: c.invoked,
+                    returned: t,
+                    attempt: d.attempt,
+                    lease_until: d.lease_until,
+                    process: c.process,
+                })
+            })
+            .collect();
+        // A claim whose outcome is unknown may have taken any job.
+        let unknown_claims: Vec<Millis> = calls
+            .iter()
+            .filter(|c| c.verb == CLAIM && c.done.as_ref().is_none_or(|d| d.0 == EventKind::Info))
+            .map(|c| c.invoked)
+            .collect();
+        double_runs.push(claims.len().saturating_sub(1) as u64);
+        if claims.len() > 1 {
+            reached.push("job-run-twice");
+        }
+        let completes = of(COMPLETE, id);
+        let accepted: Vec<&&Call<'_>> =
+            completes.iter().filter(|c| c.ok().is_some_and(|(_, d)| d.accepted == Some(true))).collect();
+        if accepted.len() > 1 {
+            out.push(wrong(
+                accepted[1].returned(),
+                format!(
+                    "{id}: {} completions accepted ({}): a job is completed at most once",
+                    accepted.len(),
+                    accepted
+                        .iter()
+                        .map(|c| format!("{} at {}ms", c.process, c.returned()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        if !fenced {
+            continue;
+        }
+        // Attempts increase in real-time order.
+        for a in &claims {
+            for b in &claims {
+                if a.returned < b.invoked && a.attempt >= b.attempt {
+                    out.push(wrong(b.returned, format!("{id}: claimed with attempt {:?} at {}ms after a claim with attempt {:?} had returned at {}ms", b.attempt, b.returned, a.attempt, a.returned)));
+                }
+            }
+        }
+        let reaps: Vec<&Call<'_>> = calls
+            .iter()
+            .filter(|c| c.verb == REAP && (c.ok().is_none_or(|(_, d)| d.ids.iter().any(|x| x == id))) && c.maybe())
+            .collect();
+        // Something that may have ended `attempt`'s claim before `by`.
+        let superseded = |attempt: Option<u64>, by: Millis| {
+            claims.iter().any(|c| c.invoked < by && c.attempt > attempt)
+                || unknown_claims.iter().any(|&t| t < by)
+                || reaps.iter().any(|r| r.invoked < by)
+                || completes.iter().any(|c| c.invoked < by && c.maybe() && c.args.attempt != attempt)
+        };
+        for c in &completes {
+            let Some((t, d)) = c.ok() else { continue };
+            match d.accepted {
+                Some(true) => {
+                    if let Some(newer) = claims.iter().find(|k| k.returned < c.invoked && k.attempt > c.args.attempt) {
+                        out.push(wrong(t, format!("{id}: {} completed attempt {:?} at {t}ms, accepted, though attempt {:?} was claimed by {} at {}ms", c.process, c.args.attempt, newer.attempt, newer.process, newer.returned)));
+                    }
+                }
+                Some(false) => {
+                    reached.push("stale-completion-refused");
+                    let done_before = completes.iter().any(|o| !std::ptr::eq(*o, *c) && o.invoked < t && o.maybe());
+                    if !superseded(c.args.attempt, t) && !done_before {
+                        out.push(wrong(t, format!("{id}: {} had its completion of attempt {:?} refused at {t}ms ({:?}), with nothing in the history that superseded its claim", c.process, c.args.attempt, d.state)));
+                    }
+                }
+                None => {}
+            }
+        }
+        for x in of(EXTEND, id) {
+            let Some((t, d)) = x.ok() else { continue };
+            match d.accepted {
+                Some(true) => {
+                    reached.push("claim-extended");
+                    if let Some(newer) = claims.iter().find(|k| k.returned < x.invoked && k.attempt > x.args.attempt) {
+                        out.push(wrong(
+                            t,
+                            format!(
+                                "{id}: {} extended attempt {:?} at {t}ms though attempt {:?} had been claimed at {}ms",
+                                x.process, x.args.attempt, newer.attempt, newer.returned
+                            ),
+                        ));
+                    }
+                    if let Some(done) = accepted.iter().find(|c| c.returned() < x.invoked) {
+                        out.push(wrong(
+                            t,
+                            format!("{id}: {} extended a job completed at {}ms", x.process, done.returned()),
+                        ));
+                    }
+                }
+                Some(false) => {
+                    reached.push("stale-extend-refused");
+                    if !superseded(x.args.attempt, t) {
+                        out.push(wrong(t, format!("{id}: {} had its extension of attempt {:?} refused at {t}ms with nothing in the history that superseded its claim", x.process, x.args.attempt)));
+                    }
+                }
+                None => {}
+            }
+        }
+        // A reap runs on the server between its invoke and its return; if it
+        // returned before the lease it took had lapsed, it took a live one.
+        for r in reaps.iter().filter(|r| r.ok().is_some()) {
+            reached.push("lapsed-lease-reaped");
+            let current = claims.iter().filter(|k| k.returned < r.invoked).max_by_key(|k| k.attempt);
+            let Some(&Claimed { attempt, lease_until: Some(until), process: holder, .. }) = current else { continue };
+            // Only extensions confirmed before the reap began convict; one
+            // in flight may or may not have run first.
+            let extended = of(EXTEND, id)
+                .into_iter()
+                .filter(|x| x.args.attempt == attempt)
+                .filter_map(|x| x.ok().filter(|(t, _)| *t < r.invoked).and_then(|(_, d)| d.lease_until))
+                .max();
+            let until = until.max(extended.unwrap_or(0));
+            let completed_meanwhile =
+                completes.iter().any(|c| c.args.attempt == attempt && c.invoked < r.returned() && c.maybe());
+            if r.returned() < until
+                && !completed_meanwhile
+                && !claims.iter().any(|k| k.invoked < r.returned() && k.attempt > attempt)
+            {
+                out.push(wrong(
+                    r.returned(),
+                    format!(
+                        "{id}: reaped by {}ms while {holder}'s lease of attempt {attempt:?} ran until {until}ms",
+                        r.returned()
+                    ),
+                ));
+            }
+        }
+        // Liveness: after the quiet tail every job is done.
+        let state = of(STATE, id).into_iter().find_map(|s| s.ok().and_then(|(t, d)| d.state.clone().map(|s| (t, s))));
+        if let Some((t, s)) = state {
+            if s != "done" {
+                out.push(Violation::new(
+                    LIVENESS,
+                    Some(t),
+                    format!("{id} was still {s} at {t}ms, after the faults healed and a quiet tail passed"),
+                ));
+            } else if accepted.is_empty()
+                && !completes.iter().any(|c| matches!(c.done, Some((EventKind::Info, ..)) | None))
+            {
+                out.push(wrong(t, format!("{id} is done at {t}ms, but no completion of it was accepted")));
+            }
+        }
+    }
+    out.truncate(10);
+    reached.sort_unstable();
+    reached.dedup();
+    Judged { violations: out, reached, double_runs }
+}
+
+impl Family for Variant {
+    type Plan = JobPlan;
+    const NAME: &'static str = "job-queue";
+
+    fn nodes(&self) -> u32 {
+        1
+    }
+
+    fn seed_plan(&self, seed: u64) -> (JobPlan, Schedule) {
+        seed_plan(seed)
+    }
+
+    fn run(&self, servers: &mut Servers, seed: u64, plan: &JobPlan, schedule: Schedule) -> Result<Outcome, SetupError> {
+        run_planned(*self, servers, seed, plan, schedule)
+    }
+
+    fn actors(plan: &JobPlan) -> u32 {
+        plan.workers
+    }
+
+    fn injected_faults(plan: &JobPlan) -> usize {
+        usize::from(plan.stall.is_some())
+    }
+
+    fn validate(plan: &JobPlan) -> Result<(), String> {
+        if plan.workers == 0 || plan.lease_ms == 0 || plan.reap_every_ms == 0 || plan.work_ms.0 > plan.work_ms.1 {
+            return Err("workers, lease_ms and reap_every_ms must be positive and work_ms a range".into());
+        }
+        match plan.stall {
+            Some(s) if s.worker >= plan.workers || s.claim == 0 => Err(format!("stall {s:?}: no such worker or claim")),
+            _ => Ok(()),
+        }
+    }
+
+    fn normalize(plan: &mut JobPlan, actors: u32) {
+        if let Some(s) = &mut plan.stall {
+            s.worker %= actors.max(1);
+        }
+    }
+
+    fn smaller(plan: &JobPlan) -> Vec<JobPlan> {
+        let mut out = Vec::new();
+        if plan.stall.is_some() {
+            out.push(JobPlan { stall: None, ..plan.clone() });
+        }
+        if plan.jobs > 1 {
+            out.push(JobPlan { jobs: plan.jobs / 2, ..plan.clone() });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::History;
+
+    fn call(h: &History, at: Millis, done: Millis, who: &str, verb: &str, args: JobCall, result: JobCall) {
+        let id = h.invoke_at(at, who, record(verb, args));
+        h.complete_at(done, id, who, EventKind::Ok, record(verb, result));
+    }
+
+    fn job(id: &str, attempt: u64) -> JobCall {
+        JobCall { id: Some(id.into()), attempt: Some(attempt), ..JobCall::default() }
+    }
+
+    #[test]
+    fn a_stale_completion_must_be_refused_and_a_refusal_justified() {
+        let history = |second_accepted: bool, reaped: bool| {
+            let h = History::new();
+            call(
+                &h,
+                0,
+                1,
+                "p",
+                ENQUEUE,
+                JobCall { id: Some("j".into()), ..JobCall::default() },
+                JobCall { id: Some("j".into()), accepted: Some(true), ..JobCall::default() },
+            );
+            call(&h, 2, 3, "a", CLAIM, JobCall::default(), JobCall { lease_until: Some(303), ..job("j", 1) });
+            if reaped {
+                call(
+                    &h,
+                    400,
+                    401,
+                    "r",
+                    REAP,
+                    JobCall::default(),
+                    JobCall { ids: vec!["j".into()], ..JobCall::default() },
+                );
+                call(&h, 402, 403, "b", CLAIM, JobCall::default(), JobCall { lease_until: Some(703), ..job("j", 2) });
+                call(&h, 410, 411, "b", COMPLETE, job("j", 2), JobCall { accepted: Some(true), ..job("j", 2) });
+            }
+            call(&h, 900, 901, "a", COMPLETE, job("j", 1), JobCall { accepted: Some(second_accepted), ..job("j", 1) });
+            check(&h.events(), true)
+        };
+        let ok = history(false, true);
+        assert!(ok.violations.is_empty(), "{:?}", ok.violations);
+        assert!(ok.reached.contains(&"stale-completion-refused") && ok.reached.contains(&"job-run-twice"));
+        assert_eq!(ok.double_runs, vec![1]);
+        let twice = history(true, true);
+        assert!(twice.violations.iter().any(|v| v.detail.contains("2 completions accepted")), "{:?}", twice.violations);
+        let unjustified = history(false, false);
+        assert!(
+            unjustified.violations.iter().any(|v| v.detail.contains("nothing in the history")),
+            "{:?}",
+            unjustified.violations
+        );
+    }
+
+    #[test]
+    fn a_reap_of_a_live_lease_is_a_violation() {
+        let h = History::new();
+        call(
+            &h,
+            0,
+            1,
+            "p",
+            ENQUEUE,
+            JobCall { id: Some("j".into()), ..JobCall::default() },
+            JobCall { id: Some("j".into()), accepted: Some(true), ..JobCall::default() },
+        );
+        call(&h, 2, 3, "a", CLAIM, JobCall::default(), JobCall { lease_until: Some(303), ..job("j", 1) });
+        call(&h, 100, 101, "r", REAP, JobCall::default(), JobCall { ids: vec!["j".into()], ..JobCall::default() });
+        let v = check(&h.events(), true).violations;
+        assert!(v.iter().any(|v| v.detail.contains("reaped by 101ms")), "{v:?}");
+    }
+}
