@@ -30,7 +30,7 @@
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use crate::script_source::Script;
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};

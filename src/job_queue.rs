@@ -78,7 +78,9 @@
 
 use std::sync::LazyLock;
 
-use redis::{RedisError, Script, Value};
+use redis::{RedisError, Value};
+
+use crate::script_source::Script;
 use tokio::time::Instant;
 
 use crate::connection::Connection;

@@ -35,7 +35,7 @@
 //! | `election/` | [`election::Election`]: configuration, shared state, the run loop |
 //! | `redlock/` | [`redlock::Redlock`]: configuration, votes, the lease, a polling join |
 //! | `naive/` | the broken versions |
-//! | `scripts/*.lua`, `script_source.rs` | one Lua script per file; where its text comes from (the harness's mutation seam, behind a feature users never enable) |
+//! | `scripts/*.lua`, `script_source.rs` | one Lua script per file; where its text comes from and how it runs (`EVALSHA`, `EVAL` on `NOSCRIPT`; the harness's mutation seam, behind a feature users never enable) |
 #![deny(missing_docs)]
 
 mod connection;

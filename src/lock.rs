@@ -25,7 +25,9 @@ use std::future::Future;
 use std::sync::LazyLock;
 
 use core::time::Duration;
-use redis::{Script, Value};
+use redis::Value;
+
+use crate::script_source::Script;
 use tokio::time::Instant;
 
 use crate::connection::Connection;

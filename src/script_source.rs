@@ -1,4 +1,6 @@
-//! Where a Lua script's text comes from: the file compiled into the crate.
+//! Where a Lua script's text comes from (the file compiled into the crate),
+//! and how it runs: `EVALSHA`, falling back to `EVAL` on `NOSCRIPT`
+//! ([`Script`], ADR 0010).
 //!
 //! The scripts are the heart of every primitive, and a one-character slip in
 //! one (`<` for `<=`, a dropped owner check) passes a quiet day's tests. The
@@ -31,7 +33,73 @@ pub(crate) fn text(name: &str, builtin: &'static str) -> Cow<'static, str> {
     Cow::Borrowed(builtin)
 }
 
-/// A [`redis::Script`] for script `name` (see [`text`]).
-pub(crate) fn script(name: &str, builtin: &'static str) -> redis::Script {
-    redis::Script::new(&text(name, builtin))
+/// Script `name` (see [`text`]), ready to run.
+pub(crate) fn script(name: &str, builtin: &'static str) -> Script {
+    let text = text(name, builtin);
+    Script { hash: redis::Script::new(&text).get_hash().to_string(), text }
+}
+
+/// A Lua script: its text and its SHA1, run by [`Call::invoke_async`].
+///
+/// Why not `redis::Script`: its `invoke_async` answers `NOSCRIPT` with one
+/// `SCRIPT LOAD` and one more `EVALSHA`, and returns the second `NOSCRIPT`
+/// as an error. A `SCRIPT FLUSH`, a restart or a failover that lands
+/// between that load and that retry (the simulation's rate-limit sweep
+/// found it: a burst of calls in flight on one connection while another
+/// client flushed) turns a recoverable cache miss into an error for a call
+/// that never ran. [`Call::invoke_async`] falls back to `EVAL` with the
+/// text instead, which needs no cache and caches the script again.
+#[derive(Debug)]
+pub(crate) struct Script {
+    text: Cow<'static, str>,
+    hash: String,
+}
+
+impl Script {
+    /// A call of this script with its first key.
+    pub(crate) fn key<T: redis::ToRedisArgs>(&self, key: T) -> Call<'_> {
+        Call { script: self, keys: Vec::new(), args: Vec::new() }.key(key)
+    }
+}
+
+/// One call of a [`Script`]: its keys and arguments.
+#[derive(Debug)]
+pub(crate) struct Call<'a> {
+    script: &'a Script,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl Call<'_> {
+    /// Adds a key.
+    pub(crate) fn key<T: redis::ToRedisArgs>(mut self, key: T) -> Self {
+        self.keys.extend(key.to_redis_args());
+        self
+    }
+
+    /// Adds an argument.
+    pub(crate) fn arg<T: redis::ToRedisArgs>(mut self, arg: T) -> Self {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    /// `EVALSHA`; on `NOSCRIPT`, `EVAL` with the script's text (one more
+    /// round trip, and it cannot miss the cache). Neither can run twice: a
+    /// `NOSCRIPT` reply means the script did not run.
+    pub(crate) async fn invoke_async<T: redis::FromRedisValue>(
+        &self,
+        conn: &mut impl redis::aio::ConnectionLike,
+    ) -> redis::RedisResult<T> {
+        let with = |verb: &str, body: &str| {
+            let mut cmd = redis::cmd(verb);
+            cmd.arg(body).arg(self.keys.len()).arg(&self.keys).arg(&self.args);
+            cmd
+        };
+        match with("EVALSHA", &self.script.hash).query_async(conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                with("EVAL", &self.script.text).query_async(conn).await
+            }
+            other => other,
+        }
+    }
 }

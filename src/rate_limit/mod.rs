@@ -79,7 +79,7 @@ pub(crate) fn now_arg(now_ms: Option<u64>) -> Result<String> {
 /// Runs a limiter `script` for `key` (both limiters take the same arguments:
 /// max, window in ms, pinned now or '') and turns its reply into a [`Decision`].
 pub(crate) async fn run_script<C: Connection>(
-    script: &redis::Script,
+    script: &crate::script_source::Script,
     conn: &C,
     key: &str,
     limit: Limit,

@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use crate::script_source::Script;
 
 use super::{run_script, Decision, Limit};
 use crate::connection::Connection;

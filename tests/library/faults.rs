@@ -93,6 +93,60 @@ async fn noscript_after_script_flush_recovers_by_itself() {
     assert_eq!(store.write("doc", b"2", again.token()).await.unwrap(), WriteOutcome::Accepted);
 }
 
+/// A connection that empties the server's script cache right before every
+/// `EVALSHA` it forwards: the worst case of a `SCRIPT FLUSH` (or restart,
+/// or failover) racing a call, landing between the reload after a
+/// `NOSCRIPT` and the retry. Found by the simulation's rate-limit sweep
+/// (seed 20000067: a burst in flight while another client flushed).
+#[derive(Clone)]
+struct FlushBeforeEvalsha(redis::aio::MultiplexedConnection);
+
+impl redis::aio::ConnectionLike for FlushBeforeEvalsha {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        Box::pin(async move {
+            if matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name)) if name.eq_ignore_ascii_case(b"EVALSHA"))
+            {
+                redis::cmd("SCRIPT").arg("FLUSH").query_async::<()>(&mut self.0).await?;
+            }
+            self.0.req_packed_command(cmd).await
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        self.0.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+#[tokio::test]
+async fn noscript_that_survives_a_reload_still_runs_the_script_once() {
+    use redis_primitives::rate_limit::{Limit, SlidingWindowLog};
+    let s = server();
+    let conn = FlushBeforeEvalsha(connect(&s).await);
+    let lock = Lock::new(conn.clone());
+    let store = FencedStore::new(conn.clone());
+    // Every EVALSHA meets an empty cache: each call must fall back to EVAL,
+    // and run exactly once (tokens 1 then 2, one admission counted).
+    let lease = lock.acquire("n", ms(1000)).await.unwrap().unwrap();
+    assert_eq!(lease.token(), FencingToken::new(1));
+    assert_eq!(store.write("doc", b"1", lease.token()).await.unwrap(), WriteOutcome::Accepted);
+    assert!(lock.extend(&mut lease.clone(), ms(2000)).await.unwrap());
+    assert!(lock.release(&lease).await.unwrap());
+    let again = lock.acquire("n", ms(1000)).await.unwrap().unwrap();
+    assert_eq!(again.token(), FencingToken::new(2));
+    let limiter = SlidingWindowLog::new(conn, Limit::new(5, Duration::from_secs(10)).unwrap());
+    assert_eq!(limiter.check("api").await.unwrap().count(), 1);
+    assert_eq!(limiter.check("api").await.unwrap().count(), 2);
+}
+
 #[tokio::test]
 async fn dropped_connection_is_connection_lost_with_unknown_outcome() {
     let mut s = server();
