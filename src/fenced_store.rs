@@ -38,8 +38,7 @@ use crate::keys::Prefix;
 use crate::script_source;
 use crate::token::FencingToken;
 
-static WRITE: LazyLock<Script> =
-    LazyLock::new(|| script_source::script("fenced_write", include_str!("scripts/fenced_write.lua")));
+static WRITE: LazyLock<Script> = LazyLock::new(|| script_source::script(script_source::FENCED_WRITE));
 
 /// A key-value resource that refuses writes carrying a stale fencing token.
 #[derive(Debug, Clone)]

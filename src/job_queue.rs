@@ -93,7 +93,9 @@ use crate::token::FencingToken;
 use crate::ttl::Ttl;
 
 /// Enqueue a job unless its id is known.
-const ENQUEUE: &str = r#"
+pub(crate) const ENQUEUE: script_source::Builtin = script_source::Builtin {
+    name: "job_enqueue",
+    text: r#"
 -- KEYS[1] job hash, KEYS[2] pending set, KEYS[3] sequence counter
 -- ARGV[1] id, ARGV[2] payload
 -- Returns 1 when added, 0 when the id is already known (nothing changed).
@@ -123,10 +125,13 @@ local seqs = redis.call('GET', KEYS[3])
 redis.call('ZADD', KEYS[2], seqs, ARGV[1])
 redis.call('HSET', KEYS[1], 'payload', ARGV[2], 'state', 'pending', 'attempt', '0', 'seq', seqs)
 return 1
-"#;
+"#,
+};
 
 /// Claim the oldest pending job for a lease.
-const CLAIM: &str = r#"
+pub(crate) const CLAIM: script_source::Builtin = script_source::Builtin {
+    name: "job_claim",
+    text: r#"
 -- KEYS[1] pending set, KEYS[2] active set
 -- ARGV[1] job key prefix (jobq:{name}:job:), ARGV[2] lease in ms
 -- Returns nil when nothing is pending, else {id, payload, attempt,
@@ -169,10 +174,13 @@ redis.call('ZREM', KEYS[1], id)
 redis.call('ZADD', KEYS[2], lease_until, id)
 redis.call('HSET', job, 'state', 'active', 'lease_until', lease_until)
 return {id, payload, redis.call('HGET', job, 'attempt'), lease_until}
-"#;
+"#,
+};
 
 /// Complete a claimed job, if the claim's attempt is still the job's.
-const COMPLETE: &str = r#"
+pub(crate) const COMPLETE: script_source::Builtin = script_source::Builtin {
+    name: "job_complete",
+    text: r#"
 -- KEYS[1] job hash, KEYS[2] active set
 -- ARGV[1] id, ARGV[2] the claim's attempt (canonical decimal)
 -- Returns {1} when accepted; {0, attempt, state} (either may be nil) when
@@ -188,10 +196,13 @@ if f[1] == ARGV[2] and f[2] == 'active' then
   return {1}
 end
 return {0, f[1], f[2]}
-"#;
+"#,
+};
 
 /// Extend a claim's lease, if its attempt is still the job's and active.
-const EXTEND: &str = r#"
+pub(crate) const EXTEND: script_source::Builtin = script_source::Builtin {
+    name: "job_extend",
+    text: r#"
 -- KEYS[1] job hash, KEYS[2] active set
 -- ARGV[1] id, ARGV[2] the claim's attempt, ARGV[3] lease in ms (from now)
 -- Returns the new lease_until (server unix ms, decimal text), or nil when
@@ -210,10 +221,13 @@ local lease_until = string.format('%.0f', now + tonumber(ARGV[3]))
 redis.call('ZADD', KEYS[2], 'XX', lease_until, ARGV[1])
 redis.call('HSET', KEYS[1], 'lease_until', lease_until)
 return lease_until
-"#;
+"#,
+};
 
 /// Return up to 100 lapsed claims to the pending set, in their FIFO place.
-const REAP: &str = r#"
+pub(crate) const REAP: script_source::Builtin = script_source::Builtin {
+    name: "job_reap",
+    text: r#"
 -- KEYS[1] active set, KEYS[2] pending set
 -- ARGV[1] job key prefix (jobq:{name}:job:)
 -- Returns the ids moved back (at most BATCH; call again while it is full).
@@ -247,13 +261,14 @@ for i, id in ipairs(due) do
   redis.call('HSET', ARGV[1] .. id, 'state', 'pending')
 end
 return due
-"#;
+"#,
+};
 
-static ENQUEUE_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script("job_enqueue", ENQUEUE));
-static CLAIM_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script("job_claim", CLAIM));
-static COMPLETE_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script("job_complete", COMPLETE));
-static EXTEND_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script("job_extend", EXTEND));
-static REAP_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script("job_reap", REAP));
+static ENQUEUE_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script(ENQUEUE));
+static CLAIM_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script(CLAIM));
+static COMPLETE_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script(COMPLETE));
+static EXTEND_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script(EXTEND));
+static REAP_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script(REAP));
 
 /// A named job queue whose claims are fenced leases.
 #[derive(Debug, Clone)]

@@ -109,3 +109,12 @@ pub mod guide {
     #[doc = include_str!("../docs/guide/decisions.md")]
     pub mod decisions {}
 }
+
+/// Every Lua script the library runs, `(name, text)`: what `rp-sim mutants`
+/// mutates. Only with the `mutation-hooks` feature, which applications
+/// never enable; not part of the API.
+#[cfg(feature = "mutation-hooks")]
+#[doc(hidden)]
+pub fn mutation_scripts() -> impl Iterator<Item = (&'static str, &'static str)> {
+    script_source::ALL.iter().map(|b| (b.name, b.text))
+}

@@ -42,12 +42,9 @@ use crate::script_source;
 use crate::token::FencingToken;
 use crate::ttl::Ttl;
 
-static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| script_source::script("lock_acquire", include_str!("scripts/lock_acquire.lua")));
-static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| script_source::script("lock_release", include_str!("scripts/lock_release.lua")));
-static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| script_source::script("lock_extend", include_str!("scripts/lock_extend.lua")));
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| script_source::script(script_source::LOCK_ACQUIRE));
+static RELEASE: LazyLock<Script> = LazyLock::new(|| script_source::script(script_source::LOCK_RELEASE));
+static EXTEND: LazyLock<Script> = LazyLock::new(|| script_source::script(script_source::LOCK_EXTEND));
 
 /// A factory for fenced leases over one connection.
 #[derive(Debug, Clone)]

@@ -33,9 +33,45 @@ pub(crate) fn text(name: &str, builtin: &'static str) -> Cow<'static, str> {
     Cow::Borrowed(builtin)
 }
 
-/// Script `name` (see [`text`]), ready to run.
-pub(crate) fn script(name: &str, builtin: &'static str) -> Script {
-    let text = text(name, builtin);
+/// A script compiled into the library: its name (what `RP_MUTANT_SCRIPT`
+/// names) and its text.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Builtin {
+    pub(crate) name: &'static str,
+    pub(crate) text: &'static str,
+}
+
+pub(crate) const LOCK_ACQUIRE: Builtin =
+    Builtin { name: "lock_acquire", text: include_str!("scripts/lock_acquire.lua") };
+pub(crate) const LOCK_RELEASE: Builtin =
+    Builtin { name: "lock_release", text: include_str!("scripts/lock_release.lua") };
+pub(crate) const LOCK_EXTEND: Builtin = Builtin { name: "lock_extend", text: include_str!("scripts/lock_extend.lua") };
+pub(crate) const FENCED_WRITE: Builtin =
+    Builtin { name: "fenced_write", text: include_str!("scripts/fenced_write.lua") };
+pub(crate) const SLIDING_LOG: Builtin = Builtin { name: "sliding_log", text: include_str!("scripts/sliding_log.lua") };
+pub(crate) const SLIDING_COUNTER: Builtin =
+    Builtin { name: "sliding_counter", text: include_str!("scripts/sliding_counter.lua") };
+
+/// Every script the library runs: what the harness mutates
+/// (`crate::mutation_scripts`). A primitive adds its scripts here.
+#[cfg_attr(not(feature = "mutation-hooks"), allow(dead_code))]
+pub(crate) const ALL: &[Builtin] = &[
+    LOCK_ACQUIRE,
+    LOCK_RELEASE,
+    LOCK_EXTEND,
+    FENCED_WRITE,
+    SLIDING_LOG,
+    SLIDING_COUNTER,
+    crate::job_queue::ENQUEUE,
+    crate::job_queue::CLAIM,
+    crate::job_queue::COMPLETE,
+    crate::job_queue::EXTEND,
+    crate::job_queue::REAP,
+];
+
+/// `builtin`, ready to run (its text through [`text`]).
+pub(crate) fn script(builtin: Builtin) -> Script {
+    let text = text(builtin.name, builtin.text);
     Script { hash: redis::Script::new(&text).get_hash().to_string(), text }
 }
 

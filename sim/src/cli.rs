@@ -426,10 +426,11 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
 }
 
 fn mutants_cmd(args: MutantsArgs) -> i32 {
-    use crate::mutants::{generate, judge, markdown, scratch_file, MutantResult, Verdict, SCRIPTS};
-    let scripts: Vec<_> = SCRIPTS.iter().filter(|s| args.script.as_deref().is_none_or(|n| n == s.name)).collect();
+    use crate::mutants::{generate, judge, markdown, scratch_file, MutantResult, Verdict};
+    let all = crate::mutants::scripts();
+    let scripts: Vec<_> = all.iter().filter(|s| args.script.as_deref().is_none_or(|n| n == s.name)).collect();
     if scripts.is_empty() {
-        let names: Vec<&str> = SCRIPTS.iter().map(|s| s.name).collect();
+        let names: Vec<&str> = all.iter().map(|s| s.name).collect();
         eprintln!("rp-sim: no script named {:?}; scripts: {}", args.script.unwrap_or_default(), names.join(", "));
         return 2;
     }
@@ -453,7 +454,7 @@ fn mutants_cmd(args: MutantsArgs) -> i32 {
     let total: usize = scripts.iter().map(|s| generate(s).len()).sum();
     for s in &scripts {
         for mutant in generate(s) {
-            let verdict = match judge(&rp_sim, &scratch, &mutant, s.scenarios, args.seeds) {
+            let verdict = match judge(&rp_sim, &scratch, &mutant, &s.scenarios, args.seeds) {
                 Ok(v) => v,
                 Err(e) => {
                     eprintln!("rp-sim: cannot run a mutant: {e}");

@@ -25,51 +25,34 @@ use std::process::Command;
 
 use serde::Serialize;
 
-/// A library script, with the correct scenarios that exercise it, in the
-/// order they are tried (the cheapest killer first).
-#[derive(Debug, Clone, Copy)]
+/// A library script, with the correct scenarios that exercise it, in
+/// registry order.
+#[derive(Debug, Clone)]
 pub struct ScriptUnderTest {
-    /// File name without `.lua` (what `RP_MUTANT_SCRIPT` names).
+    /// Its name (what `RP_MUTANT_SCRIPT` names).
     pub name: &'static str,
     /// Its text as compiled into the library.
     pub text: &'static str,
-    /// Correct scenarios whose histories depend on it.
-    pub scenarios: &'static [&'static str],
+    /// Correct scenarios whose histories depend on it (the registry rows
+    /// that list it in `Scenario::scripts`).
+    pub scenarios: Vec<&'static str>,
 }
 
-/// Every script of the library.
-pub const SCRIPTS: &[ScriptUnderTest] = &[
-    ScriptUnderTest {
-        name: "lock_acquire",
-        text: include_str!("../../src/scripts/lock_acquire.lua"),
-        scenarios: &["lock", "fencing", "election"],
-    },
-    ScriptUnderTest {
-        name: "lock_release",
-        text: include_str!("../../src/scripts/lock_release.lua"),
-        scenarios: &["lock", "election", "redlock"],
-    },
-    ScriptUnderTest {
-        name: "lock_extend",
-        text: include_str!("../../src/scripts/lock_extend.lua"),
-        scenarios: &["election", "lock", "redlock"],
-    },
-    ScriptUnderTest {
-        name: "fenced_write",
-        text: include_str!("../../src/scripts/fenced_write.lua"),
-        scenarios: &["fencing", "lock", "election"],
-    },
-    ScriptUnderTest {
-        name: "sliding_log",
-        text: include_str!("../../src/scripts/sliding_log.lua"),
-        scenarios: &["rate-limit"],
-    },
-    ScriptUnderTest {
-        name: "sliding_counter",
-        text: include_str!("../../src/scripts/sliding_counter.lua"),
-        scenarios: &["rate-limit-counter"],
-    },
-];
+/// Every script of the library (`redis_primitives::mutation_scripts`), with
+/// the scenarios the registry says depend on it.
+pub fn scripts() -> Vec<ScriptUnderTest> {
+    redis_primitives::mutation_scripts()
+        .map(|(name, text)| ScriptUnderTest {
+            name,
+            text,
+            scenarios: crate::scenarios::SCENARIOS
+                .iter()
+                .filter(|s| s.scripts.contains(&name))
+                .map(|s| s.name)
+                .collect(),
+        })
+        .collect()
+}
 
 /// Mutants known to change nothing observable: `(script, mutated line
 /// (trimmed), reason)`. A survivor listed here is reported as equivalent,
@@ -90,6 +73,14 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
         "equal tokens never get here (the enclosing test is highest ~= t), so > and >= agree",
     ),
     ("fenced_write", "return {1, ARGV[1]}", "the client ignores the token echoed with an acceptance"),
+    // job_queue.rs's scripts (inline in the library: one file per state machine).
+    ("job_enqueue", "if string.sub(seq.err, 0, 9) == 'WRONGTYPE' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
+    ("job_claim", "local head = redis.call('ZRANGE', KEYS[1], 0, 1)", "only head[1], the oldest, is read: a second member changes nothing"),
+    (
+        "job_extend",
+        "-- removed: redis.call('HSET', KEYS[1], 'lease_until', lease_until)",
+        "the hash's lease_until is informational: no script and no call reads it (the active set's score is the lease)",
+    ),
     // Member names only need to be unique; the loop steps past a taken one
     // in whichever direction and stride.
     ("sliding_log", "local k = count - stale", "member names need only be unique: the loop steps past taken ones"),
@@ -460,7 +451,7 @@ pub fn markdown(results: &[MutantResult], seeds: u64) -> String {
         md,
         "{} mutants of the library's {} Lua scripts; {killed} killed, {survived} survived, {equivalent} equivalent, {errors} not judged (set-up error). Kill rate over non-equivalent mutants: **{:.1} %**.\n",
         results.len(),
-        SCRIPTS.len(),
+        scripts().len(),
         if judged == 0 { 100.0 } else { 100.0 * killed as f64 / judged as f64 }
     );
     let _ = writeln!(md, "| script | line | operator | mutated line | verdict |");
@@ -491,15 +482,15 @@ pub fn markdown(results: &[MutantResult], seeds: u64) -> String {
 mod tests {
     use super::*;
 
-    const TOY: ScriptUnderTest = ScriptUnderTest {
-        name: "toy",
-        text: "-- a comment with < and 1\nif x <= 1 and y == 'a<b' then\n  return KEYS[2]\nend\n",
-        scenarios: &[],
-    };
+    const TOY_TEXT: &str = "-- a comment with < and 1\nif x <= 1 and y == 'a<b' then\n  return KEYS[2]\nend\n";
+
+    fn toy(text: &'static str) -> ScriptUnderTest {
+        ScriptUnderTest { name: "toy", text, scenarios: Vec::new() }
+    }
 
     #[test]
     fn mutants_skip_comments_and_strings_and_change_one_thing_each() {
-        let ms = generate(&TOY);
+        let ms = generate(&toy(TOY_TEXT));
         let lines: Vec<String> = ms.iter().map(|m| m.mutated.clone()).collect();
         assert!(lines.contains(&"if x < 1 and y == 'a<b' then".to_string()), "{lines:?}");
         assert!(lines.contains(&"if x <= 1 or y == 'a<b' then".to_string()), "{lines:?}");
@@ -514,8 +505,8 @@ mod tests {
         // `<=` is not also mutated as `<` followed by `=`.
         assert!(lines.iter().all(|l| !l.contains("<==")), "{lines:?}");
         for m in &ms {
-            assert_ne!(m.text, TOY.text);
-            assert_eq!(m.text.lines().count(), TOY.text.lines().count());
+            assert_ne!(m.text, TOY_TEXT);
+            assert_eq!(m.text.lines().count(), TOY_TEXT.lines().count());
         }
     }
 
@@ -528,19 +519,25 @@ mod tests {
         assert!(!is_plain_statement("if x == 1 then"));
         assert!(!is_plain_statement("return redis.call('DEL', KEYS[1])"));
         assert!(!is_plain_statement("while redis.call('ZADD', key) == 0 do"));
-        let toy = ScriptUnderTest { name: "toy", text: "local x = 1\n  x = x + 1\nreturn x\n", scenarios: &[] };
-        let deleted: Vec<_> = generate(&toy).into_iter().filter(|m| m.operator == "delete statement").collect();
+        let deleted: Vec<_> = generate(&toy("local x = 1\n  x = x + 1\nreturn x\n"))
+            .into_iter()
+            .filter(|m| m.operator == "delete statement")
+            .collect();
         assert_eq!(deleted.len(), 1);
         assert_eq!(deleted[0].text, "local x = 1\n  -- removed: x = x + 1\nreturn x\n");
     }
 
     #[test]
     fn every_library_script_has_mutants_and_a_scenario() {
-        for s in SCRIPTS {
-            assert!(!generate(s).is_empty(), "{} has no mutants", s.name);
+        for s in scripts() {
+            assert!(!generate(&s).is_empty(), "{} has no mutants", s.name);
             assert!(!s.scenarios.is_empty(), "{} is exercised by no scenario", s.name);
-            for name in s.scenarios {
-                assert!(crate::scenarios::find(name).is_some(), "{}: unknown scenario {name}", s.name);
+        }
+        // Every script a row names exists.
+        let names: Vec<&str> = scripts().iter().map(|s| s.name).collect();
+        for row in crate::scenarios::SCENARIOS {
+            for name in row.scripts {
+                assert!(names.contains(name), "{}: no library script {name}", row.name);
             }
         }
     }

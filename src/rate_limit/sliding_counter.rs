@@ -12,8 +12,7 @@ use crate::connection::Connection;
 use crate::error::Result;
 use crate::keys::Prefix;
 
-static CHECK: LazyLock<Script> =
-    LazyLock::new(|| crate::script_source::script("sliding_counter", include_str!("../scripts/sliding_counter.lua")));
+static CHECK: LazyLock<Script> = LazyLock::new(|| crate::script_source::script(crate::script_source::SLIDING_COUNTER));
 
 /// The O(1)-memory sliding-window limiter: two fixed buckets weighted by
 /// overlap, approximate within a documented bound.

@@ -12,8 +12,7 @@ use crate::connection::Connection;
 use crate::error::Result;
 use crate::keys::Prefix;
 
-static CHECK: LazyLock<Script> =
-    LazyLock::new(|| crate::script_source::script("sliding_log", include_str!("../scripts/sliding_log.lua")));
+static CHECK: LazyLock<Script> = LazyLock::new(|| crate::script_source::script(crate::script_source::SLIDING_LOG));
 
 /// The exact sliding-window limiter: never more than `max` admissions in
 /// any window.

@@ -112,10 +112,12 @@ use vote::{remaining_validity, Round};
 // compiled body by its hash. The per-master operations are exactly the
 // single-instance lock's compare-and-delete and compare-and-pexpire, so the
 // same script files serve both.
-static RELEASE: LazyLock<Cow<'static, str>> =
-    LazyLock::new(|| crate::script_source::text("lock_release", include_str!("../scripts/lock_release.lua")));
-static EXTEND: LazyLock<Cow<'static, str>> =
-    LazyLock::new(|| crate::script_source::text("lock_extend", include_str!("../scripts/lock_extend.lua")));
+static RELEASE: LazyLock<Cow<'static, str>> = LazyLock::new(|| {
+    crate::script_source::text(crate::script_source::LOCK_RELEASE.name, crate::script_source::LOCK_RELEASE.text)
+});
+static EXTEND: LazyLock<Cow<'static, str>> = LazyLock::new(|| {
+    crate::script_source::text(crate::script_source::LOCK_EXTEND.name, crate::script_source::LOCK_EXTEND.text)
+});
 
 /// Bytes of CSPRNG output per ownership value (Redlock asks for at least 20).
 pub const OWNER_BYTES: usize = 20;

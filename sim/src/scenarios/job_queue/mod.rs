@@ -24,6 +24,8 @@
 //! whole queue on a restart (the same non-guarantee `counter-loss` shows
 //! for the fence counter).
 
+mod probe;
+
 use std::collections::BTreeMap;
 
 use core::time::Duration;
@@ -33,6 +35,7 @@ use redis_primitives::{Completion, Enqueued, JobQueue, JobState, Ttl};
 use serde::{Deserialize, Serialize};
 
 use super::{outcome_from, Outcome, Situation};
+use crate::bridge::Execution;
 use crate::checker::{Violation, LIVENESS};
 use crate::family::Family;
 use crate::history::{Event, EventKind, Millis, Op};
@@ -60,7 +63,12 @@ pub const OPERATIONS: &[&str] = &[
     "JobQueue::state",
 ];
 
+/// The library scripts its histories depend on.
+pub const SCRIPTS: &[&str] = &["job_enqueue", "job_claim", "job_complete", "job_extend", "job_reap"];
+
 const QUEUE: &str = "jobs";
+/// The actor that enqueues the workers' jobs.
+const PRODUCER: &str = "producer";
 /// Extra runs per job (its claims − 1): work done twice, measured.
 const DOUBLE_RUNS: &str = "job-double-run-count";
 const ENQUEUE: &str = "job-enqueue";
@@ -174,6 +182,14 @@ pub struct JobCall {
     /// The jobs a reap returned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ids: Vec<String>,
+    /// A claimed job's payload, as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+}
+
+/// The payload the producer enqueues with `id`.
+fn payload_of(id: &str) -> String {
+    format!("payload of {id}")
 }
 
 fn record(verb: &str, call: JobCall) -> Op {
@@ -265,7 +281,7 @@ async fn producer(actor: Actor, variant: Variant, plan: JobPlan) -> ActorResult 
         let id = format!("job-{j}");
         let call = JobCall { id: Some(id.clone()), ..JobCall::default() };
         let op = actor.call("JobQueue::enqueue", record(ENQUEUE, call.clone()));
-        let payload = format!("payload of {id}");
+        let payload = payload_of(&id);
         let r = match &q {
             Queue::Fenced(q) => q.enqueue(&id, &payload).await.map(|e| e == Enqueued::Added),
             Queue::Naive(q) => q.enqueue(&id, &payload).await.map(|()| true),
@@ -286,32 +302,9 @@ async fn worker(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> A
     let mut claims = 0u32;
     let stall = plan.stall.filter(|s| s.worker as usize == actor.index());
     while actor.now() < end {
-        let op = actor.call("JobQueue::claim", record(CLAIM, JobCall::default()));
-        let claimed = match &q {
-            Queue::Fenced(q) => q.claim(lease).await.map(|c| c.map(Held::Fenced)),
-            Queue::Naive(q) => q.claim().await.map(|c| c.map(|(id, _)| Held::Naive(id))),
-        };
-        let mut held = match claimed {
-            Ok(Some(h)) => {
-                let lease_until = match &h {
-                    Held::Fenced(c) => Some(sim_ms(c.lease_until_ms())),
-                    Held::Naive(_) => None,
-                };
-                let call =
-                    JobCall { id: Some(h.id().to_string()), attempt: h.attempt(), lease_until, ..JobCall::default() };
-                actor.ok(op, record(CLAIM, call));
-                h
-            }
-            Ok(None) => {
-                actor.ok(op, record(CLAIM, JobCall::default()));
-                tokio::time::sleep(Duration::from_millis(rng.random_range(10..=40))).await;
-                continue;
-            }
-            Err(e) => {
-                actor.errored(op, record(CLAIM, JobCall::default()), &e);
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
+        let Some(mut held) = claim(&actor, &q, lease).await else {
+            tokio::time::sleep(Duration::from_millis(rng.random_range(10..=40))).await;
+            continue;
         };
         claims += 1;
         if stall.is_some_and(|s| s.claim == claims) {
@@ -327,26 +320,137 @@ async fn worker(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> A
         } else {
             tokio::time::sleep(Duration::from_millis(work)).await;
         }
-        let call = JobCall { id: Some(held.id().to_string()), attempt: held.attempt(), ..JobCall::default() };
-        let op = actor.call("JobQueue::complete", record(COMPLETE, call.clone()));
-        let r = match (&q, &held) {
-            (Queue::Fenced(q), Held::Fenced(c)) => q.complete(c).await.map(|c| match c {
-                Completion::Accepted => (true, None),
-                Completion::Rejected { current_attempt, state } => {
-                    (false, Some(format!("attempt {} {}", current_attempt.map_or(0, |a| a.get()), state_name(state))))
-                }
-            }),
-            (Queue::Naive(q), h) => q.complete(h.id()).await.map(|()| (true, None)),
-            _ => unreachable!("a queue holds only its own claims"),
-        };
-        match r {
-            Ok((accepted, state)) => {
-                actor.ok(op, record(COMPLETE, JobCall { accepted: Some(accepted), state, ..call }))
-            }
-            Err(e) => actor.errored(op, record(COMPLETE, call), &e),
-        }
+        complete(&actor, &q, &held).await;
     }
     Ok(())
+}
+
+/// Edge actors, each on a queue of its own (`edge-<i>`), aiming scripts at
+/// the instants random timing rarely hits: a claim at `990 + i` ms and an
+/// extension at `2990 + i` ms (so some script runs on the last millisecond
+/// of a second, where a millisecond computed from `TIME`'s microseconds is
+/// easiest to get wrong); a reap after the claim's own lease ran out but
+/// inside its extension (it must take nothing); and a reap every
+/// millisecond across an extended lease's end near 2000 ms (none may take
+/// it early, the first at or after it must). The job-queue rules judge them like any
+/// call: exact leases, no live lease reaped, no lapsed one left.
+const EDGES: u64 = 14;
+
+async fn edge(actor: Actor, i: u64, lease_ms: u64) -> ActorResult {
+    let id = format!("edge-{i}");
+    let q = Queue::Fenced(JobQueue::new(actor.connection(0), &id)?);
+    let call = JobCall { id: Some(id.clone()), ..JobCall::default() };
+    let op = actor.call("JobQueue::enqueue", record(ENQUEUE, call.clone()));
+    let Queue::Fenced(jobs) = &q else { return Ok(()) };
+    match jobs.enqueue(&id, payload_of(&id)).await {
+        Ok(e) => actor.ok(op, record(ENQUEUE, JobCall { accepted: Some(e == Enqueued::Added), ..call })),
+        Err(e) => {
+            actor.errored(op, record(ENQUEUE, call), &e);
+            return Ok(());
+        }
+    }
+    let lease = Ttl::from_millis(lease_ms)?;
+    let until = |t: u64| tokio::time::sleep(Duration::from_millis(t.saturating_sub(actor.now())));
+    until(990 + i).await;
+    let Some(mut held) = claim(&actor, &q, lease).await else { return Ok(()) };
+    until(1200 + i).await;
+    extend(&actor, &q, &mut held, lease).await;
+    // Past the claim's own lease, inside the extension: nothing to take.
+    until(1350 + i).await;
+    reap(&actor, &q).await;
+    until(1690 + i).await;
+    extend(&actor, &q, &mut held, lease).await;
+    // Across the extended lease's end (near 2000 ms), one reap at a time.
+    let Held::Fenced(c) = &held else { return Ok(()) };
+    let end = sim_ms(c.lease_until_ms());
+    until(end.saturating_sub(4)).await;
+    while actor.now() <= end + 4 {
+        if reap(&actor, &q).await.is_some_and(|ids| !ids.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    until(2300 + i).await;
+    let Some(mut held) = claim(&actor, &q, lease).await else { return Ok(()) };
+    until(2990 + i).await;
+    extend(&actor, &q, &mut held, lease).await;
+    complete(&actor, &q, &held).await;
+    Ok(())
+}
+
+/// One recorded claim; `None` when nothing was claimed or it failed.
+async fn claim(actor: &Actor, q: &Queue, lease: Ttl) -> Option<Held> {
+    let op = actor.call("JobQueue::claim", record(CLAIM, JobCall::default()));
+    let claimed = match q {
+        Queue::Fenced(q) => q.claim(lease).await.map(|c| c.map(Held::Fenced)),
+        Queue::Naive(q) => q.claim().await.map(|c| c.map(|(id, _)| Held::Naive(id))),
+    };
+    match claimed {
+        Ok(Some(h)) => {
+            let (lease_until, payload) = match &h {
+                Held::Fenced(c) => {
+                    (Some(sim_ms(c.lease_until_ms())), Some(String::from_utf8_lossy(c.payload()).into_owned()))
+                }
+                Held::Naive(_) => (None, None),
+            };
+            let call = JobCall {
+                id: Some(h.id().to_string()),
+                attempt: h.attempt(),
+                lease_until,
+                payload,
+                ..JobCall::default()
+            };
+            actor.ok(op, record(CLAIM, call));
+            Some(h)
+        }
+        Ok(None) => {
+            actor.ok(op, record(CLAIM, JobCall::default()));
+            None
+        }
+        Err(e) => {
+            actor.errored(op, record(CLAIM, JobCall::default()), &e);
+            None
+        }
+    }
+}
+
+/// One recorded completion.
+async fn complete(actor: &Actor, q: &Queue, held: &Held) {
+    let call = JobCall { id: Some(held.id().to_string()), attempt: held.attempt(), ..JobCall::default() };
+    let op = actor.call("JobQueue::complete", record(COMPLETE, call.clone()));
+    let r = match (q, held) {
+        (Queue::Fenced(q), Held::Fenced(c)) => q.complete(c).await.map(|c| match c {
+            Completion::Accepted => (true, None),
+            Completion::Rejected { current_attempt, state } => {
+                (false, Some(format!("attempt {} {}", current_attempt.map_or(0, |a| a.get()), state_name(state))))
+            }
+        }),
+        (Queue::Naive(q), h) => q.complete(h.id()).await.map(|()| (true, None)),
+        (Queue::Fenced(_), Held::Naive(_)) => return,
+    };
+    match r {
+        Ok((accepted, state)) => actor.ok(op, record(COMPLETE, JobCall { accepted: Some(accepted), state, ..call })),
+        Err(e) => actor.errored(op, record(COMPLETE, call), &e),
+    }
+}
+
+/// One recorded reap; the ids it returned.
+async fn reap(actor: &Actor, q: &Queue) -> Option<Vec<String>> {
+    let op = actor.call("JobQueue::reap", record(REAP, JobCall::default()));
+    let r = match q {
+        Queue::Fenced(q) => q.reap().await,
+        Queue::Naive(q) => q.reap().await,
+    };
+    match r {
+        Ok(ids) => {
+            actor.ok(op, record(REAP, JobCall { ids: ids.clone(), ..JobCall::default() }));
+            Some(ids)
+        }
+        Err(e) => {
+            actor.errored(op, record(REAP, JobCall::default()), &e);
+            None
+        }
+    }
 }
 
 async fn extend(actor: &Actor, q: &Queue, held: &mut Held, lease: Ttl) {
@@ -366,15 +470,7 @@ async fn reaper(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> A
     let q = queue(&actor, variant)?;
     while actor.now() < end {
         tokio::time::sleep(Duration::from_millis(plan.reap_every_ms)).await;
-        let op = actor.call("JobQueue::reap", record(REAP, JobCall::default()));
-        let r = match &q {
-            Queue::Fenced(q) => q.reap().await,
-            Queue::Naive(q) => q.reap().await,
-        };
-        match r {
-            Ok(ids) => actor.ok(op, record(REAP, JobCall { ids, ..JobCall::default() })),
-            Err(e) => actor.errored(op, record(REAP, JobCall::default()), &e),
-        }
+        reap(&actor, &q).await;
     }
     Ok(())
 }
@@ -410,12 +506,17 @@ fn run_planned(
         world.actor(format!("worker-{i}"), move |actor| worker(actor, variant, p, end));
     }
     let p = plan.clone();
-    world.actor("producer", move |actor| producer(actor, variant, p));
+    world.actor(PRODUCER, move |actor| producer(actor, variant, p));
     let p = plan.clone();
     world.actor("reaper", move |actor| reaper(actor, variant, p, end));
     if variant == Variant::Fenced {
         let p = plan.clone();
         world.actor("auditor", move |actor| auditor(actor, p, end));
+        world.actor("prober", probe::probe);
+        for i in 0..EDGES {
+            let lease_ms = plan.lease_ms;
+            world.actor(format!("edge-{i}"), move |actor| edge(actor, i, lease_ms));
+        }
     }
     world.nemesis(schedule);
     let run = world.run()?;
@@ -429,7 +530,7 @@ fn run_planned(
         })
         .collect();
     let mut outcome = outcome_from(&run, stalls);
-    let judged = check(&outcome.history, variant == Variant::Fenced);
+    let judged = check(&outcome.history, variant == Variant::Fenced, plan.lease_ms, &run.executions[0]);
     outcome.violations.extend(judged.violations);
     for s in judged.reached {
         outcome.reach(s);
@@ -473,13 +574,25 @@ impl Call<'_> {
 }
 
 /// A claim that returned a job.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Claimed<'a> {
     invoked: Millis,
     returned: Millis,
     attempt: Option<u64>,
     lease_until: Option<Millis>,
     process: &'a str,
+    payload: Option<String>,
+}
+
+/// When `process`'s script call in `[from, to]` ran, by the server's clock
+/// (the last `EVAL*` it sent then: a `NOSCRIPT` answer is followed by the
+/// `EVAL` that ran), as simulated ms.
+fn ran_at(executions: &[Execution], process: &str, from: Millis, to: Millis) -> Option<Millis> {
+    executions
+        .iter()
+        .filter(|x| &*x.client == process && x.command.starts_with("EVAL") && (from..=to).contains(&x.sim_ms))
+        .map(|x| sim_ms(x.server_unix_ms))
+        .next_back()
 }
 
 /// What [`check`] found.
@@ -493,12 +606,39 @@ pub struct Judged {
 }
 
 /// Judges a job-queue history; `fenced` = the correct queue (attempts,
-/// leases and the auditor's states are there to judge).
-pub fn check(events: &[Event], fenced: bool) -> Judged {
+/// leases, payloads, the probe and the auditor's states are there to
+/// judge), `lease_ms` its claims' lease, `executions` the node's execution
+/// log (when each script really ran, by the server's clock).
+pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execution]) -> Judged {
     let mut calls: Vec<Call<'_>> = Vec::new();
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut out = Vec::new();
     for e in events {
         let Op::Custom { verb, .. } = &e.op else { continue };
+        if let Some(p) = e.op.custom_data::<probe::Probed>(probe::PROBE) {
+            // A fault may cut a probe short: an unknown answer, or keys that
+            // could not be read back, judge nothing.
+            if p.got == probe::UNKNOWN || (p.before.is_some() && p.after.is_none()) {
+                continue;
+            }
+            if p.got != p.expected {
+                out.push(Violation::new(
+                    JOB_QUEUE,
+                    Some(e.time),
+                    format!("probe `{}`: expected {}, got {}", p.case, p.expected, p.got),
+                ));
+            } else if p.before != p.after {
+                out.push(Violation::new(
+                    JOB_QUEUE,
+                    Some(e.time),
+                    format!(
+                        "probe `{}`: answered {} but changed the keys: {:?} became {:?}",
+                        p.case, p.got, p.before, p.after
+                    ),
+                ));
+            }
+            continue;
+        }
         let Some(data) = e.op.custom_data::<JobCall>(verb) else { continue };
         if e.kind == EventKind::Invoke {
             open.insert(e.op_id.0, calls.len());
@@ -507,7 +647,6 @@ pub fn check(events: &[Event], fenced: bool) -> Judged {
             calls[i].done = Some((e.kind, e.time, data));
         }
     }
-    let mut out = Vec::new();
     let mut reached = Vec::new();
     let wrong = |at: Millis, why: String| Violation::new(JOB_QUEUE, Some(at), why);
     let jobs: Vec<String> = calls
@@ -535,6 +674,7 @@ pub fn check(events: &[Event], fenced: bool) -> Judged {
                     attempt: d.attempt,
                     lease_until: d.lease_until,
                     process: c.process,
+                    payload: d.payload.clone(),
                 })
             })
             .collect();
@@ -567,6 +707,33 @@ pub fn check(events: &[Event], fenced: bool) -> Judged {
         }
         if !fenced {
             continue;
+        }
+        // Each claim adds one to the attempt: the k-th claim of a job has
+        // attempt k, counted with the claims that may have run first.
+        for k in &claims {
+            let before = claims.iter().filter(|o| o.returned < k.invoked).count() as u64;
+            let maybe = claims.iter().filter(|o| !std::ptr::eq(*o, k) && o.invoked < k.returned).count() as u64
+                + unknown_claims.iter().filter(|&&t| t < k.returned).count() as u64;
+            if let Some(a) = k.attempt.filter(|&a| a < before + 1 || a > maybe + 1) {
+                out.push(wrong(k.returned, format!("{id}: {} claimed attempt {a} at {}ms; {before} claim(s) had returned before it began and at most {maybe} may have run before it, so it must be between {} and {}", k.process, k.returned, before + 1, maybe + 1)));
+            }
+            if k.payload.as_deref() != Some(payload_of(id).as_str()) {
+                out.push(wrong(
+                    k.returned,
+                    format!(
+                        "{id}: {} claimed it with payload {:?}, enqueued as {:?}",
+                        k.process,
+                        k.payload,
+                        payload_of(id)
+                    ),
+                ));
+            }
+            // The lease runs from when the script ran, by the server's clock.
+            if let (Some(until), Some(ran)) = (k.lease_until, ran_at(executions, k.process, k.invoked, k.returned)) {
+                if until != ran + lease_ms {
+                    out.push(wrong(k.returned, format!("{id}: {}'s claim ran at {ran}ms (server clock) with a {lease_ms}ms lease, but its lease ends at {until}ms", k.process)));
+                }
+            }
         }
         // Attempts increase in real-time order.
         for a in &claims {
@@ -610,6 +777,11 @@ pub fn check(events: &[Event], fenced: bool) -> Judged {
             match d.accepted {
                 Some(true) => {
                     reached.push("claim-extended");
+                    if let (Some(until), Some(ran)) = (d.lease_until, ran_at(executions, x.process, x.invoked, t)) {
+                        if until != ran + lease_ms {
+                            out.push(wrong(t, format!("{id}: {}'s extension ran at {ran}ms (server clock) for {lease_ms}ms, but the lease ends at {until}ms", x.process)));
+                        }
+                    }
                     if let Some(newer) = claims.iter().find(|k| k.returned < x.invoked && k.attempt > x.args.attempt) {
                         out.push(wrong(
                             t,
@@ -640,7 +812,11 @@ pub fn check(events: &[Event], fenced: bool) -> Judged {
         for r in reaps.iter().filter(|r| r.ok().is_some()) {
             reached.push("lapsed-lease-reaped");
             let current = claims.iter().filter(|k| k.returned < r.invoked).max_by_key(|k| k.attempt);
-            let Some(&Claimed { attempt, lease_until: Some(until), process: holder, .. }) = current else { continue };
+            let Some(&Claimed { attempt, lease_until: Some(until), process: holder, .. }) =
+                current.as_ref().map(|c| *c)
+            else {
+                continue;
+            };
             // Only extensions confirmed before the reap began convict; one
             // in flight may or may not have run first.
             let extended = of(EXTEND, id)
@@ -651,16 +827,70 @@ pub fn check(events: &[Event], fenced: bool) -> Judged {
             let until = until.max(extended.unwrap_or(0));
             let completed_meanwhile =
                 completes.iter().any(|c| c.args.attempt == attempt && c.invoked < r.returned() && c.maybe());
-            if r.returned() < until
-                && !completed_meanwhile
-                && !claims.iter().any(|k| k.invoked < r.returned() && k.attempt > attempt)
-            {
+            // A newer claim that ran no later than this reap may hold the
+            // lease it took; one that ran after it claimed what it returned.
+            let ran = ran_at(executions, r.process, r.invoked, r.returned());
+            let newer_before = claims.iter().any(|k| {
+                k.invoked < r.returned()
+                    && k.attempt > attempt
+                    && ran_at(executions, k.process, k.invoked, k.returned)
+                        .is_none_or(|kr| ran.is_none_or(|rr| kr <= rr))
+            });
+            if ran.unwrap_or(r.returned()) < until && !completed_meanwhile && !newer_before {
                 out.push(wrong(
                     r.returned(),
                     format!(
                         "{id}: reaped by {}ms while {holder}'s lease of attempt {attempt:?} ran until {until}ms",
                         r.returned()
                     ),
+                ));
+            }
+        }
+        // A reap takes every lease that had lapsed when it ran (by the
+        // server's clock), unless the job was done, extended, claimed
+        // again or reaped by then, for all the history knows.
+        // The producer's jobs are reaped by the reaper; an edge actor's, on
+        // its own queue, by that actor.
+        let reaper = match calls.iter().find(|c| c.verb == ENQUEUE && c.args.id.as_deref() == Some(id.as_str())) {
+            Some(c) if c.process != PRODUCER => c.process,
+            _ => "reaper",
+        };
+        for r in calls.iter().filter(|c| c.verb == REAP && c.process == reaper) {
+            let Some((t, d)) = r.ok() else { continue };
+            let Some(ran) = ran_at(executions, r.process, r.invoked, t) else { continue };
+            if d.ids.iter().any(|x| x == id) {
+                continue;
+            }
+            let ran_by = |k: &Claimed<'_>| ran_at(executions, k.process, k.invoked, k.returned);
+            let Some(current) =
+                claims.iter().filter(|k| ran_by(k).is_some_and(|kr| kr < ran)).max_by_key(|k| k.attempt)
+            else {
+                continue;
+            };
+            let Some(until) = current.lease_until else { continue };
+            let moved = |c: &&Call<'_>| c.invoked < t && c.maybe();
+            // Confirmed extensions move the lease's end; one whose outcome
+            // is unknown may have moved it anywhere.
+            let extensions: Vec<&Call<'_>> =
+                of(EXTEND, id).into_iter().filter(|x| x.args.attempt == current.attempt && moved(x)).collect();
+            let extended = extensions.iter().any(|x| x.ok().is_none());
+            let until =
+                extensions.iter().filter_map(|x| x.ok().and_then(|(_, d)| d.lease_until)).fold(until, Millis::max);
+            let done =
+                completes.iter().filter(|c| moved(c)).any(|c| c.ok().is_none_or(|(_, d)| d.accepted != Some(false)));
+            let taken = claims.iter().any(|k| k.attempt > current.attempt && k.invoked < t)
+                || unknown_claims.iter().any(|&u| u < t)
+                || calls.iter().any(|o| {
+                    o.verb == REAP
+                        && !std::ptr::eq(o, r)
+                        && o.invoked < t
+                        && o.ok().is_none_or(|(_, d)| d.ids.iter().any(|x| x == id))
+                });
+            if until <= ran && !extended && !done && !taken {
+                out.push(Violation::new(
+                    LIVENESS,
+                    Some(t),
+                    format!("{id}: a reap ran at {ran}ms (server clock) and left {}'s lease of attempt {:?}, lapsed at {until}ms", current.process, current.attempt),
                 ));
             }
         }
@@ -765,7 +995,15 @@ mod tests {
                 JobCall { id: Some("j".into()), ..JobCall::default() },
                 JobCall { id: Some("j".into()), accepted: Some(true), ..JobCall::default() },
             );
-            call(&h, 2, 3, "a", CLAIM, JobCall::default(), JobCall { lease_until: Some(303), ..job("j", 1) });
+            call(
+                &h,
+                2,
+                3,
+                "a",
+                CLAIM,
+                JobCall::default(),
+                JobCall { lease_until: Some(303), payload: Some(payload_of("j")), ..job("j", 1) },
+            );
             if reaped {
                 call(
                     &h,
@@ -776,11 +1014,19 @@ mod tests {
                     JobCall::default(),
                     JobCall { ids: vec!["j".into()], ..JobCall::default() },
                 );
-                call(&h, 402, 403, "b", CLAIM, JobCall::default(), JobCall { lease_until: Some(703), ..job("j", 2) });
+                call(
+                    &h,
+                    402,
+                    403,
+                    "b",
+                    CLAIM,
+                    JobCall::default(),
+                    JobCall { lease_until: Some(703), payload: Some(payload_of("j")), ..job("j", 2) },
+                );
                 call(&h, 410, 411, "b", COMPLETE, job("j", 2), JobCall { accepted: Some(true), ..job("j", 2) });
             }
             call(&h, 900, 901, "a", COMPLETE, job("j", 1), JobCall { accepted: Some(second_accepted), ..job("j", 1) });
-            check(&h.events(), true)
+            check(&h.events(), true, 300, &[])
         };
         let ok = history(false, true);
         assert!(ok.violations.is_empty(), "{:?}", ok.violations);
@@ -808,9 +1054,17 @@ mod tests {
             JobCall { id: Some("j".into()), ..JobCall::default() },
             JobCall { id: Some("j".into()), accepted: Some(true), ..JobCall::default() },
         );
-        call(&h, 2, 3, "a", CLAIM, JobCall::default(), JobCall { lease_until: Some(303), ..job("j", 1) });
+        call(
+            &h,
+            2,
+            3,
+            "a",
+            CLAIM,
+            JobCall::default(),
+            JobCall { lease_until: Some(303), payload: Some(payload_of("j")), ..job("j", 1) },
+        );
         call(&h, 100, 101, "r", REAP, JobCall::default(), JobCall { ids: vec!["j".into()], ..JobCall::default() });
-        let v = check(&h.events(), true).violations;
+        let v = check(&h.events(), true, 300, &[]).violations;
         assert!(v.iter().any(|v| v.detail.contains("reaped by 101ms")), "{v:?}");
     }
 }

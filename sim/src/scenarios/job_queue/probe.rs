@@ -1,0 +1,289 @@
+//! The job queue's probe: what faults never plant.
+//!
+//! Random faults never corrupt a key, enqueue an id twice or let a hundred
+//! leases lapse at once, so the scripts' refusal branches and batch bound
+//! would go unjudged. The probe (one actor, before the nemesis starts, each
+//! case on its own queue) plants each such state with raw commands, calls
+//! the library, and records what it answered and whether the keys changed:
+//! `Op::Custom` `job-probe` events that [`super::check`] judges. Each case
+//! names what the library's docs promise for it.
+
+use redis::aio::ConnectionLike;
+use redis_primitives::{Completion, Enqueued, Error, FencingToken, JobQueue, JobState, Ttl};
+use serde::{Deserialize, Serialize};
+
+use crate::net::SimConnection;
+use crate::world::{Actor, ActorResult};
+
+/// The verb of a probe record.
+pub const PROBE: &str = "job-probe";
+
+/// One probed case: what was expected, what came back, and whether the
+/// keys were left as they were (when that was promised).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probed {
+    /// What was planted and called.
+    pub case: String,
+    /// The documented answer.
+    pub expected: String,
+    /// The answer.
+    pub got: String,
+    /// The case's keys before the call (when the call must change nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// The same keys after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// What [`Probed::got`] holds when a fault left the answer unknown (a
+/// timeout, a lost connection): not judged.
+pub const UNKNOWN: &str = "unknown";
+
+/// An answer in the probe's words: `corrupt <key>`, `wrongtype`, what the
+/// call returned, or [`UNKNOWN`].
+fn said<T>(r: &Result<T, Error>, ok: impl Fn(&T) -> String) -> String {
+    match r {
+        Ok(v) => ok(v),
+        Err(e) if e.outcome_is_unknown() => UNKNOWN.to_string(),
+        Err(Error::CorruptState { key, .. }) => format!("corrupt {key}"),
+        Err(Error::WrongType { .. }) => "wrongtype".to_string(),
+        Err(e) => format!("error {e}"),
+    }
+}
+
+/// The keys' types and contents, as one comparable line.
+async fn fingerprint(conn: &mut SimConnection, keys: &[String]) -> redis::RedisResult<String> {
+    let mut out = String::new();
+    for k in keys {
+        let kind: String = redis::cmd("TYPE").arg(k).query_async(conn).await?;
+        let content: Vec<String> = match kind.as_str() {
+            "string" => vec![redis::cmd("GET").arg(k).query_async(conn).await?],
+            "hash" => {
+                let mut v: Vec<String> = redis::cmd("HGETALL").arg(k).query_async(conn).await?;
+                // Pairs, sorted by field: HGETALL's order is not part of the state.
+                let mut pairs: Vec<String> = v.chunks(2).map(|p| p.join("=")).collect();
+                pairs.sort();
+                v = pairs;
+                v
+            }
+            "zset" => redis::cmd("ZRANGE").arg(k).arg(0).arg(-1).arg("WITHSCORES").query_async(conn).await?,
+            _ => Vec::new(),
+        };
+        out.push_str(&format!("{k}:{kind}[{}] ", content.join(",")));
+    }
+    Ok(out)
+}
+
+async fn raw(conn: &mut SimConnection, args: &[&str]) -> redis::RedisResult<()> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    conn.req_packed_command(&cmd).await.map(|_| ())
+}
+
+struct Case<'a> {
+    actor: &'a Actor,
+    conn: SimConnection,
+    queue: JobQueue<SimConnection>,
+    keys: Vec<String>,
+}
+
+impl Case<'_> {
+    /// Records one answer; with `unchanged`, the keys' state before the
+    /// call, compared after.
+    async fn record(&mut self, case: &str, expected: String, got: String, before: Option<String>) {
+        let after = match before {
+            Some(_) => fingerprint(&mut self.conn, &self.keys).await.ok(),
+            None => None,
+        };
+        let p = Probed { case: case.to_string(), expected, got, before, after };
+        self.actor.observe(crate::history::Op::custom(PROBE, &p));
+    }
+
+    async fn before(&mut self) -> Option<String> {
+        fingerprint(&mut self.conn, &self.keys).await.ok()
+    }
+}
+
+/// Runs every case (see the module docs); a case whose planting fails (a
+/// fault cut it short) is skipped, not judged.
+pub async fn probe(actor: Actor) -> ActorResult {
+    for n in 0..16u32 {
+        // Its planted states make the scripts answer with error replies:
+        // expected here, so not recorded for `unexpected-errors`.
+        let conn = actor.connection_expecting_errors(0);
+        let queue = JobQueue::new(conn.clone(), &format!("probe-{n}"))?;
+        let j = queue.job_key("j")?;
+        let keys = vec![queue.pending_key(), queue.active_key(), queue.seq_key(), j.clone()];
+        let mut c = Case { actor: &actor, conn, queue, keys };
+        if one(&mut c, n, &j).await.is_err() {
+            actor.note(format!("job probe case {n}: planting failed, skipped"));
+        }
+    }
+    Ok(())
+}
+
+async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let (pending, active, seq) = (c.keys[0].clone(), c.keys[1].clone(), c.keys[2].clone());
+    let lease = Ttl::from_millis(10_000)?;
+    let enqueued = |e: &Enqueued| format!("{e:?}");
+    let corrupt = format!("corrupt {j}");
+    match n {
+        0 => {
+            raw(&mut c.conn, &["ZADD", &pending, "1", "j"]).await?;
+            let b = c.before().await;
+            let r = c.queue.enqueue("j", "p").await;
+            c.record("enqueue: an id pending without its hash", corrupt, said(&r, enqueued), b).await;
+        }
+        1 => {
+            raw(&mut c.conn, &["HSET", &seq, "f", "1"]).await?;
+            let b = c.before().await;
+            let r = c.queue.enqueue("j", "p").await;
+            c.record("enqueue: a counter of the wrong type", "wrongtype".into(), said(&r, enqueued), b).await;
+        }
+        2 | 3 => {
+            let value = if n == 2 { "abc" } else { "-1" };
+            raw(&mut c.conn, &["SET", &seq, value]).await?;
+            let b = c.before().await;
+            let r = c.queue.enqueue("j", "p").await;
+            let case = format!("enqueue: a counter holding {value}");
+            c.record(&case, format!("corrupt {seq}"), said(&r, enqueued), b).await;
+        }
+        4 => {
+            raw(&mut c.conn, &["HSET", j, "x", "1"]).await?;
+            let b = c.before().await;
+            let r = c.queue.enqueue("j", "p").await;
+            c.record("enqueue: an id with a one-field hash", "AlreadyKnown".into(), said(&r, enqueued), b).await;
+        }
+        5 => {
+            let r = c.queue.enqueue("j", "payload j").await;
+            c.record("enqueue: a new id", "Added".into(), said(&r, enqueued), None).await;
+            let b = c.before().await;
+            let r = c.queue.enqueue("j", "another").await;
+            c.record("enqueue: the same id again", "AlreadyKnown".into(), said(&r, enqueued), b).await;
+            let r = c.queue.claim(lease).await;
+            let claimed = |c: &Option<redis_primitives::Claim>| match c {
+                Some(c) => {
+                    format!("{} attempt {} payload {}", c.id(), c.attempt(), String::from_utf8_lossy(c.payload()))
+                }
+                None => "nothing".to_string(),
+            };
+            c.record("claim: the job", "j attempt 1 payload payload j".into(), said(&r, claimed), None).await;
+        }
+        6 | 7 => {
+            raw(&mut c.conn, &["ZADD", &pending, "1", "j"]).await?;
+            if n == 6 {
+                raw(&mut c.conn, &["HSET", j, "attempt", "0", "state", "pending", "seq", "1"]).await?;
+            } else {
+                raw(&mut c.conn, &["HSET", j, "attempt", "0", "state", "pending", "seq", "x", "payload", "p"]).await?;
+            }
+            let b = c.before().await;
+            let r = c.queue.claim(lease).await;
+            let case = if n == 6 { "claim: a hash without its payload" } else { "claim: a seq that is not a number" };
+            c.record(case, corrupt, said(&r, |c| format!("claimed {:?}", c.as_ref().map(|c| c.id().to_string()))), b)
+                .await;
+        }
+        8 | 9 => {
+            c.queue.enqueue("j", "p").await?;
+            let Some(mut claim) = c.queue.claim(lease).await? else { return Ok(()) };
+            raw(&mut c.conn, &["ZREM", &active, "j"]).await?;
+            let b = c.before().await;
+            if n == 8 {
+                let r = c.queue.complete(&claim).await;
+                c.record("complete: active but not in the active set", corrupt, said(&r, |x| format!("{x:?}")), b)
+                    .await;
+            } else {
+                let r = c.queue.extend(&mut claim, lease).await;
+                c.record("extend: active but not in the active set", corrupt, said(&r, |x| format!("{x:?}")), b).await;
+            }
+        }
+        10..=12 => {
+            raw(&mut c.conn, &["ZADD", &active, "0", "j"]).await?;
+            match n {
+                10 => raw(&mut c.conn, &["HSET", j, "state", "active", "attempt", "1", "payload", "p"]).await?,
+                11 => {
+                    raw(&mut c.conn, &["HSET", j, "state", "active", "attempt", "1", "payload", "p", "seq", "x"])
+                        .await?
+                }
+                _ => {
+                    raw(&mut c.conn, &["HSET", j, "state", "active", "attempt", "1", "payload", "p", "seq", "1"])
+                        .await?;
+                    raw(&mut c.conn, &["SET", &pending, "not a set"]).await?;
+                }
+            }
+            let b = c.before().await;
+            let r = c.queue.reap().await;
+            let (case, expected) = match n {
+                10 => ("reap: a lapsed id without a seq", corrupt),
+                11 => ("reap: a lapsed id whose seq is not a number", corrupt),
+                _ => ("reap: a pending set of the wrong type", "wrongtype".to_string()),
+            };
+            c.record(case, expected, said(&r, |ids| format!("reaped {}", ids.len())), b).await;
+        }
+        14 => {
+            // Completed once: a second completion of the same claim is refused.
+            c.queue.enqueue("j", "p").await?;
+            let Some(claim) = c.queue.claim(lease).await? else { return Ok(()) };
+            let r = c.queue.complete(&claim).await;
+            c.record("complete: a live claim", "Accepted".into(), said(&r, |x| format!("{x:?}")), None).await;
+            let b = c.before().await;
+            let r = c.queue.complete(&claim).await;
+            let expected = format!(
+                "{:?}",
+                Completion::Rejected { current_attempt: Some(FencingToken::new(1)), state: Some(JobState::Done) }
+            );
+            c.record("complete: the same claim again", expected, said(&r, |x| format!("{x:?}")), b).await;
+        }
+        15 => {
+            // A stale claim's completion while the job's next claim is active.
+            c.queue.enqueue("j", "p").await?;
+            let Some(stale) = c.queue.claim(Ttl::from_millis(1)?).await? else { return Ok(()) };
+            tokio::time::sleep(core::time::Duration::from_millis(5)).await;
+            if c.queue.reap().await?.is_empty() {
+                return Ok(());
+            }
+            let Some(_current) = c.queue.claim(lease).await? else { return Ok(()) };
+            let b = c.before().await;
+            let r = c.queue.complete(&stale).await;
+            let expected = format!(
+                "{:?}",
+                Completion::Rejected { current_attempt: Some(FencingToken::new(2)), state: Some(JobState::Active) }
+            );
+            c.record("complete: a stale claim while the next is active", expected, said(&r, |x| format!("{x:?}")), b)
+                .await;
+        }
+        _ => {
+            // 101 leases lapsed at once: a reap takes at most 100, the next the rest.
+            let mut pipe = redis::pipe();
+            for i in 0..101u32 {
+                let id = format!("j{i}");
+                pipe.cmd("ZADD").arg(&active).arg(0).arg(&id).ignore();
+                pipe.cmd("HSET")
+                    .arg(c.queue.job_key(&id)?)
+                    .arg(&["state", "active", "attempt", "1", "payload", "p", "seq"])
+                    .arg(i + 1)
+                    .ignore();
+            }
+            let _: () = pipe.query_async(&mut c.conn).await?;
+            let r = c.queue.reap().await;
+            c.record(
+                "reap: 101 lapsed leases, first call",
+                "reaped 100".into(),
+                said(&r, |ids| format!("reaped {}", ids.len())),
+                None,
+            )
+            .await;
+            let r = c.queue.reap().await;
+            c.record(
+                "reap: 101 lapsed leases, second call",
+                "reaped 1".into(),
+                said(&r, |ids| format!("reaped {}", ids.len())),
+                None,
+            )
+            .await;
+        }
+    }
+    Ok(())
+}
