@@ -20,7 +20,6 @@
 //! This is set-up code outside the simulation: `std::time` and blocking
 //! sockets are fine here.
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -45,14 +44,21 @@ pub struct KeyAtEnd {
 const BUILT_CLOCK_LIB: &str = env!("RP_CLOCK_LIB");
 
 /// Why the harness could not set up its servers.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     /// The clock library is not where it was built (or where `RP_CLOCK_LIB` points).
+    #[error(
+        "clock library not found at {}: it is built by sim/build.rs (`cargo build -p redis-primitives-sim`, needs a C compiler), or set RP_CLOCK_LIB=/path/to/librp_clock.so",
+        path.display()
+    )]
     ClockLibraryMissing {
         /// The path that was tried.
         path: PathBuf,
     },
     /// The server started but its wall clock does not obey the control file.
+    #[error(
+        "redis-server on port {port} ignores the clock library (LD_PRELOAD did not take effect; TIME answered {reply:?} while pinned). Is redis-server statically linked or setuid?"
+    )]
     ClockNotEffective {
         /// The server's port.
         port: u16,
@@ -60,50 +66,16 @@ pub enum SetupError {
         reply: String,
     },
     /// A redis-server could not be started, restarted or reset.
-    Server(ServerError),
+    #[error(transparent)]
+    Server(#[from] ServerError),
     /// The control file could not be created or mapped.
-    Io(std::io::Error),
+    #[error("clock control file: {0}")]
+    Io(#[from] std::io::Error),
     /// A simulation run could not complete (an actor failed, the run hit its
     /// time limit, or its fault schedule was invalid): a harness or scenario
     /// bug, not a finding. See `world::SimError`.
+    #[error("{0}")]
     Simulation(String),
-}
-
-impl fmt::Display for SetupError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SetupError::ClockLibraryMissing { path } => write!(
-                f,
-                "clock library not found at {}: it is built by sim/build.rs \
-                 (`cargo build -p redis-primitives-sim`, needs a C compiler), \
-                 or set RP_CLOCK_LIB=/path/to/librp_clock.so",
-                path.display()
-            ),
-            SetupError::ClockNotEffective { port, reply } => write!(
-                f,
-                "redis-server on port {port} ignores the clock library (LD_PRELOAD did not take \
-                 effect; TIME answered {reply:?} while pinned). Is redis-server statically linked \
-                 or setuid?"
-            ),
-            SetupError::Server(e) => write!(f, "{e}"),
-            SetupError::Io(e) => write!(f, "clock control file: {e}"),
-            SetupError::Simulation(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for SetupError {}
-
-impl From<ServerError> for SetupError {
-    fn from(e: ServerError) -> Self {
-        SetupError::Server(e)
-    }
-}
-
-impl From<std::io::Error> for SetupError {
-    fn from(e: std::io::Error) -> Self {
-        SetupError::Io(e)
-    }
 }
 
 /// The clock library to preload: `$RP_CLOCK_LIB` at run time if set, else

@@ -146,13 +146,16 @@ impl WorldConfig {
 }
 
 /// Why a run did not produce a history.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// Servers or the clock library could not be set up.
+    #[error("setup: {0}")]
     Setup(SetupError),
     /// The schedule names a target that does not exist, or a kind/target mismatch.
+    #[error("invalid fault schedule: {0}")]
     InvalidSchedule(String),
     /// An actor returned an error or panicked, or the run exceeded its time limit.
+    #[error("simulation failed (seed {seed}): {message}")]
     Run {
         /// The seed, for reproduction.
         seed: u64,
@@ -160,18 +163,6 @@ pub enum SimError {
         message: String,
     },
 }
-
-impl fmt::Display for SimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SimError::Setup(e) => write!(f, "setup: {e}"),
-            SimError::InvalidSchedule(e) => write!(f, "invalid fault schedule: {e}"),
-            SimError::Run { seed, message } => write!(f, "simulation failed (seed {seed}): {message}"),
-        }
-    }
-}
-
-impl std::error::Error for SimError {}
 
 impl From<SimError> for SetupError {
     fn from(e: SimError) -> Self {
