@@ -978,6 +978,15 @@ mod tests {
         h.complete_at(done, id, who, EventKind::Ok, record(verb, result));
     }
 
+    /// `p` enqueues `j` at 0 ms; `a` claims it at 2 ms (attempt 1, lease
+    /// until 303 ms).
+    fn enqueued_and_claimed(h: &History) {
+        let enqueue = JobCall { id: Some("j".into()), ..JobCall::default() };
+        call(h, 0, 1, "p", ENQUEUE, enqueue.clone(), JobCall { accepted: Some(true), ..enqueue });
+        let claimed = JobCall { lease_until: Some(303), payload: Some(payload_of("j")), ..job("j", 1) };
+        call(h, 2, 3, "a", CLAIM, JobCall::default(), claimed);
+    }
+
     fn job(id: &str, attempt: u64) -> JobCall {
         JobCall { id: Some(id.into()), attempt: Some(attempt), ..JobCall::default() }
     }
@@ -986,24 +995,7 @@ mod tests {
     fn a_stale_completion_must_be_refused_and_a_refusal_justified() {
         let history = |second_accepted: bool, reaped: bool| {
             let h = History::new();
-            call(
-                &h,
-                0,
-                1,
-                "p",
-                ENQUEUE,
-                JobCall { id: Some("j".into()), ..JobCall::default() },
-                JobCall { id: Some("j".into()), accepted: Some(true), ..JobCall::default() },
-            );
-            call(
-                &h,
-                2,
-                3,
-                "a",
-                CLAIM,
-                JobCall::default(),
-                JobCall { lease_until: Some(303), payload: Some(payload_of("j")), ..job("j", 1) },
-            );
+            enqueued_and_claimed(&h);
             if reaped {
                 call(
                     &h,
@@ -1045,24 +1037,7 @@ mod tests {
     #[test]
     fn a_reap_of_a_live_lease_is_a_violation() {
         let h = History::new();
-        call(
-            &h,
-            0,
-            1,
-            "p",
-            ENQUEUE,
-            JobCall { id: Some("j".into()), ..JobCall::default() },
-            JobCall { id: Some("j".into()), accepted: Some(true), ..JobCall::default() },
-        );
-        call(
-            &h,
-            2,
-            3,
-            "a",
-            CLAIM,
-            JobCall::default(),
-            JobCall { lease_until: Some(303), payload: Some(payload_of("j")), ..job("j", 1) },
-        );
+        enqueued_and_claimed(&h);
         call(&h, 100, 101, "r", REAP, JobCall::default(), JobCall { ids: vec!["j".into()], ..JobCall::default() });
         let v = check(&h.events(), true, 300, &[]).violations;
         assert!(v.iter().any(|v| v.detail.contains("reaped by 101ms")), "{v:?}");
