@@ -156,7 +156,7 @@ pub fn markdown(rows: &[MutationRow], base_seeds: &[u64]) -> String {
     let _ = writeln!(
         m,
         "Every broken variant and documented non-guarantee, searched by proptest over random fault \
-         schedules and workloads (`sim/src/search.rs`), against real redis-server processes, from \
+         schedules and workloads (`sim/src/search/`), against real redis-server processes, from \
          {} base seeds of proptest's RNG ({}), at most {CASE_CAP} cases and {SHRINK_RUNS} shrinking runs each. \
          *Cases* counts plans run up to and including the first counterexample; *size* is the shrunk \
          counterexample's faults (nemesis + workload-injected) plus actors; wall time is to the first \

@@ -1,8 +1,8 @@
 //! The scenario registry: every name `rp-sim scenarios` lists, what it does,
 //! and what it is expected to find.
 //!
-//! A scenario is one function, [`RunFn`]: given a pool of real servers and
-//! a seed, it builds a turmoil simulation (through [`crate::world`]), drives
+//! A scenario is one registry row whose family variant ([`Runner`]), given
+//! a pool of real servers and a seed, builds a turmoil simulation (through [`crate::world`]), drives
 //! production types through a fault schedule derived from the seed, and
 //! returns an [`Outcome`]: the history, its digest, the violations its
 //! checkers found, its histograms and the schedule it ran.
