@@ -278,21 +278,31 @@ fn queue(actor: &Actor, variant: Variant) -> Result<Queue, redis_primitives::Err
 async fn producer(actor: Actor, variant: Variant, plan: JobPlan) -> ActorResult {
     let q = queue(&actor, variant)?;
     for j in 0..plan.jobs {
-        let id = format!("job-{j}");
-        let call = JobCall { id: Some(id.clone()), ..JobCall::default() };
-        let op = actor.call("JobQueue::enqueue", record(ENQUEUE, call.clone()));
-        let payload = payload_of(&id);
-        let r = match &q {
-            Queue::Fenced(q) => q.enqueue(&id, &payload).await.map(|e| e == Enqueued::Added),
-            Queue::Naive(q) => q.enqueue(&id, &payload).await.map(|()| true),
-        };
-        match r {
-            Ok(added) => actor.ok(op, record(ENQUEUE, JobCall { accepted: Some(added), ..call })),
-            Err(e) => actor.errored(op, record(ENQUEUE, call), &e),
-        }
+        enqueue(&actor, &q, &format!("job-{j}")).await;
         tokio::time::sleep(Duration::from_millis(15)).await;
     }
     Ok(())
+}
+
+/// One recorded enqueue of `id` with its payload; whether it was added.
+async fn enqueue(actor: &Actor, q: &Queue, id: &str) -> bool {
+    let call = JobCall { id: Some(id.to_string()), ..JobCall::default() };
+    let op = actor.call("JobQueue::enqueue", record(ENQUEUE, call.clone()));
+    let payload = payload_of(id);
+    let r = match q {
+        Queue::Fenced(q) => q.enqueue(id, &payload).await.map(|e| e == Enqueued::Added),
+        Queue::Naive(q) => q.enqueue(id, &payload).await.map(|()| true),
+    };
+    match r {
+        Ok(added) => {
+            actor.ok(op, record(ENQUEUE, JobCall { accepted: Some(added), ..call }));
+            added
+        }
+        Err(e) => {
+            actor.errored(op, record(ENQUEUE, call), &e);
+            false
+        }
+    }
 }
 
 async fn worker(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> ActorResult {
@@ -307,13 +317,12 @@ async fn worker(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> A
             continue;
         };
         claims += 1;
-        if stall.is_some_and(|s| s.claim == claims) {
-            let ms = stall.map_or(0, |s| s.ms);
-            actor.stall(ms, "while it holds a claim");
+        let stalled = stall.filter(|s| s.claim == claims);
+        if let Some(s) = stalled {
+            actor.stall(s.ms, "while it holds a claim");
         }
         let work = rng.random_range(plan.work_ms.0..=plan.work_ms.1);
-        let stalled = stall.is_some_and(|s| s.claim == claims);
-        if work > plan.lease_ms / 2 || stalled {
+        if work > plan.lease_ms / 2 || stalled.is_some() {
             tokio::time::sleep(Duration::from_millis(work / 2)).await;
             extend(&actor, &q, &mut held, lease).await;
             tokio::time::sleep(Duration::from_millis(work - work / 2)).await;
@@ -339,15 +348,8 @@ const EDGES: u64 = 14;
 async fn edge(actor: Actor, i: u64, lease_ms: u64) -> ActorResult {
     let id = format!("edge-{i}");
     let q = Queue::Fenced(JobQueue::new(actor.connection(0), &id)?);
-    let call = JobCall { id: Some(id.clone()), ..JobCall::default() };
-    let op = actor.call("JobQueue::enqueue", record(ENQUEUE, call.clone()));
-    let Queue::Fenced(jobs) = &q else { return Ok(()) };
-    match jobs.enqueue(&id, payload_of(&id)).await {
-        Ok(e) => actor.ok(op, record(ENQUEUE, JobCall { accepted: Some(e == Enqueued::Added), ..call })),
-        Err(e) => {
-            actor.errored(op, record(ENQUEUE, call), &e);
-            return Ok(());
-        }
+    if !enqueue(&actor, &q, &id).await {
+        return Ok(());
     }
     let lease = Ttl::from_millis(lease_ms)?;
     let until = |t: u64| tokio::time::sleep(Duration::from_millis(t.saturating_sub(actor.now())));
@@ -552,6 +554,9 @@ struct Call<'a> {
     /// `(kind, time, data)` of its completion.
     done: Option<(EventKind, Millis, JobCall)>,
     args: JobCall,
+    /// For an `Ok` call: when its script ran, by the server's clock
+    /// ([`ran_at`]), looked up once.
+    ran: Option<Millis>,
 }
 
 impl Call<'_> {
@@ -582,6 +587,7 @@ struct Claimed<'a> {
     lease_until: Option<Millis>,
     process: &'a str,
     payload: Option<String>,
+    ran: Option<Millis>,
 }
 
 /// When `process`'s script call in `[from, to]` ran, by the server's clock
@@ -642,11 +648,21 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
         let Some(data) = e.op.custom_data::<JobCall>(verb) else { continue };
         if e.kind == EventKind::Invoke {
             open.insert(e.op_id.0, calls.len());
-            calls.push(Call { verb, process: &e.process, invoked: e.time, done: None, args: data });
+            calls.push(Call { verb, process: &e.process, invoked: e.time, done: None, args: data, ran: None });
         } else if let Some(i) = open.remove(&e.op_id.0) {
-            calls[i].done = Some((e.kind, e.time, data));
+            let c = &mut calls[i];
+            if e.kind == EventKind::Ok {
+                c.ran = ran_at(executions, c.process, c.invoked, e.time);
+            }
+            c.done = Some((e.kind, e.time, data));
         }
     }
+    // A claim whose outcome is unknown may have taken any job.
+    let unknown_claims: Vec<Millis> = calls
+        .iter()
+        .filter(|c| c.verb == CLAIM && c.done.as_ref().is_none_or(|d| d.0 == EventKind::Info))
+        .map(|c| c.invoked)
+        .collect();
     let mut reached = Vec::new();
     let wrong = |at: Millis, why: String| Violation::new(JOB_QUEUE, Some(at), why);
     let jobs: Vec<String> = calls
@@ -675,14 +691,9 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
                     lease_until: d.lease_until,
                     process: c.process,
                     payload: d.payload.clone(),
+                    ran: c.ran,
                 })
             })
-            .collect();
-        // A claim whose outcome is unknown may have taken any job.
-        let unknown_claims: Vec<Millis> = calls
-            .iter()
-            .filter(|c| c.verb == CLAIM && c.done.as_ref().is_none_or(|d| d.0 == EventKind::Info))
-            .map(|c| c.invoked)
             .collect();
         double_runs.push(claims.len().saturating_sub(1) as u64);
         if claims.len() > 1 {
@@ -729,7 +740,7 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
                 ));
             }
             // The lease runs from when the script ran, by the server's clock.
-            if let (Some(until), Some(ran)) = (k.lease_until, ran_at(executions, k.process, k.invoked, k.returned)) {
+            if let (Some(until), Some(ran)) = (k.lease_until, k.ran) {
                 if until != ran + lease_ms {
                     out.push(wrong(k.returned, format!("{id}: {}'s claim ran at {ran}ms (server clock) with a {lease_ms}ms lease, but its lease ends at {until}ms", k.process)));
                 }
@@ -777,7 +788,7 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
             match d.accepted {
                 Some(true) => {
                     reached.push("claim-extended");
-                    if let (Some(until), Some(ran)) = (d.lease_until, ran_at(executions, x.process, x.invoked, t)) {
+                    if let (Some(until), Some(ran)) = (d.lease_until, x.ran) {
                         if until != ran + lease_ms {
                             out.push(wrong(t, format!("{id}: {}'s extension ran at {ran}ms (server clock) for {lease_ms}ms, but the lease ends at {until}ms", x.process)));
                         }
@@ -829,12 +840,9 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
                 completes.iter().any(|c| c.args.attempt == attempt && c.invoked < r.returned() && c.maybe());
             // A newer claim that ran no later than this reap may hold the
             // lease it took; one that ran after it claimed what it returned.
-            let ran = ran_at(executions, r.process, r.invoked, r.returned());
+            let ran = r.ran;
             let newer_before = claims.iter().any(|k| {
-                k.invoked < r.returned()
-                    && k.attempt > attempt
-                    && ran_at(executions, k.process, k.invoked, k.returned)
-                        .is_none_or(|kr| ran.is_none_or(|rr| kr <= rr))
+                k.invoked < r.returned() && k.attempt > attempt && k.ran.is_none_or(|kr| ran.is_none_or(|rr| kr <= rr))
             });
             if ran.unwrap_or(r.returned()) < until && !completed_meanwhile && !newer_before {
                 out.push(wrong(
@@ -857,13 +865,11 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
         };
         for r in calls.iter().filter(|c| c.verb == REAP && c.process == reaper) {
             let Some((t, d)) = r.ok() else { continue };
-            let Some(ran) = ran_at(executions, r.process, r.invoked, t) else { continue };
+            let Some(ran) = r.ran else { continue };
             if d.ids.iter().any(|x| x == id) {
                 continue;
             }
-            let ran_by = |k: &Claimed<'_>| ran_at(executions, k.process, k.invoked, k.returned);
-            let Some(current) =
-                claims.iter().filter(|k| ran_by(k).is_some_and(|kr| kr < ran)).max_by_key(|k| k.attempt)
+            let Some(current) = claims.iter().filter(|k| k.ran.is_some_and(|kr| kr < ran)).max_by_key(|k| k.attempt)
             else {
                 continue;
             };
