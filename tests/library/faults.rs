@@ -104,8 +104,7 @@ struct FlushBeforeEvalsha(redis::aio::MultiplexedConnection);
 impl redis::aio::ConnectionLike for FlushBeforeEvalsha {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
         Box::pin(async move {
-            if matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name)) if name.eq_ignore_ascii_case(b"EVALSHA"))
-            {
+            if support::is_command(cmd, "EVALSHA") {
                 redis::cmd("SCRIPT").arg("FLUSH").query_async::<()>(&mut self.0).await?;
             }
             self.0.req_packed_command(cmd).await

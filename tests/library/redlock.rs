@@ -837,11 +837,7 @@ struct InfoFanOut {
 impl redis::aio::ConnectionLike for InfoFanOut {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
         Box::pin(async move {
-            let is_info = cmd
-                .args_iter()
-                .next()
-                .is_some_and(|arg| matches!(arg, redis::Arg::Simple(name) if name.eq_ignore_ascii_case(b"INFO")));
-            if !is_info {
+            if !support::is_command(cmd, "INFO") {
                 return self.nodes[0].1.req_packed_command(cmd).await;
             }
             let mut replies = Vec::new();

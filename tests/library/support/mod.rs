@@ -44,3 +44,9 @@ pub async fn connect_url(url: &str, response_timeout: Option<Duration>) -> Multi
 pub fn ms(n: u64) -> redis_primitives::Ttl {
     redis_primitives::Ttl::from_millis(n).expect("valid ttl")
 }
+
+/// Whether `cmd` is the command `name` (case-insensitive): what a wrapping
+/// test connection checks before it intercepts a request.
+pub fn is_command(cmd: &redis::Cmd, name: &str) -> bool {
+    matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(first)) if first.eq_ignore_ascii_case(name.as_bytes()))
+}
