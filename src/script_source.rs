@@ -15,12 +15,12 @@
 
 use std::borrow::Cow;
 
-/// The text of script `name` (`lock_acquire`, …): `builtin`, unless the
-/// `mutation-hooks` feature is on and the environment names a replacement.
-#[cfg_attr(not(feature = "mutation-hooks"), allow(unused_variables))]
-pub(crate) fn text(name: &str, builtin: &'static str) -> Cow<'static, str> {
+/// The text of `builtin`: its compiled-in text, unless the
+/// `mutation-hooks` feature is on and the environment names a replacement
+/// for its name (`lock_acquire`, …).
+pub(crate) fn text(builtin: Builtin) -> Cow<'static, str> {
     #[cfg(feature = "mutation-hooks")]
-    if std::env::var("RP_MUTANT_SCRIPT").is_ok_and(|s| s == name) {
+    if std::env::var("RP_MUTANT_SCRIPT").is_ok_and(|s| s == builtin.name) {
         if let Ok(path) = std::env::var("RP_MUTANT_FILE") {
             // A test hook: an unreadable file is a harness bug, and running
             // the unmutated script instead would report a false survivor.
@@ -30,13 +30,15 @@ pub(crate) fn text(name: &str, builtin: &'static str) -> Cow<'static, str> {
             }
         }
     }
-    Cow::Borrowed(builtin)
+    Cow::Borrowed(builtin.text)
 }
 
 /// A script compiled into the library: its name (what `RP_MUTANT_SCRIPT`
 /// names) and its text.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Builtin {
+    // Read only by the mutation seam.
+    #[cfg_attr(not(feature = "mutation-hooks"), allow(dead_code))]
     pub(crate) name: &'static str,
     pub(crate) text: &'static str,
 }
@@ -71,7 +73,7 @@ pub(crate) const ALL: &[Builtin] = &[
 
 /// `builtin`, ready to run (its text through [`text`]).
 pub(crate) fn script(builtin: Builtin) -> Script {
-    let text = text(builtin.name, builtin.text);
+    let text = text(builtin);
     Script { hash: redis::Script::new(&text).get_hash().to_string(), text }
 }
 

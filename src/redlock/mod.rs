@@ -112,12 +112,10 @@ use vote::{remaining_validity, Round};
 // compiled body by its hash. The per-master operations are exactly the
 // single-instance lock's compare-and-delete and compare-and-pexpire, so the
 // same script files serve both.
-static RELEASE: LazyLock<Cow<'static, str>> = LazyLock::new(|| {
-    crate::script_source::text(crate::script_source::LOCK_RELEASE.name, crate::script_source::LOCK_RELEASE.text)
-});
-static EXTEND: LazyLock<Cow<'static, str>> = LazyLock::new(|| {
-    crate::script_source::text(crate::script_source::LOCK_EXTEND.name, crate::script_source::LOCK_EXTEND.text)
-});
+static RELEASE: LazyLock<Cow<'static, str>> =
+    LazyLock::new(|| crate::script_source::text(crate::script_source::LOCK_RELEASE));
+static EXTEND: LazyLock<Cow<'static, str>> =
+    LazyLock::new(|| crate::script_source::text(crate::script_source::LOCK_EXTEND));
 
 /// Bytes of CSPRNG output per ownership value (Redlock asks for at least 20).
 pub const OWNER_BYTES: usize = 20;

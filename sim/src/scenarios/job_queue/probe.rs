@@ -60,12 +60,11 @@ async fn fingerprint(conn: &mut SimConnection, keys: &[String]) -> redis::RedisR
         let content: Vec<String> = match kind.as_str() {
             "string" => vec![redis::cmd("GET").arg(k).query_async(conn).await?],
             "hash" => {
-                let mut v: Vec<String> = redis::cmd("HGETALL").arg(k).query_async(conn).await?;
+                let fields: Vec<String> = redis::cmd("HGETALL").arg(k).query_async(conn).await?;
                 // Pairs, sorted by field: HGETALL's order is not part of the state.
-                let mut pairs: Vec<String> = v.chunks(2).map(|p| p.join("=")).collect();
+                let mut pairs: Vec<String> = fields.chunks(2).map(|p| p.join("=")).collect();
                 pairs.sort();
-                v = pairs;
-                v
+                pairs
             }
             "zset" => redis::cmd("ZRANGE").arg(k).arg(0).arg(-1).arg("WITHSCORES").query_async(conn).await?,
             _ => Vec::new(),
