@@ -14,12 +14,14 @@
 //! - `RP_PROPTEST_CASES` (or proptest's own `PROPTEST_CASES`): cases per
 //!   property, for a longer exploration than CI's;
 //! - `RP_PROPTEST_SEED`: the base seed of proptest's RNG (default 0), to
-//!   explore other cases than CI's.
+//!   explore other cases than CI's;
+//! - `RP_SEARCH_ONLY`: comma-separated names (targets or properties) to
+//!   check, for a focused run; the others are skipped and listed.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use redis_primitives_sim::servers::Servers;
+use redis_primitives_sim::Servers;
 
 /// Cases per property in CI, unless the environment says otherwise.
 pub const DEFAULT_CASES: u32 = 128;
@@ -54,6 +56,47 @@ thread_local! {
 /// Runs `f` with this thread's server pool.
 pub fn with_servers<T>(f: impl FnOnce(&mut Servers) -> T) -> T {
     SERVERS.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// Whether `name` is selected by `RP_SEARCH_ONLY` (everything is when it is
+/// unset or empty).
+pub fn selected(name: &str) -> bool {
+    match std::env::var("RP_SEARCH_ONLY") {
+        Ok(only) if !only.trim().is_empty() => only.split(',').any(|n| n.trim() == name),
+        _ => true,
+    }
+}
+
+/// Runs `check` on every item, on as many threads as the machine has cores
+/// (each with its own server pool: [`with_servers`]), and returns the names
+/// of the items whose check panicked (their panic messages are printed as
+/// they happen). The registry decides what the items are; no test is
+/// written per item.
+pub fn failures_in_parallel<T: Sync>(
+    items: &[T],
+    name: impl Fn(&T) -> String + Sync,
+    check: impl Fn(&T) + Sync,
+) -> Vec<String> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let failed = Mutex::new(Vec::new());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(item)));
+                if run.is_err() {
+                    failed.lock().unwrap_or_else(|e| e.into_inner()).push(name(item));
+                }
+            });
+        }
+    });
+    let mut failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+    failed.sort();
+    failed
 }
 
 /// Splits a command line the way a POSIX shell would for the commands this

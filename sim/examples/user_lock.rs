@@ -29,11 +29,10 @@ use core::time::Duration;
 use rand::Rng;
 use redis::aio::ConnectionLike;
 use redis_primitives_sim::checker::mutual_exclusion::{self, Policy};
-use redis_primitives_sim::checker::Violation;
-use redis_primitives_sim::history::{Event, EventKind, Millis, Op};
-use redis_primitives_sim::nemesis::{FaultClass, Profile, Schedule};
-use redis_primitives_sim::servers::Servers;
-use redis_primitives_sim::world::{Actor, ActorResult, World, WorldConfig};
+
+use redis_primitives_sim::{
+    Actor, ActorResult, Event, EventKind, FaultClass, FaultSpace, Millis, Op, Servers, Violation, World, WorldConfig,
+};
 
 /// The lock under test: written by "a user", with a bug.
 #[derive(Clone)]
@@ -157,9 +156,15 @@ fn run(servers: &mut Servers, seed: u64, fixed: bool) -> Result<Verdict, Box<dyn
     }
     // Faults drawn from the seed: pauses, partitions and latency on the
     // clients, each with its undo, all healed before the run ends.
-    let profile =
-        Profile::new(3, 1, RUN_MS).classes(&[FaultClass::ClientPause, FaultClass::Partition, FaultClass::Latency]);
-    world.nemesis(Schedule::generate(seed, &profile));
+    // One to three faults of 100–1500 ms inside 10–90 % of the run: the
+    // same fault generator the harness's own scenarios draw from.
+    let faults = FaultSpace {
+        count: (1, 3),
+        duration_ms: (100, 1500),
+        ..FaultSpace::new(&[FaultClass::ClientPause, FaultClass::Partition, FaultClass::Latency], 3)
+    }
+    .within(RUN_MS / 10, RUN_MS * 9 / 10);
+    world.nemesis(faults.schedule(seed, 3, 1));
     let outcome = world.run()?;
     let events = outcome.history.events();
     let mut violations = mutual_exclusion::check(&events, Policy::ForbidTrustedOverlap).violations;

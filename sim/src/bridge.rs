@@ -91,7 +91,7 @@ pub struct Execution {
     /// Simulated time when it ran (ms since the start).
     pub sim_ms: u64,
     /// How long the bridge held it first
-    /// ([`BridgeNode::delay_next_request`]; 0 for all others), ms.
+    /// (the bridge's `delay_next_request`; 0 for all others), ms.
     pub held_ms: u64,
 }
 

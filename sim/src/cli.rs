@@ -7,7 +7,7 @@
 //!
 //! Ctrl-C: a `SIGINT`/`SIGTERM` handler, installed with `libc::sigaction`,
 //! kills every redis-server the process started (through the lock-free
-//! registry in [`crate::servers`], which is async-signal-safe) and exits
+//! registry in [`crate::Servers`], which is async-signal-safe) and exits
 //! with `_exit(130)`. The servers are in their own process groups, so the
 //! terminal's SIGINT never reaches them directly, and `PR_SET_PDEATHSIG`
 //! catches any path that skips the handler (SIGKILL of rp-sim itself).
@@ -53,8 +53,10 @@ pub enum Command {
     Scenarios,
     /// Run a scenario over many seeds and report every invariant violation.
     ///
-    /// Seeds S..S+N are run one after another (each seed derives its fault
-    /// schedule and all randomness from itself). Every violation is printed
+    /// Seeds S..S+N are run one after another. Each seed draws its plan (the
+    /// workload and the fault schedule) from the scenario's space with the
+    /// same proptest strategy the property search uses, and seeds all other
+    /// randomness; `replay --seed` reruns it. Every violation is printed
     /// with its seed, the invariant, a short explanation, the fault schedule
     /// and the exact `rp-sim replay` command that reproduces it. Histograms of
     /// all seeds are merged and summarised. Exit status 1 if anything was

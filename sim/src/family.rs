@@ -6,11 +6,13 @@
 //! scenario runs, correct or broken, with the settings that go with it):
 //!
 //! - its **plan** type (serde data: the only description of a run beyond
-//!   the seed and the nemesis schedule) and how a seed becomes one
-//!   ([`Family::seed_plan`]);
+//!   the seed and the nemesis schedule);
+//! - its **space** type and **strategy** ([`Family::plans`]): the one
+//!   generator of its plans, which seeds and the property search both draw
+//!   from (`crate::space`); [`Family::seeds`] is what this variant's seeds
+//!   draw, so a seed's run is the run of a plan, by construction;
 //! - its **run**: actors, workload and checkers, from a plan
-//!   ([`Family::run`]); a seed's run is the run of its seed plan, by
-//!   construction ([`Runner::run_seed`]);
+//!   ([`Family::run`]);
 //! - what a plan means to the harness: its actors, the faults its workload
 //!   injects itself, its validity and canonical form, and how it shrinks
 //!   ([`Family::smaller`]: the property search's hints).
@@ -27,9 +29,12 @@ use core::fmt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::nemesis::Schedule;
+use proptest::strategy::BoxedStrategy;
+
+use crate::nemesis::{Fault, Schedule};
 use crate::scenarios::Outcome;
 use crate::servers::{Servers, SetupError};
+use crate::space::{FaultSpace, Workloads};
 
 /// One family of scenarios, implemented on its variant type (see the
 /// module docs).
@@ -37,14 +42,28 @@ pub trait Family: fmt::Debug + Sync + 'static {
     /// Everything one run does beyond its seed and nemesis schedule.
     type Plan: Clone + fmt::Debug + fmt::Display + PartialEq + Serialize + DeserializeOwned;
 
+    /// Ranges (and shapes) of plans: what [`Family::plans`] draws from.
+    type Space: Clone + fmt::Debug + 'static;
+
     /// The family's name: the `family` tag of its plans' JSON.
     const NAME: &'static str;
 
     /// Redis nodes a run of this variant needs.
     fn nodes(&self) -> u32;
 
-    /// The plan and nemesis schedule of one seed.
-    fn seed_plan(&self, seed: u64) -> (Self::Plan, Schedule);
+    /// What this variant's seeds draw: its workload space and its nemesis
+    /// faults (`crate::space::Space::draw` turns a seed into a plan).
+    fn seeds(&self) -> (Self::Space, FaultSpace);
+
+    /// The family's strategy: plans of `space`, each with the faults its
+    /// shape places itself (on top of the nemesis's drawn ones). The only
+    /// generator of this family's plans; values shrink towards simpler
+    /// plans (fewer actors, no workload fault, low ends of ranges).
+    fn plans(space: &Self::Space) -> BoxedStrategy<(Self::Plan, Vec<Fault>)>;
+
+    /// The most actors a plan of `space` can have (fault targets are drawn
+    /// below it).
+    fn max_actors(space: &Self::Space) -> u32;
 
     /// Runs `plan` under `schedule` (the seed seeds what the plan leaves to
     /// chance: link latencies, actors' RNGs) and judges it.
@@ -128,10 +147,8 @@ pub trait Runner: fmt::Debug + Sync {
     fn family(&self) -> &'static str;
     /// Redis nodes a run needs.
     fn nodes(&self) -> u32;
-    /// The seed plan, as a [`Workload`], and its schedule.
-    fn seed_workload(&self, seed: u64) -> (Workload, Schedule);
-    /// Runs one seed: the run of its seed plan.
-    fn run_seed(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError>;
+    /// What its seeds draw: workloads and nemesis faults.
+    fn seeds(&self) -> (Workloads, FaultSpace);
     /// Runs a plan given as a [`Workload`].
     fn run_workload(
         &self,
@@ -163,14 +180,9 @@ impl<F: Family> Runner for F {
         Family::nodes(self)
     }
 
-    fn seed_workload(&self, seed: u64) -> (Workload, Schedule) {
-        let (plan, schedule) = self.seed_plan(seed);
-        (Workload::of::<F>(&plan), schedule)
-    }
-
-    fn run_seed(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-        let (plan, schedule) = self.seed_plan(seed);
-        self.run(servers, seed, &plan, schedule)
+    fn seeds(&self) -> (Workloads, FaultSpace) {
+        let (workload, faults) = Family::seeds(self);
+        (Workloads::of::<F>(&workload), faults)
     }
 
     fn run_workload(

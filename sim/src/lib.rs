@@ -10,10 +10,10 @@
 //! ## Testing your own code
 //!
 //! Anything written against `redis::aio::ConnectionLike` runs as a client
-//! actor: build a [`world::World`], register actors that use
-//! [`world::Actor::connection`] and record what they do
-//! ([`world::Actor::invoke`], then `ok` / `fail` / `info`), give it a fault
-//! schedule ([`nemesis::Schedule::generate`]), run it, and judge the history
+//! actor: build a [`World`], register actors that use
+//! [`Actor::connection`] and record what they do
+//! ([`Actor::invoke`], then `ok` / `fail` / `info`), give it a fault
+//! schedule (drawn from a [`FaultSpace`]), run it, and judge the history
 //! with the built-in checkers ([`checker`]) or your own. The same seed gives
 //! the same history and digest. `sim/examples/user_lock.rs` is the whole
 //! program (a lock with a bare-`DEL` release, found, with the replay
@@ -21,10 +21,7 @@
 //!
 //! ```no_run
 //! use redis_primitives_sim::checker::mutual_exclusion::{self, Policy};
-//! use redis_primitives_sim::history::Op;
-//! use redis_primitives_sim::nemesis::{FaultClass, Profile, Schedule};
-//! use redis_primitives_sim::servers::Servers;
-//! use redis_primitives_sim::world::{World, WorldConfig};
+//! use redis_primitives_sim::{FaultClass, FaultSpace, Op, Servers, World, WorldConfig};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut servers = Servers::new();
@@ -50,8 +47,8 @@
 //!             Ok(())
 //!         });
 //!     }
-//!     let faults = Profile::new(3, 1, 3000).classes(&[FaultClass::ClientPause, FaultClass::Partition]);
-//!     world.nemesis(Schedule::generate(seed, &faults));
+//!     let faults = FaultSpace::new(&[FaultClass::ClientPause, FaultClass::Partition], 3).within(300, 2700);
+//!     world.nemesis(faults.schedule(seed, 3, 1));
 //!     let run = world.run()?;
 //!     for v in mutual_exclusion::check(&run.history.events(), Policy::ForbidTrustedOverlap).violations {
 //!         println!("seed {seed}: {v} (digest {})", run.digest());
@@ -60,48 +57,73 @@
 //! # Ok(()) }
 //! ```
 //!
-//! ## Layout
+//! ## The public surface
 //!
-//! | module | concept |
+//! Everything a user's own simulation needs is re-exported here, at the
+//! crate root: [`Servers`], [`World`] and its [`Actor`]s, [`SimConnection`],
+//! the nemesis's [`Fault`]s and [`Schedule`]s with the [`FaultSpace`] they are
+//! drawn from, [`Histograms`], [`Plan`]s and the [`Family`] trait for a family
+//! of one's own, and [`explore()`]. Five modules stay public because they are
+//! vocabularies or tools rather than single types: [`history`] (the events
+//! and operations a history records), [`checker`] (the built-in invariants,
+//! one module each), [`scenarios`] (the registry and the built-in families),
+//! [`search`] (the property search) and [`cli`] (the `rp-sim` command line).
+//! Every other module is private; their files, for a reader of the source:
+//!
+//! | file | concept |
 //! |---|---|
-//! | [`servers`] | real redis-server processes with the clock library preloaded; killed on drop, panic and Ctrl-C |
-//! | [`clock`] | the memory-mapped control file of the `LD_PRELOAD` clock library (`sim/clock/rp_clock.c`) |
-//! | [`bridge`] | a turmoil host per Redis node: simulated TCP in, the real server out, clock pinned per command |
-//! | [`net`] | client connections over simulated TCP: connect and response timeouts, reconnect layer |
-//! | [`pause`] | freezing an actor (a process pause): every future it runs, its connection driver included |
-//! | [`nemesis`] | fault schedules as data; each fault with its named undo |
-//! | [`world`] | one simulation: servers, bridges, actors, the schedule; the scenarios' API |
-//! | [`plan`] | a run spelled out (workload + schedule), for replay and shrinking |
-//! | [`history`] | invoke / ok / fail / info events and their stable digest |
-//! | [`checker`] | the named invariants, one file each |
-//! | [`stats`] | HdrHistograms in simulated milliseconds |
-//! | [`family`] | a primitive family: its plan, seed plans, run, checkers and shrinking hints, behind one trait |
-//! | [`scenarios`] | the registry (one row per scenario) and one module per family |
-//! | [`explore`] | many seeds of one scenario |
-//! | [`search`], [`mutation`] | proptest strategies, search and shrinking; the mutation table |
-//! | [`mutants`] | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
-//! | [`rust_mutants`] | what `cargo mutants` found in the library's Rust code, read back and judged |
-//! | [`report`] | `rp-sim report`: Markdown + JSON under `reports/` |
-//! | [`cli`] | the `rp-sim` command line |
+//! | `servers.rs` | real redis-server processes with the clock library preloaded; killed on drop, panic and Ctrl-C |
+//! | `clock.rs` | the memory-mapped control file of the `LD_PRELOAD` clock library (`sim/clock/rp_clock.c`) |
+//! | `bridge.rs` | a turmoil host per Redis node: simulated TCP in, the real server out, clock pinned per command |
+//! | `net.rs` | client connections over simulated TCP: connect and response timeouts, reconnect layer |
+//! | `pause.rs` | freezing an actor (a process pause): every future it runs, its connection driver included |
+//! | `nemesis.rs` | fault schedules as data; each fault with its named undo |
+//! | `world.rs` | one simulation: servers, bridges, actors, the schedule; the scenarios' API |
+//! | `plan.rs` | a run spelled out (workload + schedule), for replay and shrinking |
+//! | `space.rs` | what a run may draw: the one generator of plans (seeds and the search) |
+//! | `stats.rs` | HdrHistograms in simulated milliseconds |
+//! | `family.rs` | a primitive family: its plan, space, strategy, run, checkers and shrinking hints, behind one trait |
+//! | `explore.rs` | many seeds of one scenario |
+//! | `mutation.rs` | the search's mutation table (`rp-sim report`) |
+//! | `mutants.rs` | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
+//! | `rust_mutants.rs` | what `cargo mutants` found in the library's Rust code, read back and judged |
+//! | `report.rs` | `rp-sim report`: Markdown + JSON under `reports/` |
 #![deny(missing_docs)]
 
-pub mod bridge;
+mod bridge;
 pub mod checker;
 pub mod cli;
-pub mod clock;
-pub mod explore;
-pub mod family;
+mod clock;
+mod explore;
+mod family;
 pub mod history;
-pub mod mutants;
-pub mod mutation;
-pub mod nemesis;
-pub mod net;
-pub mod pause;
-pub mod plan;
-pub mod report;
-pub mod rust_mutants;
+mod mutants;
+mod mutation;
+mod nemesis;
+mod net;
+mod pause;
+mod plan;
+mod report;
+mod rust_mutants;
 pub mod scenarios;
 pub mod search;
-pub mod servers;
-pub mod stats;
-pub mod world;
+mod servers;
+mod space;
+mod stats;
+mod world;
+
+pub use bridge::Execution;
+pub use checker::Violation;
+pub use clock::{ServerClock, CLOCK_FILE_ENV};
+pub use explore::{explore, replay_command, Exploration, Progress, SeedReport};
+pub use family::{Family, Runner, Workload};
+pub use history::{Digest, Event, EventKind, History, Millis, Op, OpId};
+pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
+pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
+pub use plan::Plan;
+pub use servers::{check_clock_library, clock_library, KeyAtEnd, ServerNode, Servers, SetupError};
+pub use space::{rng, FaultSpace, Space, Workloads};
+pub use stats::{Histograms, Percentiles, Summary};
+pub use world::{
+    derive_seed, Actor, ActorResult, RestartMode, RunOutcome, SimError, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS,
+};

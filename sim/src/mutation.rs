@@ -7,7 +7,7 @@
 //! and the non-guarantees (fence-counter loss, a restart under a held lock,
 //! a clock step on a minority of Redlock masters) are faults the correct
 //! primitives document they cannot survive. For each
-//! ([`crate::search::TARGETS`]) the table reports, over several base seeds
+//! ([`crate::search::targets`]) the table reports, over several base seeds
 //! of proptest's RNG:
 //!
 //! - the invariant that caught it;
@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::plan::Plan;
-use crate::search::{self, SearchConfig, SearchTarget, TargetKind, TARGETS};
+use crate::search::{self, SearchConfig, SearchTarget, TargetKind};
 use crate::servers::{Servers, SetupError};
 
 /// Cases a mutation-table search may try before it counts as "not found".
@@ -142,7 +142,7 @@ pub fn row(target: &SearchTarget, servers: &mut Servers, base_seeds: &[u64]) -> 
 /// first, so no wall time includes starting a process.
 pub fn table(servers: &mut Servers, base_seeds: &[u64]) -> Result<Vec<MutationRow>, SetupError> {
     servers.ensure(5)?;
-    TARGETS.iter().map(|t| row(t, servers, base_seeds)).collect()
+    search::targets().map(|t| row(t, servers, base_seeds)).collect()
 }
 
 fn opt<T: core::fmt::Display>(v: Option<T>) -> String {

@@ -1,9 +1,10 @@
 //! Fault schedules: what goes wrong, when, to whom, and how it is undone.
 //!
 //! A schedule is plain data, a list of [`Fault`]s, so that it can be
-//! generated from a seed ([`Schedule::generate`]), written by hand, shrunk
-//! by a property test (it is `Serialize`/`Deserialize`), and printed with
-//! every violation ([`Display`](core::fmt::Display)). Every fault kind comes
+//! drawn from a seed or a property search (one generator:
+//! [`crate::space::FaultSpace`]), written by hand, shrunk (it is
+//! `Serialize`/`Deserialize`), and printed with every violation
+//! ([`Display`](core::fmt::Display)). Every fault kind comes
 //! with its **named undo**, as turmoil's verbs come in pairs:
 //!
 //! | fault | undo |
@@ -18,11 +19,11 @@
 //! | `clock-step` | `unstep` |
 //!
 //! The world applies a fault at `at` and its undo at `at + duration`, both
-//! in simulated milliseconds since the start. Generated schedules never
-//! overlap two faults in time (turmoil does not support every combination,
-//! e.g. `hold` over a one-way partition, and one fault at a time keeps
-//! counterexamples readable); hand-written ones may, and are applied in
-//! time order, undos first at equal times.
+//! in simulated milliseconds since the start, in time order, undos first
+//! at equal times. A normalised schedule ([`Schedule::normalize`]) never
+//! overlaps two faults on the same switch (a link's state, a process's
+//! pause, a server's life or clock): the first undo would silently cut
+//! the other short.
 //!
 //! Targets are indexes: `Client(i)` is the i-th actor the scenario
 //! registered, `Node(j)` the j-th Redis node. A network fault on
@@ -30,8 +31,6 @@
 
 use core::fmt;
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::history::Millis;
@@ -107,7 +106,7 @@ pub enum FaultKind {
     },
 }
 
-/// The kinds without their parameters: what a [`Profile`] may choose from.
+/// The kinds without their parameters: what a fault space may choose from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum FaultClass {
     /// [`FaultKind::Partition`].
@@ -272,7 +271,7 @@ impl fmt::Display for Fault {
 pub struct Schedule {
     /// The faults, in any order (applied in time order).
     pub faults: Vec<Fault>,
-    /// Under swarm testing ([`Profile::swarm`]): the fault classes this
+    /// Under swarm testing ([`crate::space::FaultSpace::swarm`]): the fault classes this
     /// seed drew as enabled, and the most faults it allowed. Informative
     /// only (the faults above are the schedule); printed by `replay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -296,19 +295,6 @@ impl fmt::Display for SwarmDraw {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.enabled.iter().map(|c| c.name()).collect();
         write!(f, "swarm: enabled {} (at most {} fault(s))", names.join(", "), self.max_faults)
-    }
-}
-
-impl SwarmDraw {
-    /// Draws from `seed` within `profile` (its classes and fault range).
-    pub fn draw(seed: u64, profile: &Profile) -> SwarmDraw {
-        let mut rng = StdRng::seed_from_u64(seed ^ 0x7377_6172_6d21_0000); // "swarm!"
-        let mut enabled: Vec<FaultClass> = profile.classes.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
-        if enabled.is_empty() && !profile.classes.is_empty() {
-            enabled.push(profile.classes[rng.random_range(0..profile.classes.len())]);
-        }
-        let (lo, hi) = (profile.faults.0.min(profile.faults.1), profile.faults.0.max(profile.faults.1));
-        SwarmDraw { enabled, max_faults: rng.random_range(lo..=hi) }
     }
 }
 
@@ -375,82 +361,79 @@ impl Schedule {
         actions
     }
 
-    /// A schedule drawn from `seed` within `profile` (see the module docs).
-    /// Under [`Profile::swarm`] the seed first draws which classes are
-    /// enabled and how many faults it may get ([`SwarmDraw`]).
-    pub fn generate(seed: u64, profile: &Profile) -> Schedule {
-        if !profile.swarm {
-            return Self::generate_within(seed, profile);
-        }
-        let draw = SwarmDraw::draw(seed, profile);
-        let mut narrowed = profile.clone();
-        narrowed.classes = draw.enabled.clone();
-        narrowed.faults = (profile.faults.0.min(draw.max_faults), draw.max_faults);
-        let mut schedule = Self::generate_within(seed, &narrowed);
-        schedule.swarm = Some(draw);
-        schedule
-    }
-
-    fn generate_within(seed: u64, profile: &Profile) -> Schedule {
-        let mut rng = StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321); // "nemesis!"
-        let mut faults = Vec::new();
-        if profile.classes.is_empty() || profile.window.1 <= profile.window.0 {
-            return Schedule { faults, swarm: None };
-        }
-        let (lo, hi) = (profile.faults.0.min(profile.faults.1), profile.faults.0.max(profile.faults.1));
-        let count = rng.random_range(lo..=hi);
-        if count == 0 {
-            return Schedule { faults, swarm: None };
-        }
-        let (start, end) = profile.window;
-        let slot = (end - start) / u64::from(count);
-        let mut t = start;
-        for _ in 0..count {
-            let class = profile.classes[rng.random_range(0..profile.classes.len())];
-            let (dmin, dmax) = ordered(profile.duration);
-            let duration = rng.random_range(dmin..=dmax.max(dmin));
-            let gap = rng.random_range(0..=slot.saturating_sub(duration).max(1) / 2);
-            let at = t + gap;
-            if at + duration > end {
-                break;
+    /// The schedule in canonical form for `clients` actors and `nodes`
+    /// nodes, so that any drawn schedule runs and reads well:
+    ///
+    /// - targets are taken modulo the actors and nodes that exist (a
+    ///   strategy draws them independently of the actor count, so that
+    ///   shrinking the actors keeps every fault);
+    /// - faults are sorted by start, and a fault that would start while an
+    ///   earlier one on the same switch is still active is dropped:
+    ///   turmoil keeps one state per link and a process one pause switch,
+    ///   so the first undo would silently cut the other fault short;
+    /// - durations are at least 1 ms.
+    pub fn normalize(&self, clients: u32, nodes: u32) -> Schedule {
+        let (clients, nodes) = (clients.max(1), nodes.max(1));
+        let mut faults: Vec<Fault> = self
+            .faults
+            .iter()
+            .map(|f| {
+                let target = match f.target {
+                    Target::Client(c) => Target::Client(c % clients),
+                    Target::Node(n) => Target::Node(n % nodes),
+                    Target::Link { client, node } => Target::Link { client: client % clients, node: node % nodes },
+                };
+                Fault { target, duration: f.duration.max(1), ..*f }
+            })
+            .collect();
+        faults.sort_by_key(|f| f.at);
+        let mut kept: Vec<Fault> = Vec::with_capacity(faults.len());
+        for f in faults {
+            if !kept.iter().any(|k| k.collides(&f)) {
+                kept.push(f);
             }
-            let kind = match class {
-                FaultClass::Partition => FaultKind::Partition,
-                FaultClass::PartitionOneWay => FaultKind::PartitionOneWay {
-                    direction: if rng.random_bool(0.5) { Direction::ToServer } else { Direction::ToClient },
-                },
-                FaultClass::Hold => FaultKind::Hold,
-                FaultClass::Latency => {
-                    let (a, b) = ordered(profile.latency_ms);
-                    FaultKind::Latency { ms: rng.random_range(a..=b) }
-                }
-                FaultClass::ClientPause => FaultKind::ClientPause,
-                FaultClass::ServerPause => FaultKind::ServerPause,
-                FaultClass::ServerRestart => FaultKind::ServerRestart,
-                FaultClass::ClockStep => {
-                    let (a, b) = ordered(profile.clock_step_ms);
-                    let magnitude = rng.random_range(a..=b) as i64;
-                    FaultKind::ClockStep { offset_ms: if rng.random_bool(0.5) { magnitude } else { -magnitude } }
-                }
-            };
-            let clients = profile.clients.max(1);
-            let nodes = profile.nodes.max(1);
-            let target = if class.targets_node() {
-                Target::Node(rng.random_range(0..nodes))
-            } else if class == FaultClass::ClientPause || nodes == 1 || rng.random_bool(0.5) {
-                Target::Client(rng.random_range(0..clients))
-            } else {
-                Target::Link { client: rng.random_range(0..clients), node: rng.random_range(0..nodes) }
-            };
-            faults.push(Fault { at, duration, kind, target });
-            t = at + duration + 1;
         }
-        Schedule { faults, swarm: None }
+        Schedule { faults: kept, swarm: self.swarm.clone() }
     }
 }
 
-fn ordered((a, b): (u64, u64)) -> (u64, u64) {
-    (a.min(b), a.max(b))
+impl Fault {
+    /// Whether `self` and `other` overlap in time on the same switch (a
+    /// link's state, a process's pause, a server's clock or life): the
+    /// first undo would cut the other short.
+    pub fn collides(&self, other: &Fault) -> bool {
+        let (first, then) = if self.at <= other.at { (self, other) } else { (other, self) };
+        first.end() > then.at && conflicts(self, other)
+    }
+}
+
+/// Whether two faults act on the same switch.
+fn conflicts(a: &Fault, b: &Fault) -> bool {
+    use FaultClass::*;
+    let (ca, cb) = (a.kind.class(), b.kind.class());
+    let network = |c: FaultClass| matches!(c, Partition | PartitionOneWay | Hold | Latency);
+    let server_life = |c: FaultClass| matches!(c, ServerPause | ServerRestart);
+    if network(ca) && network(cb) {
+        return links_overlap(a.target, b.target);
+    }
+    if ca == ClientPause && cb == ClientPause {
+        return a.target == b.target;
+    }
+    if (server_life(ca) && server_life(cb)) || (ca == ClockStep && cb == ClockStep) {
+        return a.target == b.target;
+    }
+    false
+}
+
+fn links_overlap(a: Target, b: Target) -> bool {
+    match (a, b) {
+        (Target::Client(x), Target::Client(y)) => x == y,
+        (Target::Client(x), Target::Link { client, .. }) | (Target::Link { client, .. }, Target::Client(x)) => {
+            x == client
+        }
+        (Target::Link { client: c1, node: n1 }, Target::Link { client: c2, node: n2 }) => c1 == c2 && n1 == n2,
+        _ => false,
+    }
 }
 
 impl fmt::Display for Schedule {
@@ -471,114 +454,9 @@ impl fmt::Display for Schedule {
     }
 }
 
-/// What [`Schedule::generate`] may produce.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Profile {
-    /// Client actors in the world.
-    pub clients: u32,
-    /// Redis nodes in the world.
-    pub nodes: u32,
-    /// Fault classes to draw from (uniformly).
-    pub classes: Vec<FaultClass>,
-    /// How many faults, inclusive range.
-    pub faults: (u32, u32),
-    /// Faults start and end within `[window.0, window.1]` ms.
-    pub window: (Millis, Millis),
-    /// Fault duration range in ms.
-    pub duration: (Millis, Millis),
-    /// Latency range for `latency` faults, ms.
-    pub latency_ms: (u64, u64),
-    /// Magnitude range for clock steps, ms (the sign is drawn too).
-    pub clock_step_ms: (u64, u64),
-    /// Swarm testing: each seed enables a random subset of `classes` and a
-    /// random fault budget within `faults` ([`SwarmDraw`]).
-    #[serde(default)]
-    pub swarm: bool,
-}
-
-impl Profile {
-    /// A profile for `clients` actors and `nodes` nodes over a scenario of
-    /// `length` ms: 1–3 faults of any client-side network kind or client
-    /// pause, 100–1500 ms each, between 10% and 90% of the run.
-    pub fn new(clients: u32, nodes: u32, length: Millis) -> Profile {
-        Profile {
-            clients,
-            nodes,
-            classes: vec![
-                FaultClass::Partition,
-                FaultClass::PartitionOneWay,
-                FaultClass::Hold,
-                FaultClass::Latency,
-                FaultClass::ClientPause,
-            ],
-            faults: (1, 3),
-            window: (length / 10, length * 9 / 10),
-            duration: (100, 1500),
-            latency_ms: (20, 300),
-            clock_step_ms: (500, 5000),
-            swarm: false,
-        }
-    }
-
-    /// The same profile under swarm testing (see [`SwarmDraw`]).
-    pub fn swarm(mut self) -> Profile {
-        self.swarm = true;
-        self
-    }
-
-    /// The same profile drawing only from `classes`.
-    pub fn classes(mut self, classes: &[FaultClass]) -> Profile {
-        self.classes = classes.to_vec();
-        self
-    }
-
-    /// The same profile with this many faults (inclusive range).
-    pub fn faults(mut self, min: u32, max: u32) -> Profile {
-        self.faults = (min, max);
-        self
-    }
-
-    /// The same profile with this fault-duration range (ms).
-    pub fn duration(mut self, min: Millis, max: Millis) -> Profile {
-        self.duration = (min, max);
-        self
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn generation_is_deterministic_valid_and_sequential() {
-        let profile = Profile::new(3, 2, 3000).classes(&FaultClass::ALL).faults(2, 4);
-        for seed in 0..200 {
-            let a = Schedule::generate(seed, &profile);
-            assert_eq!(a, Schedule::generate(seed, &profile));
-            a.validate(3, 2).unwrap();
-            for w in a.faults.windows(2) {
-                assert!(w[0].end() < w[1].at, "overlap in {a}");
-            }
-            assert!(a.faults.iter().all(|f| f.at >= 300 && f.end() <= 2700), "{a}");
-        }
-    }
-
-    #[test]
-    fn swarm_draws_a_nonempty_subset_and_a_budget_per_seed() {
-        let profile = Profile::new(3, 1, 3000).classes(&FaultClass::ALL).faults(0, 4).swarm();
-        let mut subsets = std::collections::BTreeSet::new();
-        for seed in 0..200 {
-            let s = Schedule::generate(seed, &profile);
-            assert_eq!(s, Schedule::generate(seed, &profile));
-            let draw = s.swarm.clone().expect("swarm draw recorded");
-            assert!(!draw.enabled.is_empty());
-            assert!(s.faults.len() as u32 <= draw.max_faults, "{s}");
-            assert!(s.faults.iter().all(|f| draw.enabled.contains(&f.kind.class())), "{s}");
-            assert!(s.to_string().starts_with("swarm: enabled "), "{s}");
-            subsets.insert(draw.enabled);
-        }
-        assert!(subsets.len() > 20, "only {} distinct subsets", subsets.len());
-    }
 
     #[test]
     fn actions_put_undos_first_and_display_names_undos() {

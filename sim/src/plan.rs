@@ -17,11 +17,13 @@
 //!   section, the current leader freezing);
 //! - `schedule`: the nemesis faults, each with its start, duration and target.
 //!
-//! Every family runs a seed through its plan (each family's `seed_plan`, and
-//! [`from_seed`] here), so `run(seed)` and [`run`]`(&from_seed(seed))` are
-//! the same run, digest for digest (`sim/tests/harness/plan.rs` checks it
-//! for every scenario). The dependency goes one way: this module imports the
-//! families' plan types; no family imports this module. `rp-sim replay
+//! A seed is only a way to draw a plan: seed N's plan is drawn from the
+//! scenario's space by the same proptest strategy the property search
+//! draws from ([`crate::space`]), so `run(seed)` and
+//! [`run`]`(&from_seed(seed))` are the same run, digest for digest
+//! (`sim/tests/harness/plan.rs` checks it for every scenario). This module
+//! knows no family: a plan's workload is its family's JSON, read back
+//! through the registry row's [`Runner`]. `rp-sim replay
 //! --scenario NAME --plan '<json>'` reruns a plan, which is how a shrunk
 //! counterexample from the property tests is reproduced.
 //!
@@ -35,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::family::Runner;
 pub use crate::family::Workload;
-use crate::nemesis::{Fault, FaultClass, Schedule, Target};
+use crate::nemesis::{FaultClass, Schedule};
 use crate::scenarios::{self, Outcome};
 use crate::servers::{Servers, SetupError};
 
@@ -106,44 +108,17 @@ impl Plan {
         Ok(())
     }
 
-    /// Puts a generated plan into canonical form, so any plan a strategy
-    /// produces runs and reads well:
-    ///
-    /// - targets are taken modulo the actors and nodes that exist (a
-    ///   strategy draws them independently of the actor count, so that
-    ///   shrinking the actors keeps every fault);
-    /// - faults are sorted by start, and a fault that would start while an
-    ///   earlier one on an overlapping target is still active is dropped:
-    ///   turmoil keeps one state per link and a process one pause switch,
-    ///   so the first undo would silently cut the other fault short;
-    /// - durations are at least 1 ms.
+    /// Puts a drawn plan into canonical form, so any plan a strategy
+    /// produces runs and reads well: the workload's for its actors (indices
+    /// wrapped, lists sorted), and the schedule's ([`Schedule::normalize`]:
+    /// targets wrapped, faults on one switch never overlapping).
     pub fn normalize(mut self) -> Plan {
         let actors = self.actors().max(1);
         let nodes = self.nodes().max(1);
         if let Ok(r) = self.runner() {
             self.workload = r.normalize(&self.workload, actors);
         }
-        let mut faults: Vec<Fault> = self
-            .schedule
-            .faults
-            .iter()
-            .map(|f| {
-                let target = match f.target {
-                    Target::Client(c) => Target::Client(c % actors),
-                    Target::Node(n) => Target::Node(n % nodes),
-                    Target::Link { client, node } => Target::Link { client: client % actors, node: node % nodes },
-                };
-                Fault { target, duration: f.duration.max(1), ..*f }
-            })
-            .collect();
-        faults.sort_by_key(|f| f.at);
-        let mut kept: Vec<Fault> = Vec::with_capacity(faults.len());
-        for f in faults {
-            if !kept.iter().any(|k| k.end() > f.at && conflicts(k, &f)) {
-                kept.push(f);
-            }
-        }
-        self.schedule = Schedule::of(kept);
+        self.schedule = self.schedule.normalize(actors, nodes);
         self
     }
 
@@ -158,19 +133,30 @@ impl Plan {
         serde_json::from_str(json).map_err(|e| format!("not a plan: {e}"))
     }
 
+    /// Seed `seed`'s plan of `scenario`: drawn from the scenario's space with proptest's RNG seeded from `seed`.
+    pub fn from_seed(scenario: &str, seed: u64) -> Result<Plan, String> {
+        from_seed(scenario, seed)
+    }
+
+    /// Runs the plan on `servers`, checked by its scenario's checkers (an invalid plan is refused).
+    pub fn run(&self, servers: &mut Servers) -> Result<Outcome, SetupError> {
+        run(servers, self)
+    }
+
     /// The command that reruns this plan.
     pub fn replay_command(&self) -> String {
         format!("rp-sim replay --scenario {} --plan '{}'", self.scenario, self.to_json())
     }
 }
 
-/// The plan a scenario's seed-only run follows (`None` for an unknown
-/// scenario): [`run`]`(&from_seed(s, seed))` is the seed's run, digest for
-/// digest.
-pub fn from_seed(scenario: &str, seed: u64) -> Option<Plan> {
-    let row = scenarios::find(scenario)?;
-    let (workload, schedule) = row.runs.seed_workload(seed);
-    Some(Plan { scenario: scenario.to_string(), seed, workload, schedule })
+/// Seed `seed`'s plan of `scenario`: drawn from the scenario's space
+/// ([`crate::scenarios::Scenario::space`]) with proptest's RNG seeded from
+/// the seed. A seed's run is [`run`]`(&from_seed(s, seed)?)`, by
+/// construction.
+pub fn from_seed(scenario: &str, seed: u64) -> Result<Plan, String> {
+    let row =
+        scenarios::find(scenario).ok_or_else(|| format!("no scenario named {scenario} ({})", scenarios::names()))?;
+    row.space().draw(seed)
 }
 
 /// Runs a plan: its scenario's workload with the plan's parameters and
@@ -181,36 +167,6 @@ pub fn run(servers: &mut Servers, plan: &Plan) -> Result<Outcome, SetupError> {
     let runner = plan.runner().map_err(invalid)?;
     plan.validate().map_err(invalid)?;
     runner.run_workload(servers, plan.seed, &plan.workload, plan.schedule.clone())
-}
-
-/// Whether two faults act on the same switch (a link's state, a process's
-/// pause, a server's clock or life).
-fn conflicts(a: &Fault, b: &Fault) -> bool {
-    use FaultClass::*;
-    let (ca, cb) = (a.kind.class(), b.kind.class());
-    let network = |c: FaultClass| matches!(c, Partition | PartitionOneWay | Hold | Latency);
-    let server_life = |c: FaultClass| matches!(c, ServerPause | ServerRestart);
-    if network(ca) && network(cb) {
-        return links_overlap(a.target, b.target);
-    }
-    if ca == ClientPause && cb == ClientPause {
-        return a.target == b.target;
-    }
-    if (server_life(ca) && server_life(cb)) || (ca == ClockStep && cb == ClockStep) {
-        return a.target == b.target;
-    }
-    false
-}
-
-fn links_overlap(a: Target, b: Target) -> bool {
-    match (a, b) {
-        (Target::Client(x), Target::Client(y)) => x == y,
-        (Target::Client(x), Target::Link { client, .. }) | (Target::Link { client, .. }, Target::Client(x)) => {
-            x == client
-        }
-        (Target::Link { client: c1, node: n1 }, Target::Link { client: c2, node: n2 }) => c1 == c2 && n1 == n2,
-        _ => false,
-    }
 }
 
 impl fmt::Display for Plan {
@@ -241,7 +197,7 @@ impl fmt::Display for Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nemesis::FaultKind;
+    use crate::nemesis::{Fault, FaultKind, Target};
     use crate::scenarios::lock::{LockPlan, Stall};
 
     fn lock_plan(faults: Vec<Fault>) -> Plan {

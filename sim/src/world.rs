@@ -12,7 +12,7 @@
 //! A scenario is written like this:
 //!
 //! ```no_run
-//! use redis_primitives_sim::{world::{World, WorldConfig}, servers::Servers, nemesis::Schedule};
+//! use redis_primitives_sim::{Schedule, Servers, World, WorldConfig};
 //! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut servers = Servers::new();
 //! let mut world = World::new(&mut servers, WorldConfig::new(42))?;
@@ -208,7 +208,7 @@ pub struct RunOutcome {
     /// Commands the bridges forwarded to real servers.
     pub commands: u64,
     /// Every command each node executed (index = node), in execution order:
-    /// see [`crate::bridge::Execution`].
+    /// see [`crate::Execution`].
     pub executions: Vec<Vec<crate::bridge::Execution>>,
     /// The keys each node held when the run ended (index = node), read at
     /// the run's last instant: what `key-lifetimes` judges.

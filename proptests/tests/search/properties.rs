@@ -1,7 +1,7 @@
 //! Properties that must hold, each over a fixed, CI-sized number of random
-//! plans (fault schedules and workloads drawn by
-//! `redis_primitives_sim::search::PROPERTIES`), run against real
-//! redis-server processes:
+//! plans (fault schedules and workloads drawn from the spaces of
+//! `redis_primitives_sim::search::properties()`: the registry rows'
+//! `holds`), run against real redis-server processes:
 //!
 //! - fencing tokens increase (`lock`, client-side faults and clock steps);
 //! - no stale overwrite after a newer write (`fencing`: holders that rely on
@@ -19,7 +19,9 @@
 //! it, and persisted in `regressions/<property>.proptest-regressions`, which
 //! is replayed first on every later run.
 
-use redis_primitives_proptests::{base_seed, cases, regression_path, with_servers, DEFAULT_CASES};
+use redis_primitives_proptests::{
+    base_seed, cases, failures_in_parallel, regression_path, selected, with_servers, DEFAULT_CASES,
+};
 use redis_primitives_sim::search::{self, RegressionFile, SearchConfig};
 
 fn must_hold(name: &str) {
@@ -58,47 +60,22 @@ fn must_hold(name: &str) {
 }
 
 #[test]
-fn fencing_tokens_increase() {
-    must_hold("fencing-tokens-increase");
+fn every_property_holds() {
+    let properties: Vec<_> = search::properties().filter(|p| selected(p.name)).collect();
+    let failed = failures_in_parallel(&properties, |p| p.name.to_string(), |p| must_hold(p.name));
+    assert!(failed.is_empty(), "violated: {}", failed.join(", "));
 }
 
 #[test]
-fn no_stale_overwrite_after_a_newer_write() {
-    must_hold("no-stale-overwrite");
-}
-
-#[test]
-fn sliding_log_never_exceeds_its_limit() {
-    must_hold("sliding-log-limit");
-}
-
-#[test]
-fn sliding_counter_stays_within_its_documented_bound() {
-    must_hold("sliding-counter-bound");
-}
-
-#[test]
-fn one_leader_per_epoch_and_no_lower_epoch_write_after_a_higher_one() {
-    must_hold("one-leader-per-epoch");
-}
-
-#[test]
-fn redlock_mutual_exclusion_without_clock_faults() {
-    must_hold("redlock-mutual-exclusion");
-}
-
-#[test]
-fn every_property_has_a_test() {
-    let src = include_str!("properties.rs");
-    for p in search::PROPERTIES {
-        assert!(src.contains(&format!("must_hold(\"{}\")", p.name)), "{} has no test", p.name);
+fn restarts_and_clock_steps_are_non_guarantees_not_properties() {
+    for p in search::properties() {
         let space = (p.space)();
         assert!(
-            !space.faults.classes.contains(&redis_primitives_sim::nemesis::FaultClass::ServerRestart),
+            !space.faults.classes.contains(&redis_primitives_sim::FaultClass::ServerRestart),
             "{}: restarts are a documented non-guarantee, not a property",
             p.name
         );
     }
-    let redlock = search::property("redlock-mutual-exclusion").unwrap();
-    assert!(!(redlock.space)().faults.classes.contains(&redis_primitives_sim::nemesis::FaultClass::ClockStep));
+    let redlock = search::property("redlock-mutual-exclusion").expect("the registry holds Redlock's property");
+    assert!(!(redlock.space)().faults.classes.contains(&redis_primitives_sim::FaultClass::ClockStep));
 }

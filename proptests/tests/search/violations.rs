@@ -1,6 +1,7 @@
 //! The harness must catch every broken variant and every documented
-//! non-guarantee (`redis_primitives_sim::search::TARGETS`), against real
-//! redis-server processes. For each, this test asserts that:
+//! non-guarantee (`redis_primitives_sim::search::targets()`: the registry
+//! rows' `finds`), against real redis-server processes. For each, this test
+//! asserts that:
 //!
 //! 1. every counterexample persisted in its committed
 //!    `regressions/<target>.proptest-regressions` file still violates the
@@ -18,7 +19,9 @@
 //! (once: the search is deterministic, so the file does not grow run after
 //! run). Run with `--nocapture` to see the shrunk counterexamples.
 
-use redis_primitives_proptests::{base_seed, regression_path, run_command, with_servers};
+use redis_primitives_proptests::{
+    base_seed, failures_in_parallel, regression_path, run_command, selected, with_servers,
+};
 use redis_primitives_sim::search::{self, RegressionFile, SearchConfig};
 
 /// Simulation runs allowed for shrinking one counterexample.
@@ -90,59 +93,9 @@ fn must_find(name: &str) {
 }
 
 #[test]
-fn finds_lock_naive() {
-    must_find("lock-naive");
-}
-
-#[test]
-fn finds_fencing_unfenced() {
-    must_find("fencing-unfenced");
-}
-
-#[test]
-fn finds_rate_limit_fixed_window() {
-    must_find("rate-limit-fixed-window");
-}
-
-#[test]
-fn finds_rate_limit_client_side() {
-    must_find("rate-limit-client-side");
-}
-
-#[test]
-fn finds_rate_limit_watch_multi() {
-    must_find("rate-limit-watch-multi");
-}
-
-#[test]
-fn finds_election_no_epoch() {
-    must_find("election-no-epoch");
-}
-
-#[test]
-fn finds_redlock_no_validity() {
-    must_find("redlock-no-validity");
-}
-
-#[test]
-fn finds_counter_loss() {
-    must_find("counter-loss");
-}
-
-#[test]
-fn finds_lock_restart() {
-    must_find("lock-restart");
-}
-
-#[test]
-fn finds_redlock_clock_jump() {
-    must_find("redlock-clock-jump");
-}
-
-#[test]
-fn every_target_has_a_test() {
-    let src = include_str!("violations.rs");
-    for t in search::TARGETS {
-        assert!(src.contains(&format!("must_find(\"{}\")", t.name)), "{} has no test", t.name);
-    }
+fn every_target_is_found_and_shrunk() {
+    let targets: Vec<_> = search::targets().filter(|t| selected(t.name)).collect();
+    assert!(search::targets().next().is_some(), "the registry names no search target");
+    let failed = failures_in_parallel(&targets, |t| t.name.to_string(), |t| must_find(t.name));
+    assert!(failed.is_empty(), "not found or not reproduced: {}", failed.join(", "));
 }

@@ -36,7 +36,7 @@ const MAX_REPORTED: usize = 5;
 /// `self-fencing` for an election whose leaders demote themselves at their
 /// lease's local deadline ([`Demotion::AtDeadline`]): no two nodes believe
 /// they lead at the same simulated instant. A reign ends at the node's
-/// recorded deadline even while it is frozen (see [`reigns`]), so this is
+/// recorded deadline even while it is frozen (see `stats::reigns`), so this is
 /// exactly the promise: a leader stops trusting its lease before anyone else
 /// can be granted it. (Under the reference's renew-tick demotion the same
 /// overlap is the documented split-brain window, measured, not judged.)

@@ -24,7 +24,7 @@
 //!
 //! - **server time**: a decision that read the server's clock reports the
 //!   exact instant the server executed it: the bridge's execution log
-//!   ([`crate::bridge::Execution`]) holds the clock every script of the
+//!   ([`crate::Execution`]) holds the clock every script of the
 //!   caller ran under, and one of those run between its invoke and reply
 //!   must match. A `now` derived wrongly from `TIME` (a wrong unit, a
 //!   dropped microsecond part, an off-by-one millisecond) is caught.

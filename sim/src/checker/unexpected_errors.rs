@@ -11,7 +11,7 @@
 //! Scenarios record failed calls as "outcome unknown" (a timeout and a
 //! script error look alike to a caller that only retries), so without this
 //! checker such a bug reads as bad luck. The connection records every error
-//! reply but `NOSCRIPT` (see [`crate::net`]), the actors every other library
+//! reply but `NOSCRIPT` (see [`crate::SimConnection`]), the actors every other library
 //! error ([`crate::world::Actor::errored`]); this checker convicts the first
 //! one and counts the rest.
 

@@ -34,8 +34,8 @@ pub fn workload() -> LockWorkload {
         // Mutual exclusion is not what this scenario is about (a restart
         // also ends every lease early); it is measured only.
         policy: Policy::MeasureOnly,
-        // Generated faults stay on the client side; the restart is fixed.
-        profile: base.profile.clone(),
+        // Drawn faults stay on the client side; the restart is fixed.
+        faults: base.faults.clone(),
         always: vec![Fault {
             at: RESTART_AT_MS,
             duration: RESTART_FOR_MS,

@@ -15,7 +15,7 @@
 //!   millisecond and records `Role` events when it changes. For a
 //!   self-fencing node the recorded leader events carry the lease's local
 //!   deadline, so its reign ends there even while it is frozen and cannot
-//!   record anything (see [`crate::stats::reigns`]).
+//!   record anything (see `stats::reigns`).
 //!
 //! The workload injects two faults itself, at seeded moments, because they
 //! must hit *the leader*, whoever that turns out to be: the node leading at
@@ -49,11 +49,14 @@ use super::{outcome_from, Outcome, Situation};
 use crate::checker;
 use crate::checker::key_lifetimes::{Life, Rule};
 use crate::history::{Op, Published, Role, WriteResult};
-use crate::nemesis::{FaultClass, Profile, Schedule};
+use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
+use crate::space::FaultSpace;
 use crate::stats::{self, Histograms};
 use crate::world::{Actor, World, WorldConfig};
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
 
 /// Election name used by every scenario.
 pub const ELECTION_NAME: &str = "leader";
@@ -657,56 +660,175 @@ fn measure(
     (failovers, handovers)
 }
 
-/// The explicit form of a seed's run: the reference's settings, the
-/// seeded leader stall and `stop()`, and the fault schedule (see `crate::plan`).
-pub fn seed_plan(seed: u64) -> (ElectionPlan, Schedule) {
-    const NODES: usize = 3;
-    // The last 700 ms are a quiet tail (no fault, no stall, no stop()
-    // starts there) in which `liveness` is judged.
-    const LENGTH: u64 = 3500;
-    const QUIET_TAIL: u64 = 700;
-    let mut rng = StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-plan"));
-    let stall_at = rng.random_range(300..=1200);
-    let stall_for = rng.random_range(500..=1500);
-    // A long stall late in the run leaves no room for a hand-over after it:
-    // then the run has none (drawing from an empty range would panic).
-    let (stop_lo, stop_hi) = (stall_at + stall_for + 100, LENGTH - QUIET_TAIL - 100);
-    let stop_at = (stop_lo <= stop_hi).then(|| rng.random_range(stop_lo..=stop_hi));
-    let stall_mid_write = rng.random_bool(0.5);
-    // A quarter of the seeds start the fence counter just below 2^53, where
-    // a token passed through a Lua number (a double) would repeat.
-    let epoch_base = rng.random_bool(0.25).then_some((1u64 << 53) - 2);
-    let plan = ElectionPlan {
-        nodes: NODES as u32,
-        lease_ms: LEASE_MS,
-        renew_ms: RENEW_MS,
-        campaign_ms: CAMPAIGN_MS,
-        length_ms: LENGTH,
-        stagger_ms: 0,
-        stall: Some(LeaderStall { at: stall_at, ms: stall_for }),
-        stall_mid_write,
-        epoch_base,
-        stop_at,
-        // Its own stream, so the draws above stay what they were.
-        slow_first_campaign: StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-slow-campaign"))
-            .random_bool(0.25),
-        slow_renewals: {
-            let mut rng = StdRng::seed_from_u64(crate::world::derive_seed(seed, "election-slow-renewals"));
-            rng.random_bool(0.25).then(|| rng.random_range(300..=LENGTH - QUIET_TAIL - SLOWED_SPAN_MS))
-        },
-    };
-    let mut profile = Profile::new(NODES as u32, 1, LENGTH);
-    profile.classes = vec![
+/// The seeds' run length (ms); its last [`QUIET_TAIL_MS`] are a quiet
+/// tail (no fault, no stall, no `stop()` starts there) in which
+/// `liveness` is judged.
+const SEED_LENGTH_MS: u64 = 3500;
+/// See [`SEED_LENGTH_MS`].
+const QUIET_TAIL_MS: u64 = 700;
+
+/// What election plans may be drawn from (ranges inclusive; each shrinks
+/// towards its first bound).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElectionSpace {
+    /// Nodes.
+    pub nodes: (u32, u32),
+    /// Lease (ms).
+    pub lease_ms: (u64, u64),
+    /// Renew every lease / this (the builder refuses more than half of the
+    /// lease less its drift allowance).
+    pub renew_div: (u64, u64),
+    /// Campaign interval (ms).
+    pub campaign_ms: (u64, u64),
+    /// How long nodes run (ms).
+    pub length_ms: (u64, u64),
+    /// What the workload does to the leader.
+    pub leader: LeaderFaults,
+}
+
+/// The faults an election workload injects into its leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaderFaults {
+    /// None.
+    None,
+    /// Maybe a stall (at 200–2000 ms for 100–2000 ms) and maybe a `stop()`
+    /// (at 300–3000 ms): each shrinks to none.
+    Maybe,
+    /// The seeds' shape: a stall at 300–1200 ms for 500–1500 ms, a
+    /// `stop()` after it when there is room before the quiet tail, and the
+    /// edges (a stall between a write and its reply on half the plans,
+    /// epochs from just below 2^53, a slow first campaign, slow renewals
+    /// on a quarter each).
+    Seeded {
+        /// The last this-many ms of the run see no fault start.
+        quiet_tail_ms: u64,
+    },
+}
+
+impl ElectionSpace {
+    /// The property search's space: 1–4 nodes, lease 200–800 ms, renew a
+    /// third to a fifth of it, 1.5–3.5 s, a maybe-stall and maybe-`stop()`.
+    pub fn search() -> ElectionSpace {
+        ElectionSpace {
+            nodes: (1, 4),
+            lease_ms: (200, 800),
+            renew_div: (3, 5),
+            campaign_ms: (10, 50),
+            length_ms: (1500, 3500),
+            leader: LeaderFaults::Maybe,
+        }
+    }
+
+    /// What every election variant's seeds draw: three nodes with the
+    /// reference's settings (lease 400, renew 100, campaign 25 ms) over
+    /// 3.5 s, and the seeded leader faults.
+    pub fn seeds() -> ElectionSpace {
+        ElectionSpace {
+            nodes: (3, 3),
+            lease_ms: (LEASE_MS, LEASE_MS),
+            renew_div: (LEASE_MS / RENEW_MS, LEASE_MS / RENEW_MS),
+            campaign_ms: (CAMPAIGN_MS, CAMPAIGN_MS),
+            length_ms: (SEED_LENGTH_MS, SEED_LENGTH_MS),
+            leader: LeaderFaults::Seeded { quiet_tail_ms: QUIET_TAIL_MS },
+        }
+    }
+
+    /// The strategy (the family's one generator).
+    pub fn plans(&self) -> BoxedStrategy<(ElectionPlan, Vec<Fault>)> {
+        let base = |nodes, lease_ms: u64, renew_div: u64, campaign_ms, length_ms| ElectionPlan {
+            nodes,
+            lease_ms,
+            renew_ms: lease_ms / renew_div.max(1),
+            campaign_ms,
+            length_ms,
+            stagger_ms: 0,
+            stall: None,
+            stall_mid_write: false,
+            epoch_base: None,
+            stop_at: None,
+            slow_first_campaign: false,
+            slow_renewals: None,
+        };
+        let (nodes, lease, div, campaign, length) = (
+            self.nodes.0..=self.nodes.1,
+            self.lease_ms.0..=self.lease_ms.1,
+            self.renew_div.0..=self.renew_div.1,
+            self.campaign_ms.0..=self.campaign_ms.1,
+            self.length_ms.0..=self.length_ms.1,
+        );
+        match self.leader {
+            LeaderFaults::None | LeaderFaults::Maybe => {
+                let (stall, stop) = if self.leader == LeaderFaults::Maybe {
+                    (
+                        proptest::option::of((200..=2000u64, 100..=2000u64))
+                            .prop_map(|s| s.map(|(at, ms)| LeaderStall { at, ms }))
+                            .boxed(),
+                        proptest::option::of(300..=3000u64).boxed(),
+                    )
+                } else {
+                    (Just(None).boxed(), Just(None).boxed())
+                };
+                (nodes, stall, stop, lease, div, campaign, length)
+                    .prop_map(move |(nodes, stall, stop_at, lease_ms, div, campaign_ms, length_ms)| {
+                        (
+                            ElectionPlan { stall, stop_at, ..base(nodes, lease_ms, div, campaign_ms, length_ms) },
+                            Vec::new(),
+                        )
+                    })
+                    .boxed()
+            }
+            LeaderFaults::Seeded { quiet_tail_ms } => {
+                let shape = (
+                    300..=1200u64,
+                    500..=1500u64,
+                    0..=1000u64,
+                    any::<bool>(),
+                    proptest::bool::weighted(0.25),
+                    proptest::bool::weighted(0.25),
+                    proptest::option::weighted(0.25, 0..=1000u64),
+                );
+                ((nodes, lease, div, campaign, length), shape)
+                    .prop_map(move |((nodes, lease_ms, div, campaign_ms, length_ms), shape)| {
+                        let (stall_at, stall_for, stop_frac, stall_mid_write, high_epochs, slow_campaign, slow) = shape;
+                        let last_start = length_ms.saturating_sub(quiet_tail_ms);
+                        // A long stall late in the run leaves no room for a
+                        // hand-over after it: then the run has none.
+                        let (stop_lo, stop_hi) = (stall_at + stall_for + 100, last_start.saturating_sub(100));
+                        let stop_at = (stop_lo <= stop_hi).then(|| stop_lo + (stop_hi - stop_lo) * stop_frac / 1000);
+                        let slowed_hi = last_start.saturating_sub(SLOWED_SPAN_MS).max(300);
+                        let plan = ElectionPlan {
+                            stall: Some(LeaderStall { at: stall_at, ms: stall_for }),
+                            stop_at,
+                            stall_mid_write,
+                            // Epochs just below 2^53, where a token passed
+                            // through a Lua number (a double) would repeat.
+                            epoch_base: high_epochs.then_some((1u64 << 53) - 2),
+                            slow_first_campaign: slow_campaign,
+                            slow_renewals: slow.map(|frac| 300 + (slowed_hi - 300) * frac / 1000),
+                            ..base(nodes, lease_ms, div, campaign_ms, length_ms)
+                        };
+                        (plan, Vec::new())
+                    })
+                    .boxed()
+            }
+        }
+    }
+}
+
+/// The nemesis faults every election variant's seeds draw: up to two
+/// client-side faults or server pauses of 50–800 ms, from 10 % of the run
+/// to its quiet tail, a swarm subset per seed.
+pub fn seed_faults() -> FaultSpace {
+    let classes = [
         FaultClass::Partition,
         FaultClass::Hold,
         FaultClass::Latency,
         FaultClass::ClientPause,
         FaultClass::ServerPause,
     ];
-    profile.faults = (0, 2);
-    profile.duration = (50, 800);
-    profile.window = (LENGTH / 10, LENGTH - QUIET_TAIL);
-    (plan, Schedule::generate(seed, &profile.swarm()))
+    FaultSpace { count: (0, 2), duration_ms: (50, 800), ..FaultSpace::new(&classes, 2) }
+        .within(SEED_LENGTH_MS / 10, SEED_LENGTH_MS - QUIET_TAIL_MS)
+        .swarm()
 }
 
 /// Runs an explicit plan of an election scenario.
@@ -1145,14 +1267,23 @@ pub fn figure_rows(servers: &mut Servers, runs: u64) -> Result<Vec<FigureRow>, S
 }
 impl Family for Variant {
     type Plan = ElectionPlan;
+    type Space = ElectionSpace;
     const NAME: &'static str = "election";
 
     fn nodes(&self) -> u32 {
         1
     }
 
-    fn seed_plan(&self, seed: u64) -> (ElectionPlan, Schedule) {
-        seed_plan(seed)
+    fn seeds(&self) -> (ElectionSpace, FaultSpace) {
+        (ElectionSpace::seeds(), seed_faults())
+    }
+
+    fn plans(space: &ElectionSpace) -> BoxedStrategy<(ElectionPlan, Vec<Fault>)> {
+        space.plans()
+    }
+
+    fn max_actors(space: &ElectionSpace) -> u32 {
+        space.nodes.1
     }
 
     fn run(

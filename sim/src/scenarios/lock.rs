@@ -13,9 +13,9 @@
 //!    records every operation as invoke → ok / fail / info. A library error
 //!    whose outcome is unknown (timeout, dropped connection) is `info`,
 //!    never `fail`;
-//! 3. set the fault schedule: generated from the seed within a [`Profile`],
-//!    plus any fault the scenario always needs, or given explicitly
-//!    (property tests shrink explicit schedules);
+//! 3. set the fault schedule: the plan's (drawn from the seed or by the
+//!    property search through the one generator, `crate::space`: faults
+//!    of the variant's [`FaultSpace`] plus any its workload shape places);
 //! 4. run, then hand the history to the named checkers and the histogram
 //!    recorders, and return an [`Outcome`].
 //!
@@ -42,11 +42,14 @@ use crate::checker::{
     corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies, stale_overwrite,
 };
 use crate::history::{GuardedResult, Millis, Op, WriteResult};
-use crate::nemesis::{Fault, FaultClass, Profile, Schedule};
+use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
+use crate::space::FaultSpace;
 use crate::stats::{self, Histograms, UNSAFE};
 use crate::world::{Actor, ActorResult, World, WorldConfig};
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
 use serde::{Deserialize, Serialize};
 
 use crate::family::Family;
@@ -103,6 +106,140 @@ pub struct Stall {
     pub ms: u64,
 }
 
+/// What lock-family plans may be drawn from (ranges inclusive; each
+/// shrinks towards its first bound).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockSpace {
+    /// Contending clients.
+    pub clients: (u32, u32),
+    /// Lease TTL (ms).
+    pub ttl_ms: (u64, u64),
+    /// Longest hold (ms).
+    pub hold_max_ms: (u64, u64),
+    /// The shortest hold is this much below the longest (ms).
+    pub hold_span_ms: (u64, u64),
+    /// Longest think time (ms); the shortest is 5 ms.
+    pub think_max_ms: (u64, u64),
+    /// How long clients keep trying (ms).
+    pub length_ms: (u64, u64),
+    /// Whether and how long a client stalls inside a critical section.
+    pub stall: StallSpace,
+    /// Faults every plan gets (the restart of `counter-loss`).
+    pub placed: Vec<Fault>,
+}
+
+/// Whether a lock-family plan has a holder's stall, and how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StallSpace {
+    /// Never.
+    Never,
+    /// Sometimes (shrinks to none): of `ms` (inclusive).
+    Maybe {
+        /// Stall lengths (ms).
+        ms: (u64, u64),
+    },
+    /// Always, in a drawn client's first, second or third hold.
+    Always {
+        /// Stall lengths (ms).
+        ms: (u64, u64),
+    },
+}
+
+impl LockSpace {
+    /// The property search's lock space: 1–4 clients, TTL 150–600 ms,
+    /// holds up to 100–700 ms, 1–3 s of attempts, an optional stall.
+    pub fn search() -> LockSpace {
+        LockSpace {
+            clients: (1, 4),
+            ttl_ms: (150, 600),
+            hold_max_ms: (100, 700),
+            hold_span_ms: (10, 100),
+            think_max_ms: (5, 80),
+            length_ms: (1000, 3000),
+            stall: StallSpace::Maybe { ms: (100, 1500) },
+            placed: Vec::new(),
+        }
+    }
+
+    /// What a variant's seeds draw: its template plan exactly, a stall of
+    /// its `seed_stall_ms` in a drawn client's drawn hold, its fixed faults.
+    pub fn seeds(w: &LockWorkload) -> LockSpace {
+        let p = &w.plan;
+        LockSpace {
+            clients: one(p.clients),
+            ttl_ms: one(p.ttl_ms),
+            hold_max_ms: one(p.hold_ms.1),
+            hold_span_ms: one(p.hold_ms.1 - p.hold_ms.0.min(p.hold_ms.1)),
+            think_max_ms: one(p.think_ms.1),
+            length_ms: one(p.length_ms),
+            stall: if w.seed_stall_ms > 0 {
+                StallSpace::Always { ms: one(w.seed_stall_ms) }
+            } else {
+                StallSpace::Never
+            },
+            placed: w.always.clone(),
+        }
+    }
+
+    /// The strategy (the family's one generator).
+    pub fn plans(&self) -> BoxedStrategy<(LockPlan, Vec<Fault>)> {
+        let clients = self.clients;
+        let stall_of = |(client, hold, ms)| Stall { client, hold, ms };
+        let stall = match self.stall {
+            StallSpace::Never => Just(None).boxed(),
+            StallSpace::Maybe { ms } => proptest::option::of((0..clients.1.max(1), 1..=3u32, ms.0..=ms.1))
+                .prop_map(move |s| s.map(stall_of))
+                .boxed(),
+            StallSpace::Always { ms } => {
+                (0..clients.1.max(1), 1..=3u32, ms.0..=ms.1).prop_map(move |s| Some(stall_of(s))).boxed()
+            }
+        };
+        let placed = self.placed.clone();
+        (
+            clients.0..=clients.1,
+            stall,
+            self.ttl_ms.0..=self.ttl_ms.1,
+            self.hold_max_ms.0..=self.hold_max_ms.1,
+            self.hold_span_ms.0..=self.hold_span_ms.1,
+            self.think_max_ms.0..=self.think_max_ms.1,
+            self.length_ms.0..=self.length_ms.1,
+        )
+            .prop_map(move |(clients, stall, ttl_ms, hold_max, hold_span, think_max, length_ms)| {
+                let plan = LockPlan {
+                    clients,
+                    ttl_ms,
+                    hold_ms: (hold_max.saturating_sub(hold_span).max(1), hold_max),
+                    think_ms: (5, think_max),
+                    length_ms,
+                    stall,
+                };
+                (plan, placed.clone())
+            })
+            .boxed()
+    }
+}
+
+fn one<T: Copy>(v: T) -> (T, T) {
+    (v, v)
+}
+
+/// The nemesis faults of the lock variants' seeds: one to three faults of
+/// the client-side kinds (and server pauses), 100–1500 ms each, inside
+/// 10–90 % of the run, a swarm subset per seed.
+pub fn seed_faults(length_ms: Millis) -> FaultSpace {
+    let classes = [
+        FaultClass::ClientPause,
+        FaultClass::Partition,
+        FaultClass::PartitionOneWay,
+        FaultClass::Hold,
+        FaultClass::Latency,
+        FaultClass::ServerPause,
+    ];
+    FaultSpace { count: (1, 3), duration_ms: (100, 1500), links: true, ..FaultSpace::new(&classes, 3) }
+        .within(length_ms / 10, length_ms * 9 / 10)
+        .swarm()
+}
+
 /// The lock workload: one variant's fixed settings, and the plan it runs
 /// (see the module docs). The plan's fields live only in [`LockPlan`].
 #[derive(Debug, Clone)]
@@ -117,7 +254,7 @@ pub struct LockWorkload {
     /// survives the lock server's failures).
     pub store_node: usize,
     /// How long the stall a seed plans lasts (0: seeds plan none); where it
-    /// lands is drawn per seed ([`LockWorkload::seed_plan`]).
+    /// lands is drawn per seed ([`LockSpace::seeds`]).
     pub seed_stall_ms: u64,
     /// The lock used.
     pub lock: LockKind,
@@ -126,9 +263,9 @@ pub struct LockWorkload {
     /// Whether a holder checks its local deadline before writing (a careful
     /// client) or writes regardless (relying on fencing alone).
     pub check_deadline: bool,
-    /// Generated faults.
-    pub profile: Profile,
-    /// Faults every seed gets, on top of the generated ones.
+    /// The nemesis faults its seeds draw.
+    pub faults: FaultSpace,
+    /// Faults every seed gets, on top of the drawn ones.
     pub always: Vec<Fault>,
     /// Which lock overlaps are violations.
     pub policy: Policy,
@@ -154,50 +291,11 @@ impl LockWorkload {
             lock: LockKind::Fenced,
             store: StoreKind::Fenced,
             check_deadline: true,
-            profile: Profile::new(3, 1, length_ms)
-                .classes(&[
-                    FaultClass::ClientPause,
-                    FaultClass::Partition,
-                    FaultClass::PartitionOneWay,
-                    FaultClass::Hold,
-                    FaultClass::Latency,
-                    FaultClass::ServerPause,
-                ])
-                .swarm(),
+            faults: seed_faults(length_ms),
             always: Vec::new(),
             policy: Policy::ForbidTrustedOverlap,
             modes: true,
         }
-    }
-
-    /// The schedule a seed gets: generated faults plus the fixed ones.
-    pub fn schedule(&self, seed: u64) -> Schedule {
-        let mut s = Schedule::generate(seed, &self.profile);
-        s.faults.extend(self.always.iter().copied());
-        s
-    }
-
-    /// The plan and schedule of one seed: the template's plan with a stall
-    /// of `seed_stall_ms` in a seeded client's seeded hold, and the
-    /// generated faults.
-    pub fn seed_plan(&self, seed: u64) -> (LockPlan, Schedule) {
-        let stall = (self.seed_stall_ms > 0).then(|| {
-            let (client, hold) = self.stall_plan(seed);
-            Stall { client, hold, ms: self.seed_stall_ms }
-        });
-        (LockPlan { stall, ..self.plan.clone() }, self.schedule(seed))
-    }
-
-    /// Runs one seed: its plan ([`LockWorkload::seed_plan`]), by construction.
-    pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-        let (plan, schedule) = self.seed_plan(seed);
-        self.run_planned(servers, seed, &plan, schedule)
-    }
-
-    /// Which client stalls, and in which of its holds (1-based): seeded.
-    pub fn stall_plan(&self, seed: u64) -> (u32, u32) {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(crate::world::derive_seed(seed, "stall"));
-        (rng.random_range(0..self.plan.clients.max(1)), rng.random_range(1..=3u32))
     }
 
     /// How long the plan's stall lasts (0: none).
@@ -341,14 +439,24 @@ impl Variant {
 
 impl Family for Variant {
     type Plan = LockPlan;
+    type Space = LockSpace;
     const NAME: &'static str = "lock";
 
     fn nodes(&self) -> u32 {
         self.workload().nodes as u32
     }
 
-    fn seed_plan(&self, seed: u64) -> (LockPlan, Schedule) {
-        self.workload().seed_plan(seed)
+    fn seeds(&self) -> (LockSpace, FaultSpace) {
+        let w = self.workload();
+        (LockSpace::seeds(&w), w.faults)
+    }
+
+    fn plans(space: &LockSpace) -> BoxedStrategy<(LockPlan, Vec<Fault>)> {
+        space.plans()
+    }
+
+    fn max_actors(space: &LockSpace) -> u32 {
+        space.clients.1
     }
 
     fn run(

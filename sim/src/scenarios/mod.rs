@@ -2,7 +2,7 @@
 //! and what it is expected to find.
 //!
 //! A scenario is one registry row whose family variant ([`Runner`]), given
-//! a pool of real servers and a seed, builds a turmoil simulation (through [`crate::world`]), drives
+//! a pool of real servers and a seed, builds a turmoil simulation (through [`crate::World`]), drives
 //! production types through a fault schedule derived from the seed, and
 //! returns an [`Outcome`]: the history, its digest, the violations its
 //! checkers found, its histograms and the schedule it ran.
@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::checker::Violation;
 use crate::family::Runner;
 use crate::history::{Digest, Event};
+use crate::search::{self, PropertySpec, SearchTarget, TargetKind};
 use crate::servers::{Servers, SetupError};
 use crate::stats::Histograms;
 
@@ -148,7 +149,7 @@ pub struct Scenario {
     pub description: &'static str,
     /// What it should find.
     pub expect: Expect,
-    /// Its family and variant: what runs it ([`crate::family`]).
+    /// Its family and variant: what runs it ([`crate::Family`]).
     pub runs: &'static dyn Runner,
     /// The situations it exists to reach (see [`Situation`]).
     pub situations: &'static [Situation],
@@ -168,12 +169,31 @@ pub struct Scenario {
     /// (`sim/tests/harness/scenarios.rs` runs them; a correct scenario is
     /// held to the clean seeds `0..24` instead). Empty for a correct one.
     pub pinned_seeds: &'static [u64],
+    /// What the property search must find in it (a broken variant, or a
+    /// documented non-guarantee of a correct primitive under a wider fault
+    /// space): `rp-sim report`'s mutation table and
+    /// `proptests/tests/search/violations.rs` iterate these.
+    pub finds: &'static [SearchTarget],
+    /// What the property search must not find in it (an invariant over a
+    /// fault space it claims to survive): `proptests/tests/search/properties.rs`
+    /// iterates these.
+    pub holds: &'static [PropertySpec],
 }
 
 impl Scenario {
-    /// Runs one seed: the run of its seed plan.
+    /// Runs one seed: the run of the plan the seed draws from
+    /// [`Scenario::space`].
     pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-        self.runs.run_seed(servers, seed)
+        // A drawn plan is normalised, so valid (`search`'s tests check it).
+        let plan = self.space().draw(seed).map_err(SetupError::Simulation)?;
+        self.runs.run_workload(servers, plan.seed, &plan.workload, plan.schedule)
+    }
+
+    /// What its seeds draw (`crate::space`): the family's seed workloads
+    /// and nemesis faults for this variant.
+    pub fn space(&self) -> crate::space::Space {
+        let (workload, faults) = self.runs.seeds();
+        crate::space::Space { scenario: self.name, faults, workload }
     }
 
     /// Redis nodes its runs need.
@@ -212,6 +232,21 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Lock,
         pinned_seeds: &[],
+        finds: &[
+            SearchTarget {
+                name: "lock-restart",
+                kind: TargetKind::NonGuarantee,
+                invariant: MUTUAL_EXCLUSION,
+                what:
+                    "a restart without persistence under a held lock: a second client acquires while the first trusts its lease",
+                space: search::lock_restart_space,
+                case_bound: 200,
+                size_bound: 5,
+            },
+        ],
+        holds: &[
+            PropertySpec { name: "fencing-tokens-increase", invariant: FENCING_TOKENS_INCREASE, space: search::tokens_space },
+        ],
     },
     Scenario {
         name: "lock-naive",
@@ -223,6 +258,18 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Naive,
         pinned_seeds: &[1, 2, 3],
+        finds: &[
+            SearchTarget {
+                name: "lock-naive",
+                kind: TargetKind::BrokenVariant,
+                invariant: MUTUAL_EXCLUSION,
+                what: "bare DEL release: a holder past its lease deletes the next holder's lock",
+                space: search::lock_naive_space,
+                case_bound: 30,
+                size_bound: 4,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "fencing",
@@ -234,6 +281,10 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Fencing,
         pinned_seeds: &[],
+        finds: &[],
+        holds: &[
+            PropertySpec { name: "no-stale-overwrite", invariant: NO_STALE_OVERWRITE, space: search::stale_overwrite_space },
+        ],
     },
     Scenario {
         name: "fencing-unfenced",
@@ -245,6 +296,18 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Unfenced,
         pinned_seeds: &[0, 3, 4],
+        finds: &[
+            SearchTarget {
+                name: "fencing-unfenced",
+                kind: TargetKind::BrokenVariant,
+                invariant: NO_STALE_OVERWRITE,
+                what: "a resource that ignores the token: a late write overwrites a newer one",
+                space: search::fencing_unfenced_space,
+                case_bound: 40,
+                size_bound: 4,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "rate-limit",
@@ -256,6 +319,10 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::Log,
         pinned_seeds: &[],
+        finds: &[],
+        holds: &[
+            PropertySpec { name: "sliding-log-limit", invariant: RATE_LIMIT, space: search::log_space },
+        ],
     },
     Scenario {
         name: "rate-limit-counter",
@@ -267,6 +334,10 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::Counter,
         pinned_seeds: &[],
+        finds: &[],
+        holds: &[
+            PropertySpec { name: "sliding-counter-bound", invariant: RATE_LIMIT, space: search::counter_space },
+        ],
     },
     Scenario {
         name: "rate-limit-fixed-window",
@@ -278,6 +349,18 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::FixedWindow,
         pinned_seeds: &[1, 2, 3],
+        finds: &[
+            SearchTarget {
+                name: "rate-limit-fixed-window",
+                kind: TargetKind::BrokenVariant,
+                invariant: RATE_LIMIT,
+                what: "INCR + EXPIRE fixed window: bursts either side of a boundary",
+                space: search::fixed_window_space,
+                case_bound: 20,
+                size_bound: 2,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "rate-limit-client-side",
@@ -289,6 +372,18 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::ClientSide,
         pinned_seeds: &[1, 2, 3],
+        finds: &[
+            SearchTarget {
+                name: "rate-limit-client-side",
+                kind: TargetKind::BrokenVariant,
+                invariant: RATE_LIMIT,
+                what: "count then add in separate round trips: concurrent callers all pass",
+                space: search::client_side_space,
+                case_bound: 20,
+                size_bound: 2,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "rate-limit-watch-multi",
@@ -300,6 +395,18 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::WatchMulti,
         pinned_seeds: &[1, 2, 3],
+        finds: &[
+            SearchTarget {
+                name: "rate-limit-watch-multi",
+                kind: TargetKind::BrokenVariant,
+                invariant: RATE_LIMIT,
+                what: "WATCH/MULTI on a shared connection: EXEC clears every caller's watch",
+                space: search::watch_multi_space,
+                case_bound: 20,
+                size_bound: 2,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "election",
@@ -311,6 +418,10 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &election::Variant::Election,
         pinned_seeds: &[],
+        finds: &[],
+        holds: &[
+            PropertySpec { name: "one-leader-per-epoch", invariant: ELECTION, space: search::election_space },
+        ],
     },
     Scenario {
         name: "election-renew-only",
@@ -322,6 +433,8 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &election::Variant::RenewOnly,
         pinned_seeds: &[],
+        finds: &[],
+        holds: &[],
     },
     Scenario {
         name: "election-no-epoch",
@@ -332,7 +445,19 @@ pub const SCENARIOS: &[Scenario] = &[
         scripts: &[],
         invariants: &[],
         runs: &election::Variant::NoEpoch,
-        pinned_seeds: &[2, 3, 5],
+        pinned_seeds: &[1, 2, 4],
+        finds: &[
+            SearchTarget {
+                name: "election-no-epoch",
+                kind: TargetKind::BrokenVariant,
+                invariant: ELECTION,
+                what: "no epoch, unfenced writes: a paused leader's write lands after its successor's",
+                space: search::election_no_epoch_space,
+                case_bound: 60,
+                size_bound: 4,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "counter-loss",
@@ -344,6 +469,18 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::CounterLoss,
         pinned_seeds: &[1, 2, 3],
+        finds: &[
+            SearchTarget {
+                name: "counter-loss",
+                kind: TargetKind::NonGuarantee,
+                invariant: FENCING_TOKENS_INCREASE,
+                what: "fence counter lost in a restart without persistence: tokens reissued",
+                space: search::counter_loss_space,
+                case_bound: 150,
+                size_bound: 5,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "redlock",
@@ -355,6 +492,10 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &redlock::Variant::Correct,
         pinned_seeds: &[],
+        finds: &[],
+        holds: &[
+            PropertySpec { name: "redlock-mutual-exclusion", invariant: REDLOCK_MUTUAL_EXCLUSION, space: search::redlock_space },
+        ],
     },
     Scenario {
         name: "redlock-no-validity",
@@ -366,6 +507,18 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &redlock::Variant::NoValidity,
         pinned_seeds: &[2, 3, 4],
+        finds: &[
+            SearchTarget {
+                name: "redlock-no-validity",
+                kind: TargetKind::BrokenVariant,
+                invariant: REDLOCK_MUTUAL_EXCLUSION,
+                what: "no elapsed-time validity gate: a slow acquire trusts keys that have expired",
+                space: search::redlock_no_validity_space,
+                case_bound: 80,
+                size_bound: 5,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "redlock-clock-jump",
@@ -377,6 +530,18 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &redlock::Variant::ClockJump,
         pinned_seeds: &[1, 2, 3],
+        finds: &[
+            SearchTarget {
+                name: "redlock-clock-jump",
+                kind: TargetKind::NonGuarantee,
+                invariant: REDLOCK_MUTUAL_EXCLUSION,
+                what: "a forward clock step on a minority of masters: two clients each hold a majority",
+                space: search::redlock_clock_jump_space,
+                case_bound: 200,
+                size_bound: 5,
+            },
+        ],
+        holds: &[],
     },
     Scenario {
         name: "job-queue",
@@ -388,6 +553,8 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: job_queue::INVARIANTS,
         runs: &job_queue::Variant::Fenced,
         pinned_seeds: &[],
+        finds: &[],
+        holds: &[],
     },
     Scenario {
         name: "job-queue-naive",
@@ -399,6 +566,16 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: job_queue::INVARIANTS,
         runs: &job_queue::Variant::Naive,
         pinned_seeds: &[0, 1, 2],
+        finds: &[SearchTarget {
+            name: "job-queue-naive",
+            kind: TargetKind::BrokenVariant,
+            invariant: job_queue::JOB_QUEUE,
+            what: "claim without a lease or fence: a slow worker's job is handed out again and completed twice",
+            space: job_queue::naive_search_space,
+            case_bound: 10,
+            size_bound: 2,
+        }],
+        holds: &[],
     },
 ];
 

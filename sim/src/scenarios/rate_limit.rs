@@ -62,11 +62,15 @@ use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::checker::rate_limit::{self, Allowance};
 use crate::checker::{rate_limit_exact, rate_limit_liveness};
 use crate::history::{Admission, DecisionAccessors, Event, EventKind, Millis, Op};
-use crate::nemesis::{FaultClass, Profile, Schedule};
+use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
+use crate::space::FaultSpace;
 use crate::stats::{self, Histograms};
 use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig};
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
 use serde::{Deserialize, Serialize};
 
 use crate::family::Family;
@@ -289,28 +293,126 @@ pub struct Burst {
     pub size: u32,
 }
 
-/// Bursts per client, drawn from the seed (see the module docs).
-fn plan(seed: u64) -> Vec<Burst> {
-    let mut rng = StdRng::seed_from_u64(derive_seed(seed, "rate-limit-bursts"));
-    let mut per_client = vec![Vec::new(); CLIENTS];
-    let size = |rng: &mut StdRng| -> u32 { rng.random_range(5..=8) };
-    for boundary in (WINDOW_MS..LENGTH_MS).step_by(WINDOW_MS as usize) {
-        let before = rng.random_range(0..CLIENTS);
-        let after = (before + rng.random_range(1..CLIENTS)) % CLIENTS;
-        let b = Burst { client: before as u32, at: boundary - rng.random_range(10..=150), size: size(&mut rng) };
-        let a = Burst { client: after as u32, at: boundary + rng.random_range(0..=150), size: size(&mut rng) };
-        per_client[before].push(b);
-        per_client[after].push(a);
+/// What rate-limit plans may be drawn from (ranges inclusive; each
+/// shrinks towards its first bound).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimitSpace {
+    /// Clients.
+    pub clients: (u32, u32),
+    /// Requests per window.
+    pub limit: (u64, u64),
+    /// Window lengths to choose from (the first is the simplest).
+    pub windows_ms: Vec<u64>,
+    /// Where the bursts go.
+    pub bursts: BurstSpace,
+}
+
+/// How the bursts of a rate-limit plan are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BurstSpace {
+    /// `count` bursts of `size` requests, each by a drawn client at a drawn
+    /// time in `[0, length_ms)` (shrinks to fewer, smaller bursts).
+    Free {
+        /// Number of bursts.
+        count: (usize, usize),
+        /// Requests per burst.
+        size: (u32, u32),
+        /// Bursts start before this (ms).
+        length_ms: Millis,
+    },
+    /// The seeds' layout (module docs): at every window boundary before
+    /// `length_ms`, a burst 10–150 ms before it and one by another client
+    /// 0–150 ms after it, plus one burst 300–700 ms into every window.
+    Boundaries {
+        /// Requests per burst.
+        size: (u32, u32),
+        /// The run's length (ms).
+        length_ms: Millis,
+    },
+}
+
+impl RateLimitSpace {
+    /// The property search's space: 1–4 clients, limit 2–8 per
+    /// 1000/500/250 ms, 1–8 bursts of 1–10 requests in 3 s.
+    pub fn search() -> RateLimitSpace {
+        RateLimitSpace {
+            clients: (1, 4),
+            limit: (2, 8),
+            windows_ms: vec![1000, 500, 250],
+            bursts: BurstSpace::Free { count: (1, 8), size: (1, 10), length_ms: LENGTH_MS },
+        }
     }
-    for start in (0..LENGTH_MS).step_by(WINDOW_MS as usize) {
-        let who = rng.random_range(0..CLIENTS);
-        let b = Burst { client: who as u32, at: start + rng.random_range(300..=700), size: size(&mut rng) };
-        per_client[who].push(b);
+
+    /// What every rate-limit variant's seeds draw: three clients, 5 per
+    /// second, boundary bursts of 5–8 requests over 3 s.
+    pub fn seeds() -> RateLimitSpace {
+        RateLimitSpace {
+            clients: (CLIENTS as u32, CLIENTS as u32),
+            limit: (MAX, MAX),
+            windows_ms: vec![WINDOW_MS],
+            bursts: BurstSpace::Boundaries { size: (5, 8), length_ms: LENGTH_MS },
+        }
     }
-    for bursts in &mut per_client {
-        bursts.sort_by_key(|b| b.at);
+
+    /// The strategy (the family's one generator).
+    pub fn plans(&self) -> BoxedStrategy<(RateLimitPlan, Vec<Fault>)> {
+        let max_clients = self.clients.1.max(1);
+        let (clients, limit, windows) =
+            (self.clients.0..=self.clients.1, self.limit.0..=self.limit.1, self.windows_ms.clone());
+        match self.bursts {
+            // Draw order (clients, bursts, limit, window) is what the
+            // committed regression files were recorded with.
+            BurstSpace::Free { count, size, length_ms } => {
+                let burst = (0..max_clients, 0..length_ms.max(1), size.0..=size.1)
+                    .prop_map(|(client, at, size)| Burst { client, at, size });
+                (clients, vec(burst, count.0..=count.1), limit, proptest::sample::select(windows))
+                    .prop_map(|(clients, bursts, limit, window_ms)| {
+                        (RateLimitPlan { clients, limit, window_ms, bursts }, Vec::new())
+                    })
+                    .boxed()
+            }
+            BurstSpace::Boundaries { size, length_ms } => {
+                let bursts = proptest::sample::select(windows).prop_flat_map(move |window_ms| {
+                    let window_ms = window_ms.max(1);
+                    let boundaries = (length_ms.saturating_sub(1) / window_ms) as usize;
+                    let windows = length_ms.div_ceil(window_ms) as usize;
+                    let straddle = (
+                        0..max_clients,
+                        1..max_clients.max(2),
+                        10..=150u64,
+                        0..=150u64,
+                        size.0..=size.1,
+                        size.0..=size.1,
+                    );
+                    let middle = (0..max_clients, 300..=700u64, size.0..=size.1);
+                    (vec(straddle, boundaries), vec(middle, windows)).prop_map(move |(straddles, middles)| {
+                        let mut bursts = Vec::new();
+                        for (i, (before, offset, ahead, behind, size_before, size_after)) in
+                            straddles.into_iter().enumerate()
+                        {
+                            let boundary = (i as u64 + 1) * window_ms;
+                            let after = (before + offset) % max_clients;
+                            bursts.push(Burst {
+                                client: before,
+                                at: boundary.saturating_sub(ahead),
+                                size: size_before,
+                            });
+                            bursts.push(Burst { client: after, at: boundary + behind, size: size_after });
+                        }
+                        for (i, (who, into, size)) in middles.into_iter().enumerate() {
+                            bursts.push(Burst { client: who, at: i as u64 * window_ms + into, size });
+                        }
+                        (bursts, window_ms)
+                    })
+                });
+                (clients, bursts, limit)
+                    .prop_map(|(clients, (bursts, window_ms), limit)| {
+                        (RateLimitPlan { clients, limit, window_ms, bursts }, Vec::new())
+                    })
+                    .boxed()
+            }
+        }
     }
-    per_client.concat()
 }
 
 /// The fixed parts of every request of a run.
@@ -723,23 +825,19 @@ async fn probe(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
     }
 }
 
-/// The explicit form of a seed's run: its bursts, limit and window, and its
-/// fault schedule (see `crate::plan`).
-pub fn seed_plan(seed: u64) -> (RateLimitPlan, Schedule) {
-    let mut profile = Profile::new(CLIENTS as u32, 1, LENGTH_MS);
-    profile.classes = vec![
+/// The nemesis faults every rate-limit variant's seeds draw: up to two
+/// faults of 50–600 ms inside 10–90 % of the run, a swarm subset per seed.
+pub fn seed_faults() -> FaultSpace {
+    let classes = [
         FaultClass::Partition,
         FaultClass::Hold,
         FaultClass::Latency,
         FaultClass::ClientPause,
         FaultClass::ServerPause,
     ];
-    profile.faults = (0, 2);
-    profile.duration = (50, 600);
-    profile.latency_ms = (5, 100);
-    // Swarm testing: each seed draws its own subset of the classes above.
-    let schedule = Schedule::generate(seed, &profile.swarm());
-    (RateLimitPlan { clients: CLIENTS as u32, limit: MAX, window_ms: WINDOW_MS, bursts: plan(seed) }, schedule)
+    FaultSpace { count: (0, 2), duration_ms: (50, 600), latency_ms: (5, 100), ..FaultSpace::new(&classes, 2) }
+        .within(LENGTH_MS / 10, LENGTH_MS * 9 / 10)
+        .swarm()
 }
 
 /// Runs an explicit plan of a rate-limit scenario.
@@ -932,14 +1030,23 @@ fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'static str>
 
 impl Family for Variant {
     type Plan = RateLimitPlan;
+    type Space = RateLimitSpace;
     const NAME: &'static str = "rate-limit";
 
     fn nodes(&self) -> u32 {
         1
     }
 
-    fn seed_plan(&self, seed: u64) -> (RateLimitPlan, Schedule) {
-        seed_plan(seed)
+    fn seeds(&self) -> (RateLimitSpace, FaultSpace) {
+        (RateLimitSpace::seeds(), seed_faults())
+    }
+
+    fn plans(space: &RateLimitSpace) -> BoxedStrategy<(RateLimitPlan, Vec<Fault>)> {
+        space.plans()
+    }
+
+    fn max_actors(space: &RateLimitSpace) -> u32 {
+        space.clients.1
     }
 
     fn run(
@@ -1000,13 +1107,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bursts_straddle_every_boundary() {
-        let p = plan(7);
-        let all: Vec<Burst> = p.clone();
-        for boundary in [1000u64, 2000] {
-            assert!(all.iter().any(|b| b.at < boundary && b.at + 150 >= boundary));
-            assert!(all.iter().any(|b| b.at >= boundary && b.at <= boundary + 150));
+    fn seed_bursts_straddle_every_boundary() {
+        for seed in 0..20 {
+            let plan = crate::scenarios::find("rate-limit").unwrap().space().draw(seed).unwrap();
+            let p = plan.workload.plan::<Variant>().unwrap();
+            for boundary in [1000u64, 2000] {
+                assert!(p.bursts.iter().any(|b| b.at < boundary && b.at + 150 >= boundary), "{p}");
+                assert!(p.bursts.iter().any(|b| b.at >= boundary && b.at <= boundary + 150), "{p}");
+            }
+            assert_eq!(p.bursts.len(), 2 * 2 + 3, "{p}");
         }
-        assert_eq!(plan(7), p);
     }
 }

@@ -28,9 +28,10 @@
 //! [`search`] runs a [`TestRunner`](proptest::test_runner::TestRunner) with a fixed RNG seed (so a search is
 //! reproducible), stops at the first failing case, shrinks it, and reports
 //! how many cases it took, the shrunk plan, its size and the wall time to the
-//! first counterexample. [`TARGETS`] lists what the search must find: every
+//! first counterexample. [`targets()`] lists what the search must find: every
 //! broken variant and every documented non-guarantee, each with the
-//! invariant that catches it; [`PROPERTIES`] lists what it must not find.
+//! invariant that catches it; [`properties()`] lists what it must not find.
+//! Both are read from the registry: each scenario row's `finds` and `holds`.
 //! [`RegressionFile`] is proptest's failure persistence for these searches
 //! (`*.proptest-regressions`, proptest's format).
 //!
@@ -39,7 +40,7 @@
 //! | file | job |
 //! |---|---|
 //! | `space.rs` | the fault and workload spaces and their strategies |
-//! | `targets.rs` | what must be found ([`TARGETS`]) and what must not ([`PROPERTIES`]) |
+//! | `targets.rs` | the spaces of what must be found ([`targets()`]) and what must not ([`properties()`]) |
 //! | `runner.rs` | running, shrinking and timing one search |
 //! | `minimize.rs` | the greedy size pass after shrinking |
 //! | `persistence.rs` | the regression files |
@@ -47,13 +48,13 @@
 mod minimize;
 mod persistence;
 mod runner;
-mod space;
+pub mod space;
 mod targets;
 
 pub use minimize::*;
 pub use persistence::*;
 pub use runner::*;
-pub use space::*;
+pub use space::{rng, FaultSpace, Space, CLIENT_SIDE};
 pub use targets::*;
 
 #[cfg(test)]
@@ -66,7 +67,7 @@ mod tests {
 
     #[test]
     fn generated_plans_are_valid_and_deterministic() {
-        for t in TARGETS {
+        for t in targets() {
             let space = (t.space)();
             let strategy = space.plans();
             let mut a = TestRunner::new_with_rng(Config::default(), rng(3));
@@ -83,7 +84,7 @@ mod tests {
 
     #[test]
     fn shrinking_drops_faults_and_actors_first() {
-        let space = Space::lock("lock", CLIENT_SIDE);
+        let space = space::lock("lock", CLIENT_SIDE);
         let strategy = space.plans();
         let mut runner = TestRunner::new_with_rng(Config::default(), rng(9));
         // Find a tree with faults and several clients, then simplify as far
@@ -108,7 +109,8 @@ mod tests {
 
     #[test]
     fn one_smaller_removes_one_fault_or_actor() {
-        let strategy = Space::redlock("redlock", CLIENT_SIDE).plans();
+        let strategy =
+            space::redlock("redlock", CLIENT_SIDE, crate::scenarios::redlock::RedlockSpace::search()).plans();
         let mut runner = TestRunner::new_with_rng(Config::default(), rng(5));
         for _ in 0..30 {
             let p = strategy.new_tree(&mut runner).unwrap().current();
@@ -119,7 +121,7 @@ mod tests {
             let one_fault_less = smaller.iter().filter(|q| q.actors() == p.actors()).count();
             assert_eq!(one_fault_less, p.schedule.faults.len(), "{p}");
         }
-        let lock = Space::lock("lock", CLIENT_SIDE).plans();
+        let lock = space::lock("lock", CLIENT_SIDE).plans();
         for _ in 0..30 {
             let p = lock.new_tree(&mut runner).unwrap().current();
             let expected = p.faults() + usize::from(p.actors() > 1);

@@ -7,9 +7,7 @@ use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 use proptest::strategy::BoxedStrategy;
-use proptest::test_runner::{
-    basic_result_cache, Config, FailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
-};
+use proptest::test_runner::{basic_result_cache, Config, FailurePersistence, TestCaseError, TestError, TestRunner};
 
 use super::*;
 use crate::checker::Violation;
@@ -97,16 +95,6 @@ struct State {
     first: Option<(u32, Plan, Instant)>,
     failing: BTreeMap<String, Violation>,
     error: Option<SetupError>,
-}
-
-/// The fixed RNG of a search from `base_seed` (ChaCha, as proptest's default).
-pub fn rng(base_seed: u64) -> TestRng {
-    let mut bytes = [0u8; 32];
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        let word = crate::world::derive_seed(base_seed, &format!("proptest-rng-{i}"));
-        chunk.copy_from_slice(&word.to_le_bytes());
-    }
-    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }
 
 /// Searches `strategy` for a plan whose run violates `invariant`; shrinks

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use core::time::Duration;
 use redis::AsyncCommands;
-use redis_primitives_sim::nemesis::{Fault, FaultKind, Schedule, Target};
-use redis_primitives_sim::net::{NetConfig, TimeoutRace};
-use redis_primitives_sim::servers::Servers;
-use redis_primitives_sim::world::{Actor, RestartMode, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
+use redis_primitives_sim::{
+    Actor, Fault, FaultKind, NetConfig, RestartMode, Schedule, Servers, Target, TimeoutRace, World, WorldConfig,
+    DEFAULT_EPOCH_UNIX_MS,
+};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -254,7 +254,7 @@ fn a_client_pause_freezes_the_actor_and_the_race_is_explicit() {
 
 #[test]
 fn partitions_time_out_and_the_connection_recovers_after_repair() {
-    use redis_primitives_sim::nemesis::Direction;
+    use redis_primitives_sim::Direction;
     let mut servers = Servers::new();
     let seen: Log = Log::default();
     let mut world = World::new(&mut servers, config(6)).unwrap();

@@ -10,8 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redis_primitives_sim::clock::{ServerClock, CLOCK_FILE_ENV};
-use redis_primitives_sim::servers::{check_clock_library, clock_library, ServerNode, SetupError};
+use redis_primitives_sim::{check_clock_library, clock_library, ServerClock, ServerNode, SetupError, CLOCK_FILE_ENV};
 
 /// 2030-01-01T00:00:00.123Z in ms.
 const T: u64 = 1_893_456_000_123;

@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use redis_primitives_sim::scenarios::SCENARIOS;
-use redis_primitives_sim::servers::Servers;
+use redis_primitives_sim::Servers;
 
 /// Seeds checked per scenario; different seeds must give different digests.
 const SEEDS: [u64; 2] = [3, 11];

@@ -1,17 +1,15 @@
 //! Explicit plans (`sim/src/plan.rs`) against real redis-server processes.
 //!
-//! - For every scenario, the seed-only run and the run of the plan that the
-//!   seed derives are the same run: same digest, same violations. So a plan
-//!   is a faithful, editable spelling-out of a seed, and everything the
-//!   property tests shrink is a run the seed-only harness could have made.
+//! - For every scenario, the seed-only run and the run of the plan the seed
+//!   draws, sent through its JSON, are the same run: same digest, same
+//!   violations. So a plan is a faithful, editable spelling-out of a seed
+//!   (a seed is drawn through the same strategy the property tests shrink).
 //! - The plan survives JSON, and `rp-sim replay --plan` (inline JSON or a
 //!   file) reproduces it in another process, digest for digest.
 //! - Invalid plans are refused before anything runs (exit status 2).
 
-use redis_primitives_sim::plan::{self, Plan, Workload};
-use redis_primitives_sim::scenarios::lock;
-use redis_primitives_sim::scenarios::SCENARIOS;
-use redis_primitives_sim::servers::Servers;
+use redis_primitives_sim::scenarios::{lock, SCENARIOS};
+use redis_primitives_sim::{Plan, Servers, Workload};
 
 #[test]
 fn every_seed_run_is_the_run_of_its_plan() {
@@ -19,12 +17,12 @@ fn every_seed_run_is_the_run_of_its_plan() {
     for s in SCENARIOS {
         for seed in [1u64, 4] {
             let by_seed = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
-            let p = plan::from_seed(s.name, seed).unwrap_or_else(|| panic!("{} has no seed plan", s.name));
+            let p = Plan::from_seed(s.name, seed).unwrap_or_else(|e| panic!("{} has no seed plan: {e}", s.name));
             p.validate().unwrap_or_else(|e| panic!("{}: seed plan invalid: {e}\n{p}", s.name));
             let json = p.to_json();
             let back = Plan::from_json(&json).unwrap();
             assert_eq!(back, p, "{}: JSON round trip", s.name);
-            let by_plan = plan::run(&mut servers, &back).unwrap_or_else(|e| panic!("{} plan: {e}", s.name));
+            let by_plan = back.run(&mut servers).unwrap_or_else(|e| panic!("{} plan: {e}", s.name));
             assert_eq!(by_seed.digest, by_plan.digest, "{} seed {seed}: plan run differs\n{p}", s.name);
             assert_eq!(by_seed.violations, by_plan.violations, "{}", s.name);
             println!("{} seed {seed}: digest {} (size {})", s.name, by_plan.digest, p.size());
@@ -37,7 +35,7 @@ fn replay_plan_reproduces_in_another_process() {
     let bin = env!("CARGO_BIN_EXE_rp-sim");
     let mut servers = Servers::new();
     let s = redis_primitives_sim::scenarios::find("lock-naive").unwrap();
-    let mut p = plan::from_seed(s.name, 2).unwrap();
+    let mut p = Plan::from_seed(s.name, 2).unwrap();
     // Edit the plan: no nemesis faults, two clients. It is still a run.
     p.schedule.faults.clear();
     let mut w = p.workload.plan::<lock::Variant>().unwrap();
@@ -47,7 +45,7 @@ fn replay_plan_reproduces_in_another_process() {
         st
     });
     p.workload = Workload::of::<lock::Variant>(&w);
-    let here = plan::run(&mut servers, &p).unwrap();
+    let here = p.run(&mut servers).unwrap();
     let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().expect("rp-sim runs");
     let json = p.to_json();
     let inline = run(&["replay", "--scenario", "lock-naive", "--plan", &json]);
@@ -74,5 +72,5 @@ fn replay_plan_reproduces_in_another_process() {
 
 #[test]
 fn unknown_scenarios_have_no_plan() {
-    assert!(plan::from_seed("nope", 1).is_none());
+    assert!(Plan::from_seed("nope", 1).is_err());
 }

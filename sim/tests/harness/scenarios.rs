@@ -10,7 +10,7 @@
 //! `rp-sim replay --scenario NAME --seed S --trace` to look at.
 
 use redis_primitives_sim::scenarios::{self, Expect, Scenario, SCENARIOS};
-use redis_primitives_sim::servers::Servers;
+use redis_primitives_sim::Servers;
 
 /// Seeds on which each correct scenario must pass: the same set the
 /// coverage test requires to reach every declared situation, so these runs

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use redis_primitives_sim::scenarios::{Expect, SCENARIOS};
-use redis_primitives_sim::servers::Servers;
+use redis_primitives_sim::Servers;
 
 /// The pinned seed set: together, these must reach every declared situation.
 const COVERAGE_SEEDS: std::ops::Range<u64> = 0..24;

@@ -16,9 +16,9 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use redis_primitives_sim::explore::replay_command;
+use redis_primitives_sim::replay_command;
 use redis_primitives_sim::scenarios::{Expect, SCENARIOS};
-use redis_primitives_sim::servers::Servers;
+use redis_primitives_sim::Servers;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     match std::env::var(name) {

@@ -29,7 +29,7 @@ mod probe;
 use std::collections::BTreeMap;
 
 use core::time::Duration;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use redis_primitives::naive::NaiveJobQueue;
 use redis_primitives::{Completion, Enqueued, JobQueue, JobState, Ttl};
 use serde::{Deserialize, Serialize};
@@ -39,10 +39,13 @@ use crate::bridge::Execution;
 use crate::checker::{Violation, LIVENESS};
 use crate::family::Family;
 use crate::history::{Event, EventKind, Millis, Op};
-use crate::nemesis::{FaultClass, Profile, Schedule};
+use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::servers::{Servers, SetupError};
+use crate::space::FaultSpace;
 use crate::stats::Histograms;
-use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
+use crate::world::{Actor, ActorResult, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
 
 /// The family's invariant.
 pub const JOB_QUEUE: &str = "job-queue";
@@ -185,6 +188,9 @@ pub struct JobCall {
     /// A claimed job's payload, as text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
+    /// The lease an extension asked for (ms), when it is not the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_ms: Option<u64>,
 }
 
 /// The payload the producer enqueues with `id`.
@@ -217,29 +223,110 @@ fn template() -> JobPlan {
     JobPlan { workers: 3, jobs: 8, lease_ms: 300, work_ms: (20, 250), reap_every_ms: 100, length_ms: 2500, stall: None }
 }
 
-/// The plan and schedule of `seed`.
-pub fn seed_plan(seed: u64) -> (JobPlan, Schedule) {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(derive_seed(seed, "job-stall"));
-    let plan = template();
-    let stall = Stall {
-        worker: rng.random_range(0..plan.workers),
-        claim: rng.random_range(1..=2),
-        ms: rng.random_range(500..=900),
-    };
-    let profile = Profile::new(plan.workers, 1, plan.length_ms)
-        .classes(&[
-            FaultClass::ClientPause,
-            FaultClass::Partition,
-            FaultClass::PartitionOneWay,
-            FaultClass::Hold,
-            FaultClass::Latency,
-            FaultClass::ServerPause,
-        ])
-        .swarm();
-    (JobPlan { stall: Some(stall), ..plan }, Schedule::generate(seed, &profile))
+/// What job-queue plans may be drawn from: the template's settings with
+/// these ranges (inclusive; each shrinks towards its first bound).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSpace {
+    /// Workers.
+    pub workers: (u32, u32),
+    /// Jobs the producer enqueues.
+    pub jobs: (u32, u32),
+    /// Claim lease (ms).
+    pub lease_ms: (u64, u64),
+    /// Whether a worker freezes after one of its first two claims.
+    pub stall: JobStall,
+}
+
+/// Whether a job-queue plan freezes a worker after a claim, and how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStall {
+    /// Never.
+    Never,
+    /// Sometimes (shrinks to none), for `ms` (inclusive).
+    Maybe {
+        /// Freeze lengths (ms).
+        ms: (u64, u64),
+    },
+    /// Always, a drawn worker after a drawn claim, for `ms` (inclusive).
+    Always {
+        /// Freeze lengths (ms).
+        ms: (u64, u64),
+    },
+}
+
+impl JobSpace {
+    /// What both variants' seeds draw: three workers, eight jobs, a 300 ms
+    /// lease, and a drawn worker frozen 500–900 ms after a drawn claim.
+    pub fn seeds() -> JobSpace {
+        let t = template();
+        JobSpace {
+            workers: (t.workers, t.workers),
+            jobs: (t.jobs, t.jobs),
+            lease_ms: (t.lease_ms, t.lease_ms),
+            stall: JobStall::Always { ms: (500, 900) },
+        }
+    }
+
+    /// The property search's space: 1–3 workers, 1–8 jobs, a 150–500 ms
+    /// lease, maybe a worker frozen for 100–1500 ms.
+    pub fn search() -> JobSpace {
+        JobSpace { workers: (1, 3), jobs: (1, 8), lease_ms: (150, 500), stall: JobStall::Maybe { ms: (100, 1500) } }
+    }
+
+    /// The strategy (the family's one generator).
+    pub fn plans(&self) -> BoxedStrategy<(JobPlan, Vec<Fault>)> {
+        let stall_of = |(worker, claim, ms)| Stall { worker, claim, ms };
+        let who = (0..self.workers.1.max(1), 1..=2u32);
+        let stall = match self.stall {
+            JobStall::Never => Just(None).boxed(),
+            JobStall::Maybe { ms } => {
+                proptest::option::of((who.0, who.1, ms.0..=ms.1)).prop_map(move |s| s.map(stall_of)).boxed()
+            }
+            JobStall::Always { ms } => (who.0, who.1, ms.0..=ms.1).prop_map(move |s| Some(stall_of(s))).boxed(),
+        };
+        (self.workers.0..=self.workers.1, self.jobs.0..=self.jobs.1, self.lease_ms.0..=self.lease_ms.1, stall)
+            .prop_map(|(workers, jobs, lease_ms, stall)| {
+                (JobPlan { workers, jobs, lease_ms, stall, ..template() }, Vec::new())
+            })
+            .boxed()
+    }
+}
+
+/// The property search's space for `job-queue-naive` ([`JobSpace::search`],
+/// up to three client-side faults or server pauses): the registry row's
+/// search target, kept here with the family rather than in `search/`.
+pub fn naive_search_space() -> crate::space::Space {
+    let classes = [
+        FaultClass::ClientPause,
+        FaultClass::Partition,
+        FaultClass::Hold,
+        FaultClass::Latency,
+        FaultClass::PartitionOneWay,
+        FaultClass::ServerPause,
+    ];
+    crate::space::Space::of::<Variant>("job-queue-naive", FaultSpace::new(&classes, 3), &JobSpace::search())
+}
+
+/// The nemesis faults both variants' seeds draw: one to three client-side
+/// faults or server pauses of 100–1500 ms inside 10–90 % of the run, a
+/// swarm subset per seed.
+pub fn seed_faults() -> FaultSpace {
+    let length = template().length_ms;
+    let classes = [
+        FaultClass::ClientPause,
+        FaultClass::Partition,
+        FaultClass::PartitionOneWay,
+        FaultClass::Hold,
+        FaultClass::Latency,
+        FaultClass::ServerPause,
+    ];
+    FaultSpace { count: (1, 3), duration_ms: (100, 1500), ..FaultSpace::new(&classes, 3) }
+        .within(length / 10, length * 9 / 10)
+        .swarm()
 }
 
 /// One queue or the other, behind the workload's calls.
+#[derive(Clone)]
 enum Queue {
     Fenced(JobQueue<crate::net::SimConnection>),
     Naive(NaiveJobQueue<crate::net::SimConnection>),
@@ -339,11 +426,17 @@ async fn worker(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> A
 /// extension at `2990 + i` ms (so some script runs on the last millisecond
 /// of a second, where a millisecond computed from `TIME`'s microseconds is
 /// easiest to get wrong); a reap after the claim's own lease ran out but
-/// inside its extension (it must take nothing); and a reap every
-/// millisecond across an extended lease's end near 2000 ms (none may take
-/// it early, the first at or after it must). The job-queue rules judge them like any
-/// call: exact leases, no live lease reaped, no lapsed one left.
+/// inside its extension (it must take nothing); then extensions retried
+/// until the lease ends exactly on the second ([`LEASE_END_MS`]), and reaps
+/// sent every millisecond, concurrently, so that they run on every
+/// millisecond around that end — the last one before it included, where a
+/// reap that computes its millisecond one too high takes a live lease (none
+/// may take it early, the first at or after it must). The job-queue rules
+/// judge them like any call: exact leases, no live lease reaped, no lapsed
+/// one left.
 const EDGES: u64 = 14;
+/// Where the edge actors aim their extended leases' end: on a second.
+const LEASE_END_MS: Millis = 2000;
 
 async fn edge(actor: Actor, i: u64, lease_ms: u64) -> ActorResult {
     let id = format!("edge-{i}");
@@ -362,15 +455,29 @@ async fn edge(actor: Actor, i: u64, lease_ms: u64) -> ActorResult {
     reap(&actor, &q).await;
     until(1690 + i).await;
     extend(&actor, &q, &mut held, lease).await;
-    // Across the extended lease's end (near 2000 ms), one reap at a time.
-    let Held::Fenced(c) = &held else { return Ok(()) };
-    let end = sim_ms(c.lease_until_ms());
-    until(end.saturating_sub(4)).await;
-    while actor.now() <= end + 4 {
-        if reap(&actor, &q).await.is_some_and(|ids| !ids.is_empty()) {
-            break;
-        }
+    // Aim the lease's end at the second: extend to end at LEASE_END_MS as if
+    // the request arrived at once, until one did (a later one overrides).
+    let end_of = |held: &Held| match held {
+        Held::Fenced(c) => sim_ms(c.lease_until_ms()),
+        Held::Naive(_) => 0,
+    };
+    while end_of(&held) != LEASE_END_MS && actor.now() + 50 < LEASE_END_MS {
+        let ttl = Ttl::from_millis(LEASE_END_MS - actor.now())?;
+        extend(&actor, &q, &mut held, ttl).await;
+    }
+    // Across the lease's end, a reap sent every millisecond without waiting
+    // for the one before: with links of 1–10 ms each way, some run on every
+    // millisecond from just before the end to just after it.
+    let end = end_of(&held);
+    until(end.saturating_sub(12)).await;
+    let mut reaps = Vec::new();
+    while actor.now() <= end + 2 {
+        let (a, q) = (actor.clone(), q.clone());
+        reaps.push(actor.spawn(async move { reap(&a, &q).await }));
         tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    for r in reaps {
+        let _ = r.await;
     }
     until(2300 + i).await;
     let Some(mut held) = claim(&actor, &q, lease).await else { return Ok(()) };
@@ -457,7 +564,12 @@ async fn reap(actor: &Actor, q: &Queue) -> Option<Vec<String>> {
 
 async fn extend(actor: &Actor, q: &Queue, held: &mut Held, lease: Ttl) {
     let (Queue::Fenced(q), Held::Fenced(c)) = (q, held) else { return };
-    let call = JobCall { id: Some(c.id().to_string()), attempt: Some(c.attempt().get()), ..JobCall::default() };
+    let call = JobCall {
+        id: Some(c.id().to_string()),
+        attempt: Some(c.attempt().get()),
+        lease_ms: Some(lease.as_millis()),
+        ..JobCall::default()
+    };
     let op = actor.call("JobQueue::extend", record(EXTEND, call.clone()));
     match q.extend(c, lease).await {
         Ok(extended) => {
@@ -789,6 +901,7 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
                 Some(true) => {
                     reached.push("claim-extended");
                     if let (Some(until), Some(ran)) = (d.lease_until, x.ran) {
+                        let lease_ms = x.args.lease_ms.unwrap_or(lease_ms);
                         if until != ran + lease_ms {
                             out.push(wrong(t, format!("{id}: {}'s extension ran at {ran}ms (server clock) for {lease_ms}ms, but the lease ends at {until}ms", x.process)));
                         }
@@ -829,13 +942,19 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
                 continue;
             };
             // Only extensions confirmed before the reap began convict; one
-            // in flight may or may not have run first.
+            // in flight may or may not have run first. The last one to run
+            // set the lease's end (an extension may shorten it); of two in
+            // one millisecond, the earlier end, so as not to convict falsely.
             let extended = of(EXTEND, id)
                 .into_iter()
                 .filter(|x| x.args.attempt == attempt)
-                .filter_map(|x| x.ok().filter(|(t, _)| *t < r.invoked).and_then(|(_, d)| d.lease_until))
-                .max();
-            let until = until.max(extended.unwrap_or(0));
+                .filter_map(|x| {
+                    let until = x.ok().filter(|(t, _)| *t < r.invoked).and_then(|(_, d)| d.lease_until)?;
+                    Some((x.ran.unwrap_or(0), core::cmp::Reverse(until)))
+                })
+                .max()
+                .map(|(_, core::cmp::Reverse(until))| until);
+            let until = extended.unwrap_or(until);
             let completed_meanwhile =
                 completes.iter().any(|c| c.args.attempt == attempt && c.invoked < r.returned() && c.maybe());
             // A newer claim that ran no later than this reap may hold the
@@ -880,8 +999,13 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
             let extensions: Vec<&Call<'_>> =
                 of(EXTEND, id).into_iter().filter(|x| x.args.attempt == current.attempt && moved(x)).collect();
             let extended = extensions.iter().any(|x| x.ok().is_none());
-            let until =
-                extensions.iter().filter_map(|x| x.ok().and_then(|(_, d)| d.lease_until)).fold(until, Millis::max);
+            // The last confirmed one to run set the end (of two in one
+            // millisecond, the later end: a lapse must be certain).
+            let until = extensions
+                .iter()
+                .filter_map(|x| x.ok().and_then(|(_, d)| d.lease_until).map(|u| (x.ran.unwrap_or(0), u)))
+                .max()
+                .map_or(until, |(_, u)| u);
             let done =
                 completes.iter().filter(|c| moved(c)).any(|c| c.ok().is_none_or(|(_, d)| d.accepted != Some(false)));
             let taken = claims.iter().any(|k| k.attempt > current.attempt && k.invoked < t)
@@ -924,14 +1048,23 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
 
 impl Family for Variant {
     type Plan = JobPlan;
+    type Space = JobSpace;
     const NAME: &'static str = "job-queue";
 
     fn nodes(&self) -> u32 {
         1
     }
 
-    fn seed_plan(&self, seed: u64) -> (JobPlan, Schedule) {
-        seed_plan(seed)
+    fn seeds(&self) -> (JobSpace, FaultSpace) {
+        (JobSpace::seeds(), seed_faults())
+    }
+
+    fn plans(space: &JobSpace) -> BoxedStrategy<(JobPlan, Vec<Fault>)> {
+        space.plans()
+    }
+
+    fn max_actors(space: &JobSpace) -> u32 {
+        space.workers.1
     }
 
     fn run(&self, servers: &mut Servers, seed: u64, plan: &JobPlan, schedule: Schedule) -> Result<Outcome, SetupError> {
