@@ -214,7 +214,11 @@ fn evalsha_ceiling(server: &RedisServer, seconds: f64) -> Result<f64, BoxError> 
     if !loaded.contains(&sha) {
         return Err(format!("SCRIPT LOAD returned {loaded:?}").into());
     }
-    benchmark(server, seconds, &["EVALSHA", &sha, "2", "ceil:{__rand_int__}", "ceil:{__rand_int__}:fence", "owner", "60000"])
+    benchmark(
+        server,
+        seconds,
+        &["EVALSHA", &sha, "2", "ceil:{__rand_int__}", "ceil:{__rand_int__}:fence", "owner", "60000"],
+    )
 }
 
 /// Min, median (lower, a measured value) and max.
