@@ -287,8 +287,8 @@ fn args() -> Result<Args, BoxError> {
             "--seconds" => {
                 let v = it.next().ok_or("--seconds expects a number")?;
                 a.seconds = v.parse().map_err(|_| format!("--seconds expects a number, got {v:?}"))?;
-                if !(a.seconds > 0.0) {
-                    return Err("--seconds must be positive".into());
+                if !a.seconds.is_finite() || a.seconds <= 0.0 {
+                    return Err("--seconds must be a positive number".into());
                 }
             }
             "--rounds" => {
