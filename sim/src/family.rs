@@ -192,7 +192,7 @@ impl<F: Family> Runner for F {
         workload: &Workload,
         schedule: Schedule,
     ) -> Result<Outcome, SetupError> {
-        let plan = workload.plan::<F>().map_err(|e| SetupError::Simulation(format!("invalid plan: {e}")))?;
+        let plan = workload.plan::<F>().map_err(|reason| SetupError::InvalidPlan { reason })?;
         self.run(servers, seed, &plan, schedule)
     }
 

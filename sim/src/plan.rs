@@ -163,7 +163,7 @@ pub fn from_seed(scenario: &str, seed: u64) -> Result<Plan, String> {
 /// schedule, checked by the scenario's checkers (an unknown scenario, or a
 /// workload of another family, is an invalid plan).
 pub fn run(servers: &mut Servers, plan: &Plan) -> Result<Outcome, SetupError> {
-    let invalid = |e: String| SetupError::Simulation(format!("invalid plan: {e}"));
+    let invalid = |reason: String| SetupError::InvalidPlan { reason };
     let runner = plan.runner().map_err(invalid)?;
     plan.validate().map_err(invalid)?;
     runner.run_workload(servers, plan.seed, &plan.workload, plan.schedule.clone())

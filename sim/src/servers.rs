@@ -73,9 +73,33 @@ pub enum SetupError {
     Io(#[from] std::io::Error),
     /// A simulation run could not complete (an actor failed, the run hit its
     /// time limit, or its fault schedule was invalid): a harness or scenario
-    /// bug, not a finding. See `world::SimError`.
-    #[error("{0}")]
-    Simulation(String),
+    /// bug, not a finding.
+    #[error(transparent)]
+    Run(Box<crate::world::SimError>),
+    /// A plan that cannot run (an unknown scenario, a workload of another
+    /// family, an index out of range), or a space that drew none: bad input,
+    /// refused before anything ran.
+    #[error("invalid plan: {reason}")]
+    InvalidPlan {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The end-of-run key snapshot of a server could not be read.
+    #[error("reading the keys of {url}: {source}")]
+    KeySnapshot {
+        /// The server.
+        url: String,
+        /// What redis-rs said.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// A property search stopped before it could report (proptest gave
+    /// up, or a failure it reported could not be reproduced).
+    #[error("search aborted: {reason}")]
+    SearchAborted {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The clock library to preload: `$RP_CLOCK_LIB` at run time if set, else
@@ -222,7 +246,7 @@ impl ServerNode {
     /// through the simulation, while the clock is still pinned at the run's
     /// last instant, so the expiries are those of that instant.
     pub fn keys(&self) -> Result<Vec<KeyAtEnd>, SetupError> {
-        let io = |e: redis::RedisError| SetupError::Simulation(format!("reading the keys of {}: {e}", self.url()));
+        let io = |source: redis::RedisError| SetupError::KeySnapshot { url: self.url(), source };
         let mut conn = redis::Client::open(self.url()).map_err(io)?.get_connection().map_err(io)?;
         let mut names: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).map_err(io)?;
         names.sort();

@@ -168,7 +168,7 @@ impl From<SimError> for SetupError {
     fn from(e: SimError) -> Self {
         match e {
             SimError::Setup(e) => e,
-            other => SetupError::Simulation(other.to_string()),
+            other => SetupError::Run(Box::new(other)),
         }
     }
 }

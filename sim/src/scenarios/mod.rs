@@ -185,7 +185,7 @@ impl Scenario {
     /// [`Scenario::space`].
     pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
         // A drawn plan is normalised, so valid (`search`'s tests check it).
-        let plan = self.space().draw(seed).map_err(SetupError::Simulation)?;
+        let plan = self.space().draw(seed).map_err(|reason| SetupError::InvalidPlan { reason })?;
         self.runs.run_workload(servers, plan.seed, &plan.workload, plan.schedule)
     }
 

@@ -163,15 +163,17 @@ pub fn search(
     let finding = match result {
         Ok(()) => None,
         Err(TestError::Abort(why)) => {
-            return Err(SetupError::Simulation(format!("search aborted: {why}")));
+            return Err(SetupError::SearchAborted { reason: why.to_string() });
         }
         Err(TestError::Fail(_, shrunk)) => {
-            let (cases, first, found_at) = state
-                .first
-                .ok_or_else(|| SetupError::Simulation("proptest reported a failure no case produced".into()))?;
+            let (cases, first, found_at) = state.first.ok_or_else(|| SetupError::SearchAborted {
+                reason: "proptest reported a failure no case produced".into(),
+            })?;
             let violation = match state.failing.get(&shrunk.to_json()) {
                 Some(v) => v.clone(),
-                None => return Err(SetupError::Simulation("the shrunk plan was never seen failing".into())),
+                None => {
+                    return Err(SetupError::SearchAborted { reason: "the shrunk plan was never seen failing".into() })
+                }
             };
             Some(Finding {
                 cases,
