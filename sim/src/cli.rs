@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::explore::{
-    coverage_table, explore, histogram_table, operations_table, replay_command, stderr_is_terminal, Progress,
+    coverage_table, explore_shard, histogram_table, operations_table, replay_command, stderr_is_terminal, Progress,
 };
 use crate::scenarios::{self, Expect, Scenario, SCENARIOS};
 use crate::servers::{self, Servers};
@@ -106,6 +106,31 @@ pub enum Command {
         after_help = "Example:\n  rp-sim mutants --seeds 20 --out reports/mutants.md\n  rp-sim mutants --script sliding_log --list"
     )]
     Mutants(MutantsArgs),
+    /// Merge the shard files of one exploration into the result one
+    /// unsharded run gives.
+    ///
+    /// Each file is what `rp-sim explore --shard I/N --out FILE` wrote; the
+    /// files must be the N shards of one scenario's seed range, each once.
+    /// Prints what `explore` prints for the whole range (text, or the same
+    /// JSON with --json): the same violations, identical histograms, the
+    /// same coverage and digest; only the wall time is the shards' sum.
+    /// Exit status 1 if any seed violated an invariant, 2 if the files
+    /// cannot be read or are not the shards of one exploration.
+    #[command(
+        after_help = "Example (four machines, or four processes):\n  for i in 0 1 2 3; do rp-sim explore --scenario election --seeds 100000 --shard $i/4 --out election-$i.json & done; wait\n  rp-sim merge election-*.json"
+    )]
+    Merge(MergeArgs),
+}
+
+/// `merge` options.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shard files (`explore --out`), in any order.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// Print one JSON object, as `explore --json` does.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `explore` options.
@@ -131,6 +156,16 @@ pub struct ExploreArgs {
     /// counterexample, or `rp-sim mutants`, wants).
     #[arg(long)]
     pub fail_fast: bool,
+    /// Run only every N-th seed of the range: those whose offset from
+    /// --start-seed is I modulo N (`0/4` … `3/4` on four machines; a
+    /// Kubernetes Indexed Job's JOB_COMPLETION_INDEX is I). `rp-sim merge`
+    /// combines the shards' --out files.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::shard::Shard>,
+    /// Also write everything this run found (violations, every seed's
+    /// digest, full histograms, coverage) to FILE, for `rp-sim merge`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// `mutants` options.
@@ -319,6 +354,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Explore(args) => explore_cmd(args),
         Command::Replay(args) => replay_cmd(args),
         Command::Mutants(args) => mutants_cmd(args),
+        Command::Merge(args) => merge_cmd(args),
         Command::Report(args) => match crate::report::write_report(&args.out, args.seeds, args.mutation_seeds) {
             Ok(path) => {
                 println!("report written to {}", path.display());
@@ -339,7 +375,8 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
     };
     let mut servers = Servers::new();
     let progress = if stderr_is_terminal() { Progress::Bar } else { Progress::Lines };
-    let ex = match explore(scenario, &mut servers, args.start_seed, args.seeds, progress, args.fail_fast) {
+    let shard = args.shard.unwrap_or(crate::shard::Shard::WHOLE);
+    let ex = match explore_shard(scenario, &mut servers, args.start_seed, args.seeds, shard, progress, args.fail_fast) {
         Ok(ex) => ex,
         Err(e) => {
             eprintln!("rp-sim: set-up error: {e}");
@@ -347,7 +384,33 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
         }
     };
     drop(servers);
-    if args.json {
+    if let Some(out) = &args.out {
+        if let Err(e) = crate::shard::ShardFile::of(&ex, shard, args.seeds).write(out) {
+            eprintln!("rp-sim: {e}");
+            return 2;
+        }
+    }
+    print_exploration(&ex, scenario, args.json)
+}
+
+fn merge_cmd(args: MergeArgs) -> i32 {
+    let files: Result<Vec<_>, _> = args.files.iter().map(|p| crate::shard::ShardFile::read(p)).collect();
+    let merged = files.and_then(|f| crate::shard::merge(&f));
+    match merged {
+        Ok(ex) => match scenarios::find(ex.scenario) {
+            Some(scenario) => print_exploration(&ex, scenario, args.json),
+            None => 2,
+        },
+        Err(e) => {
+            eprintln!("rp-sim merge: {e}");
+            2
+        }
+    }
+}
+
+/// Prints an exploration (text, or `--json`); its exit status.
+fn print_exploration(ex: &crate::explore::Exploration, scenario: &'static Scenario, json: bool) -> i32 {
+    if json {
         match serde_json::to_string_pretty(&ex.to_json()) {
             Ok(s) => println!("{s}"),
             Err(e) => {
@@ -400,12 +463,12 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
         );
         println!();
         print!("{}", histogram_table(&ex.histograms));
-        let coverage = coverage_table(&ex);
+        let coverage = coverage_table(ex);
         if !coverage.is_empty() {
             println!();
             print!("{coverage}");
         }
-        let operations = operations_table(&ex);
+        let operations = operations_table(ex);
         if !operations.is_empty() {
             println!();
             print!("{operations}");

@@ -9,16 +9,17 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::checker::Violation;
-use crate::history::{Digest, Fnv1a};
+use crate::history::Digest;
 use crate::scenarios::{Outcome, Scenario};
 use crate::servers::{Servers, SetupError};
+use crate::shard::Shard;
 use crate::stats::{Histograms, Summary};
 
 /// The violations of one seed, with what it takes to reproduce them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeedReport {
     /// The seed.
     pub seed: u64,
@@ -28,6 +29,15 @@ pub struct SeedReport {
     pub schedule: Vec<String>,
     /// The exact command that replays it.
     pub replay: String,
+}
+
+/// One seed that ran, and its history's digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedRun {
+    /// The seed.
+    pub seed: u64,
+    /// Its history's digest.
+    pub digest: Digest,
 }
 
 /// What an exploration found.
@@ -45,6 +55,8 @@ pub struct Exploration {
     pub histograms: Histograms,
     /// Digest over every seed's history digest, in seed order.
     pub digest: Digest,
+    /// Every seed run, in order, with its history digest.
+    pub runs: Vec<SeedRun>,
     /// Wall time of the whole exploration.
     pub wall: Duration,
     /// Simulated time summed over every seed (ms).
@@ -126,7 +138,24 @@ pub fn explore(
     progress: Progress,
     fail_fast: bool,
 ) -> Result<Exploration, SetupError> {
+    explore_shard(scenario, servers, start, seeds, Shard::WHOLE, progress, fail_fast)
+}
+
+/// [`explore`], running only `shard`'s seeds of `start..start + seeds`
+/// (`crate::shard` merges the parts into the whole).
+pub fn explore_shard(
+    scenario: &'static Scenario,
+    servers: &mut Servers,
+    start: u64,
+    seeds: u64,
+    shard: Shard,
+    progress: Progress,
+    fail_fast: bool,
+) -> Result<Exploration, SetupError> {
     let started = Instant::now();
+    let end = start.saturating_add(seeds);
+    // This shard's share of the range: what the progress counts towards.
+    let seeds = (start..end).filter(|&s| shard.includes(start, s)).count() as u64;
     let mut ex = Exploration {
         scenario: scenario.name,
         start_seed: start,
@@ -134,17 +163,17 @@ pub fn explore(
         violating: Vec::new(),
         histograms: Histograms::new(),
         digest: Digest::default(),
+        runs: Vec::new(),
         wall: Duration::ZERO,
         simulated_ms: 0,
         events: 0,
         coverage: scenario.situations.iter().map(|s| (s.name.to_string(), 0)).collect(),
         operations: BTreeMap::new(),
     };
-    let mut digest = Fnv1a::default();
     let mut last_draw = Instant::now();
-    for seed in start..start.saturating_add(seeds) {
+    for seed in (start..end).filter(|&s| shard.includes(start, s)) {
         let outcome: Outcome = scenario.run(servers, seed)?;
-        digest.write(format!("{seed} {}\n", outcome.digest).as_bytes());
+        ex.runs.push(SeedRun { seed, digest: outcome.digest });
         ex.histograms.merge(&outcome.histograms);
         ex.simulated_ms += outcome.simulated_ms();
         ex.events += outcome.history.len() as u64;
@@ -185,7 +214,7 @@ pub fn explore(
         draw(scenario.name, ex.seeds, seeds, ex.violating.len(), started);
         eprintln!();
     }
-    ex.digest = Digest(digest.finish());
+    ex.digest = crate::shard::digest_of(&ex.runs);
     ex.wall = started.elapsed();
     Ok(ex)
 }

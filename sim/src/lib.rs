@@ -84,6 +84,7 @@
 //! | `stats.rs` | HdrHistograms in simulated milliseconds |
 //! | `family.rs` | a primitive family: its plan, space, strategy, run, checkers and shrinking hints, behind one trait |
 //! | `explore.rs` | many seeds of one scenario |
+//! | `shard.rs` | an exploration split across machines (`--shard`, `--out`) and merged (`rp-sim merge`) |
 //! | `mutation.rs` | the search's mutation table (`rp-sim report`) |
 //! | `mutants.rs` | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
 //! | `rust_mutants.rs` | what `cargo mutants` found in the library's Rust code, read back and judged |
@@ -108,6 +109,7 @@ mod rust_mutants;
 pub mod scenarios;
 pub mod search;
 mod servers;
+mod shard;
 mod space;
 mod stats;
 mod world;
@@ -115,13 +117,14 @@ mod world;
 pub use bridge::Execution;
 pub use checker::Violation;
 pub use clock::{ServerClock, CLOCK_FILE_ENV};
-pub use explore::{explore, replay_command, Exploration, Progress, SeedReport};
+pub use explore::{explore, explore_shard, replay_command, Exploration, Progress, SeedReport, SeedRun};
 pub use family::{Family, Runner, Workload};
 pub use history::{Digest, Event, EventKind, History, Millis, Op, OpId};
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
 pub use plan::Plan;
 pub use servers::{check_clock_library, clock_library, KeyAtEnd, ServerNode, Servers, SetupError};
+pub use shard::{merge, Shard, ShardError, ShardFile};
 pub use space::{rng, FaultSpace, Space, Workloads};
 pub use stats::{Histograms, Percentiles, Summary};
 pub use world::{

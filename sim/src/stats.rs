@@ -158,6 +158,31 @@ impl Histograms {
             .collect()
     }
 
+    /// Every histogram's recorded values with their counts (a value stands
+    /// for its bucket: recording it again lands in the same bucket), by
+    /// name; a declared histogram without samples has none. What a shard
+    /// file carries, so that histograms merge exactly.
+    pub fn counts(&self) -> BTreeMap<String, Vec<(u64, u64)>> {
+        self.map
+            .iter()
+            .map(|(n, h)| (n.clone(), h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()))
+            .collect()
+    }
+
+    /// The histograms [`Histograms::counts`] describes.
+    pub fn from_counts(counts: &BTreeMap<String, Vec<(u64, u64)>>) -> Histograms {
+        let mut h = Histograms::new();
+        for (name, values) in counts {
+            h.declare(name);
+            for &(value, n) in values {
+                if let Some(hist) = h.map.get_mut(name) {
+                    let _ = hist.record_n(value, n);
+                }
+            }
+        }
+        h
+    }
+
     /// Whether no histogram has any sample.
     pub fn is_empty(&self) -> bool {
         self.map.values().all(|h| h.is_empty())

@@ -1,5 +1,5 @@
 //! The harness's own tests, one binary: the bridge and the clock library
-//! against real servers, determinism, Ctrl-C cleanup, plans, and the pinned
+//! against real servers, determinism, Ctrl-C cleanup, plans, sharding, and the pinned
 //! seeds of every scenario (`scenarios`: the broken variants violate, the
 //! correct ones do not — also the Rust mutation run's test command).
 
@@ -9,3 +9,4 @@ mod determinism;
 mod interrupt;
 mod plan;
 mod scenarios;
+mod shard;

@@ -1,0 +1,267 @@
+//! Splitting an exploration across machines, and merging the parts.
+//!
+//! `rp-sim explore --shard I/N` runs every N-th seed of its range (those
+//! whose offset from the first seed is I modulo N); `--out FILE` writes what
+//! the shard found as a [`ShardFile`]: every violation, every seed's digest,
+//! the coverage and operation counts, and each histogram's full contents
+//! (every recorded value with its count, so that histograms add exactly).
+//! `rp-sim merge FILES…` checks that the files are the N shards of one
+//! exploration, each once, and combines them into the [`Exploration`] one
+//! unsharded run gives: the same violations, identical histograms, the same
+//! coverage and the same digest (`sim/tests/harness/shard.rs` checks it).
+//! Only wall time differs; the merged one is the sum of the shards'.
+
+use core::fmt;
+use core::str::FromStr;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::explore::{Exploration, SeedRun};
+use crate::history::{Digest, Fnv1a};
+use crate::stats::Histograms;
+
+/// Which part of a seed range one process runs: the seeds whose offset
+/// from the first is `index` modulo `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    index: u64,
+    count: u64,
+}
+
+impl Shard {
+    /// The whole range.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Shard `index` of `count` (`index < count`, `count ≥ 1`).
+    pub fn new(index: u64, count: u64) -> Result<Shard, ShardError> {
+        if count == 0 || index >= count {
+            return Err(ShardError::Spec(format!("{index}/{count}")));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// This shard's index.
+    pub fn index(self) -> u64 {
+        self.index
+    }
+
+    /// How many shards there are.
+    pub fn count(self) -> u64 {
+        self.count
+    }
+
+    /// Whether `seed` of a range starting at `start` is this shard's.
+    pub fn includes(self, start: u64, seed: u64) -> bool {
+        (seed - start) % self.count == self.index
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = ShardError;
+
+    /// `I/N`, e.g. `0/4` … `3/4` (a Kubernetes Indexed Job's
+    /// `JOB_COMPLETION_INDEX` is the `I`).
+    fn from_str(s: &str) -> Result<Shard, ShardError> {
+        let (i, n) = s.split_once('/').ok_or_else(|| ShardError::Spec(s.to_string()))?;
+        let parse = |v: &str| v.trim().parse::<u64>().map_err(|_| ShardError::Spec(s.to_string()));
+        Shard::new(parse(i)?, parse(n)?)
+    }
+}
+
+/// Why shard files could not be read or merged.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    /// Not `I/N` with `0 ≤ I < N`.
+    #[error("--shard expects I/N with 0 <= I < N (e.g. 0/4), got {0:?}")]
+    Spec(String),
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A file is not a shard file of this format.
+    #[error("{}: not an rp-sim shard file: {source}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What serde said.
+        source: serde_json::Error,
+    },
+    /// The files are not the shards of one exploration, each exactly once.
+    #[error("cannot merge: {0}")]
+    Mismatch(String),
+}
+
+/// What one shard found, in full: the file `explore --out` writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardFile {
+    /// Format version (1).
+    pub format: u32,
+    /// Scenario name.
+    pub scenario: String,
+    /// First seed of the whole range.
+    pub start_seed: u64,
+    /// Seeds in the whole range (every shard's together).
+    pub range: u64,
+    /// Which shard.
+    pub shard: Shard,
+    /// Every seed this shard ran, with its history digest.
+    pub runs: Vec<SeedRun>,
+    /// Seeds that violated something, with their violations.
+    pub violating: Vec<crate::explore::SeedReport>,
+    /// Each histogram's recorded values and their counts.
+    pub histograms: BTreeMap<String, Vec<(u64, u64)>>,
+    /// Situation → seeds that reached it.
+    pub coverage: BTreeMap<String, u64>,
+    /// Library operation → invocations.
+    pub operations: BTreeMap<String, u64>,
+    /// Simulated time over every seed (ms).
+    pub simulated_ms: u64,
+    /// Events over every seed.
+    pub events: u64,
+    /// The shard's wall time (s).
+    pub wall_seconds: f64,
+}
+
+impl ShardFile {
+    /// The file form of `ex`, shard `shard` of a range of `range` seeds.
+    pub fn of(ex: &Exploration, shard: Shard, range: u64) -> ShardFile {
+        ShardFile {
+            format: 1,
+            scenario: ex.scenario.to_string(),
+            start_seed: ex.start_seed,
+            range,
+            shard,
+            runs: ex.runs.clone(),
+            violating: ex.violating.clone(),
+            histograms: ex.histograms.counts(),
+            coverage: ex.coverage.clone(),
+            operations: ex.operations.clone(),
+            simulated_ms: ex.simulated_ms,
+            events: ex.events,
+            wall_seconds: ex.wall.as_secs_f64(),
+        }
+    }
+
+    /// Writes it as JSON.
+    pub fn write(&self, path: &Path) -> Result<(), ShardError> {
+        let io = |source| ShardError::Io { path: path.to_path_buf(), source };
+        let json = serde_json::to_vec(self).map_err(|e| io(std::io::Error::other(e)))?;
+        std::fs::write(path, json).map_err(io)
+    }
+
+    /// Reads one.
+    pub fn read(path: &Path) -> Result<ShardFile, ShardError> {
+        let bytes = std::fs::read(path).map_err(|source| ShardError::Io { path: path.to_path_buf(), source })?;
+        let file: ShardFile =
+            serde_json::from_slice(&bytes).map_err(|source| ShardError::Format { path: path.to_path_buf(), source })?;
+        if file.format != 1 {
+            return Err(ShardError::Mismatch(format!("{}: format {}, not 1", path.display(), file.format)));
+        }
+        Ok(file)
+    }
+}
+
+/// Merges the shards of one exploration into what one unsharded run gives.
+pub fn merge(files: &[ShardFile]) -> Result<Exploration, ShardError> {
+    let first = files.first().ok_or_else(|| ShardError::Mismatch("no shard files".into()))?;
+    let scenario = crate::scenarios::find(&first.scenario)
+        .ok_or_else(|| ShardError::Mismatch(format!("no scenario named {}", first.scenario)))?;
+    let count = first.shard.count;
+    let mut seen = vec![false; count as usize];
+    for f in files {
+        if (f.scenario.as_str(), f.start_seed, f.range, f.shard.count)
+            != (first.scenario.as_str(), first.start_seed, first.range, count)
+        {
+            return Err(ShardError::Mismatch(format!(
+                "shard {} is of {} seeds {}..+{} in {} shards, shard {} of {} seeds {}..+{} in {count}",
+                f.shard,
+                f.scenario,
+                f.start_seed,
+                f.range,
+                f.shard.count,
+                first.shard,
+                first.scenario,
+                first.start_seed,
+                first.range
+            )));
+        }
+        let slot = &mut seen[f.shard.index as usize];
+        if *slot {
+            return Err(ShardError::Mismatch(format!("shard {} given twice", f.shard)));
+        }
+        *slot = true;
+    }
+    if let Some(missing) = seen.iter().position(|s| !s) {
+        return Err(ShardError::Mismatch(format!("shard {missing}/{count} is missing")));
+    }
+    let mut runs: Vec<SeedRun> = files.iter().flat_map(|f| f.runs.iter().copied()).collect();
+    runs.sort_by_key(|r| r.seed);
+    let mut violating: Vec<_> = files.iter().flat_map(|f| f.violating.iter().cloned()).collect();
+    violating.sort_by_key(|s| s.seed);
+    let mut histograms = Histograms::new();
+    let mut coverage = BTreeMap::new();
+    let mut operations = BTreeMap::new();
+    for f in files {
+        histograms.merge(&Histograms::from_counts(&f.histograms));
+        for (k, n) in &f.coverage {
+            *coverage.entry(k.clone()).or_insert(0) += n;
+        }
+        for (k, n) in &f.operations {
+            *operations.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    Ok(Exploration {
+        scenario: scenario.name,
+        start_seed: first.start_seed,
+        seeds: runs.len() as u64,
+        digest: digest_of(&runs),
+        runs,
+        violating,
+        histograms,
+        wall: Duration::from_secs_f64(files.iter().map(|f| f.wall_seconds.max(0.0)).sum()),
+        simulated_ms: files.iter().map(|f| f.simulated_ms).sum(),
+        events: files.iter().map(|f| f.events).sum(),
+        coverage,
+        operations,
+    })
+}
+
+/// The exploration digest: every seed's history digest, in seed order.
+pub fn digest_of(runs: &[SeedRun]) -> Digest {
+    let mut digest = Fnv1a::default();
+    for r in runs {
+        digest.write(format!("{} {}\n", r.seed, r.digest).as_bytes());
+    }
+    Digest(digest.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_partition_a_range() {
+        assert_eq!("1/3".parse::<Shard>().unwrap(), Shard::new(1, 3).unwrap());
+        for bad in ["3/3", "1/0", "x/2", "1", "-1/2", ""] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        let shards: Vec<Shard> = (0..3).map(|i| Shard::new(i, 3).unwrap()).collect();
+        for seed in 100..130 {
+            assert_eq!(shards.iter().filter(|s| s.includes(100, seed)).count(), 1);
+        }
+        assert!(Shard::WHOLE.includes(5, 9));
+    }
+}
