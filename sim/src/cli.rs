@@ -120,6 +120,36 @@ pub enum Command {
         after_help = "Example (four machines, or four processes):\n  for i in 0 1 2 3; do rp-sim explore --scenario election --seeds 100000 --shard $i/4 --out election-$i.json & done; wait\n  rp-sim merge election-*.json"
     )]
     Merge(MergeArgs),
+    /// Compare the pinned seed sets' violations and histograms with a
+    /// committed baseline: timing regressions caught.
+    ///
+    /// Runs every scenario's seed set (a broken variant's pinned seeds,
+    /// seeds 0..12 of a correct one) and compares with the baseline: a new
+    /// violation, a broken variant's lost violation, or a histogram's count,
+    /// p50, p90, p99 or max moved beyond the baseline's tolerance (±10 %, at
+    /// least 5) fails, one line per difference. Histograms are in simulated
+    /// time and runs are deterministic, so the same code gives the same
+    /// figures exactly. Exit status 0 when everything matches, 1 on a
+    /// difference, 2 on a usage or set-up error.
+    #[command(
+        after_help = "Example:\n  rp-sim check                       # against reports/baseline.json\n  rp-sim check --scenario election   # one scenario\n  rp-sim check --update              # accept the current figures"
+    )]
+    Check(CheckArgs),
+}
+
+/// `check` options.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The baseline file.
+    #[arg(long, default_value = "reports/baseline.json")]
+    pub baseline: PathBuf,
+    /// Only these scenarios (repeatable); default every scenario.
+    #[arg(long, short = 's')]
+    pub scenario: Vec<String>,
+    /// Write the current figures as the baseline instead of comparing
+    /// (with --scenario, only those scenarios' entries are replaced).
+    #[arg(long)]
+    pub update: bool,
 }
 
 /// `merge` options.
@@ -355,6 +385,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Replay(args) => replay_cmd(args),
         Command::Mutants(args) => mutants_cmd(args),
         Command::Merge(args) => merge_cmd(args),
+        Command::Check(args) => check_cmd(args),
         Command::Report(args) => match crate::report::write_report(&args.out, args.seeds, args.mutation_seeds) {
             Ok(path) => {
                 println!("report written to {}", path.display());
@@ -391,6 +422,73 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
         }
     }
     print_exploration(&ex, scenario, args.json)
+}
+
+fn check_cmd(args: CheckArgs) -> i32 {
+    use crate::baseline::{compare, measure, Baseline};
+    let mut chosen = Vec::new();
+    for name in &args.scenario {
+        match lookup(name) {
+            Ok(s) => chosen.push(s),
+            Err(code) => return code,
+        }
+    }
+    if chosen.is_empty() {
+        chosen = SCENARIOS.iter().collect();
+    }
+    let base = if args.update && !args.baseline.exists() {
+        None
+    } else {
+        match Baseline::read(&args.baseline) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("rp-sim check: {e} (write one with `rp-sim check --update`)");
+                return 2;
+            }
+        }
+    };
+    let mut servers = Servers::new();
+    let now = match measure(&mut servers, &chosen) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("rp-sim: set-up error: {e}");
+            return 2;
+        }
+    };
+    drop(servers);
+    if args.update {
+        let mut next = base.unwrap_or_else(|| Baseline { scenarios: Default::default(), ..now.clone() });
+        next.scenarios.extend(now.scenarios);
+        if let Err(e) = next.write(&args.baseline) {
+            eprintln!("rp-sim check: {e}");
+            return 2;
+        }
+        println!("baseline written to {} ({} scenarios)", args.baseline.display(), next.scenarios.len());
+        return 0;
+    }
+    let Some(base) = base else { return 2 };
+    let expect = |name: &str| match scenarios::find(name).map(|s| s.expect) {
+        Some(Expect::Violates(inv)) => Some(inv),
+        _ => None,
+    };
+    let drift = compare(&base, &now, expect);
+    if drift.is_empty() {
+        println!(
+            "check: {} scenario(s) match {} (violations exactly; histograms within ±{:.0} %, at least {})",
+            now.scenarios.len(),
+            args.baseline.display(),
+            base.tolerance.relative * 100.0,
+            base.tolerance.absolute
+        );
+        return 0;
+    }
+    println!("check: {} difference(s) from {}:", drift.len(), args.baseline.display());
+    for d in &drift {
+        println!("  {d}");
+    }
+    let only: String = args.scenario.iter().map(|s| format!(" --scenario {s}")).collect();
+    println!("if the change is meant, accept it: rp-sim check --update --baseline {}{only}", args.baseline.display());
+    1
 }
 
 fn merge_cmd(args: MergeArgs) -> i32 {

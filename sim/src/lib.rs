@@ -89,8 +89,10 @@
 //! | `mutants.rs` | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
 //! | `rust_mutants.rs` | what `cargo mutants` found in the library's Rust code, read back and judged |
 //! | `report.rs` | `rp-sim report`: Markdown + JSON under `reports/` |
+//! | `baseline.rs` | `rp-sim check`: the pinned seed sets against `reports/baseline.json` (timing regressions) |
 #![deny(missing_docs)]
 
+mod baseline;
 mod bridge;
 pub mod checker;
 pub mod cli;
@@ -114,6 +116,7 @@ mod space;
 mod stats;
 mod world;
 
+pub use baseline::{Baseline, BaselineError, Drift, ScenarioFigures, Tolerance};
 pub use bridge::Execution;
 pub use checker::Violation;
 pub use clock::{ServerClock, CLOCK_FILE_ENV};

@@ -1,8 +1,10 @@
 //! The harness's own tests, one binary: the bridge and the clock library
-//! against real servers, determinism, Ctrl-C cleanup, plans, sharding, and the pinned
+//! against real servers, determinism, Ctrl-C cleanup, plans, sharding, the
+//! timing baseline, and the pinned
 //! seeds of every scenario (`scenarios`: the broken variants violate, the
 //! correct ones do not — also the Rust mutation run's test command).
 
+mod baseline;
 mod bridge;
 mod clock;
 mod determinism;

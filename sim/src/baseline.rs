@@ -1,0 +1,329 @@
+//! Timing regressions: the pinned seed sets measured against a committed
+//! baseline (`rp-sim check`).
+//!
+//! The pinned seeds say whether a scenario violates; they do not say when a
+//! change doubles a failover or lengthens an unsafe window. Every histogram
+//! is in simulated milliseconds and every run is deterministic, so the same
+//! code gives the same figures bit for bit, and a tolerance can be tight.
+//! `rp-sim check` runs each scenario's seed set — its pinned seeds for a
+//! broken variant, seeds `0..CLEAN_SEEDS` for a correct one — and compares
+//! with `reports/baseline.json`:
+//!
+//! - a violation the baseline does not have fails (for any scenario);
+//! - a violation of a broken variant's expected invariant that the
+//!   baseline has and the run lost fails;
+//! - a histogram whose count, p50, p90, p99 or max moved by more than the
+//!   baseline's tolerance (relative, with an absolute floor) fails, and so
+//!   does a histogram that appeared or vanished.
+//!
+//! Each failure is one readable line (what moved, from what to what, by how
+//! much); `rp-sim check --update` writes the new baseline when the change is
+//! meant.
+
+use core::fmt;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenarios::{Expect, Scenario};
+use crate::servers::{Servers, SetupError};
+use crate::stats::Summary;
+
+/// Seeds `0..CLEAN_SEEDS` of every correct scenario are measured.
+pub const CLEAN_SEEDS: u64 = 12;
+
+/// How far a figure may move before it is a regression: the larger of
+/// `relative` × the baseline's value and `absolute` (in the figure's unit).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    /// Fraction of the baseline value (0.1 = 10 %).
+    pub relative: f64,
+    /// Absolute floor, so that a 2 ms figure may become 3 ms.
+    pub absolute: u64,
+}
+
+impl Tolerance {
+    /// ±10 %, at least 5.
+    pub const DEFAULT: Tolerance = Tolerance { relative: 0.10, absolute: 5 };
+
+    fn allows(self, base: u64, now: u64) -> bool {
+        let slack = ((base as f64 * self.relative).ceil() as u64).max(self.absolute);
+        now.abs_diff(base) <= slack
+    }
+}
+
+/// One scenario's measured seed set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioFigures {
+    /// The seeds run.
+    pub seeds: Vec<u64>,
+    /// Seed → the invariants it violated (only violating seeds).
+    pub violations: BTreeMap<u64, Vec<String>>,
+    /// Histogram summaries of every seed merged.
+    pub histograms: BTreeMap<String, Summary>,
+}
+
+/// What `rp-sim check` compares: every scenario's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Format version (1).
+    pub format: u32,
+    /// How far a histogram figure may move.
+    pub tolerance: Tolerance,
+    /// Scenario name → figures.
+    pub scenarios: BTreeMap<String, ScenarioFigures>,
+}
+
+/// Why a baseline could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// Running a scenario failed.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file is not a baseline of this format.
+    #[error("{}: not an rp-sim baseline: {reason}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The seed set of `s`: its pinned seeds if broken, else `0..CLEAN_SEEDS`.
+pub fn seeds_of(s: &Scenario) -> Vec<u64> {
+    match s.expect {
+        Expect::Clean => (0..CLEAN_SEEDS).collect(),
+        Expect::Violates(_) => s.pinned_seeds.to_vec(),
+    }
+}
+
+/// Runs every seed set of `scenarios` and gathers their figures.
+pub fn measure(servers: &mut Servers, scenarios: &[&'static Scenario]) -> Result<Baseline, SetupError> {
+    let mut out = BTreeMap::new();
+    for s in scenarios {
+        let seeds = seeds_of(s);
+        let mut violations = BTreeMap::new();
+        let mut histograms = crate::stats::Histograms::new();
+        for &seed in &seeds {
+            let o = s.run(servers, seed)?;
+            histograms.merge(&o.histograms);
+            if !o.violations.is_empty() {
+                let mut names: Vec<String> = o.violations.iter().map(|v| v.invariant.clone()).collect();
+                names.sort();
+                names.dedup();
+                violations.insert(seed, names);
+            }
+        }
+        out.insert(s.name.to_string(), ScenarioFigures { seeds, violations, histograms: histograms.summaries() });
+    }
+    Ok(Baseline { format: 1, tolerance: Tolerance::DEFAULT, scenarios: out })
+}
+
+impl Baseline {
+    /// Reads a baseline file.
+    pub fn read(path: &Path) -> Result<Baseline, BaselineError> {
+        let bytes = std::fs::read(path).map_err(|source| BaselineError::Io { path: path.to_path_buf(), source })?;
+        let b: Baseline = serde_json::from_slice(&bytes)
+            .map_err(|e| BaselineError::Format { path: path.to_path_buf(), reason: e.to_string() })?;
+        if b.format != 1 {
+            return Err(BaselineError::Format { path: path.to_path_buf(), reason: format!("format {}", b.format) });
+        }
+        Ok(b)
+    }
+
+    /// Writes it, pretty-printed (a reviewer reads its diff).
+    pub fn write(&self, path: &Path) -> Result<(), BaselineError> {
+        let io = |source| BaselineError::Io { path: path.to_path_buf(), source };
+        let json = serde_json::to_string_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
+        std::fs::write(path, json + "\n").map_err(io)
+    }
+}
+
+/// One way a run differs from its baseline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    /// A violation the baseline does not have.
+    NewViolation {
+        /// Scenario.
+        scenario: String,
+        /// Seed.
+        seed: u64,
+        /// Invariant.
+        invariant: String,
+    },
+    /// A broken variant's expected violation that the run lost.
+    LostViolation {
+        /// Scenario.
+        scenario: String,
+        /// Seed.
+        seed: u64,
+        /// Invariant.
+        invariant: String,
+    },
+    /// A histogram figure moved past the tolerance.
+    Moved {
+        /// Scenario.
+        scenario: String,
+        /// Histogram.
+        histogram: String,
+        /// `count`, `p50`, `p90`, `p99` or `max`.
+        figure: &'static str,
+        /// The baseline's value.
+        from: u64,
+        /// The run's.
+        to: u64,
+        /// Unit.
+        unit: String,
+    },
+    /// A histogram appeared or vanished.
+    Histogram {
+        /// Scenario.
+        scenario: String,
+        /// Histogram.
+        histogram: String,
+        /// Whether the run has it (else only the baseline does).
+        appeared: bool,
+    },
+    /// A scenario or seed set that the baseline does not match.
+    Scenario {
+        /// Scenario.
+        scenario: String,
+        /// What differs.
+        what: String,
+    },
+}
+
+impl fmt::Display for Drift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Drift::NewViolation { scenario, seed, invariant } => {
+                write!(f, "{scenario} seed {seed}: new violation of {invariant} (replay: rp-sim replay --scenario {scenario} --seed {seed})")
+            }
+            Drift::LostViolation { scenario, seed, invariant } => {
+                write!(f, "{scenario} seed {seed}: no longer violates {invariant} (the harness stopped catching it)")
+            }
+            Drift::Moved { scenario, histogram, figure, from, to, unit } => {
+                let pct = if *from == 0 {
+                    String::new()
+                } else {
+                    format!(" ({:+.0} %)", (*to as f64 / *from as f64 - 1.0) * 100.0)
+                };
+                write!(f, "{scenario} {histogram} {figure}: {from} → {to} {unit}{pct}")
+            }
+            Drift::Histogram { scenario, histogram, appeared: true } => {
+                write!(f, "{scenario}: new histogram {histogram}")
+            }
+            Drift::Histogram { scenario, histogram, appeared: false } => {
+                write!(f, "{scenario}: histogram {histogram} is gone")
+            }
+            Drift::Scenario { scenario, what } => write!(f, "{scenario}: {what}"),
+        }
+    }
+}
+
+/// Every way `now` differs from `base` beyond `base`'s tolerance, for the
+/// scenarios `now` measured; `expect` says which invariant each broken
+/// variant must keep violating.
+pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<&'static str>) -> Vec<Drift> {
+    let mut out = Vec::new();
+    for (name, n) in &now.scenarios {
+        let scenario = name.clone();
+        let Some(b) = base.scenarios.get(name) else {
+            out.push(Drift::Scenario { scenario, what: "not in the baseline".into() });
+            continue;
+        };
+        if b.seeds != n.seeds {
+            out.push(Drift::Scenario { scenario, what: format!("seed set {:?}, baseline {:?}", n.seeds, b.seeds) });
+            continue;
+        }
+        for (seed, invariants) in &n.violations {
+            for inv in invariants {
+                if !b.violations.get(seed).is_some_and(|v| v.contains(inv)) {
+                    out.push(Drift::NewViolation { scenario: scenario.clone(), seed: *seed, invariant: inv.clone() });
+                }
+            }
+        }
+        if let Some(expected) = expect(name) {
+            for (seed, invariants) in &b.violations {
+                let had = invariants.iter().any(|i| i == expected);
+                let has = n.violations.get(seed).is_some_and(|v| v.iter().any(|i| i == expected));
+                if had && !has {
+                    out.push(Drift::LostViolation {
+                        scenario: scenario.clone(),
+                        seed: *seed,
+                        invariant: expected.into(),
+                    });
+                }
+            }
+        }
+        for (h, bs) in &b.histograms {
+            let Some(ns) = n.histograms.get(h) else {
+                out.push(Drift::Histogram { scenario: scenario.clone(), histogram: h.clone(), appeared: false });
+                continue;
+            };
+            let figures = [
+                ("count", bs.count, ns.count),
+                ("p50", bs.p50, ns.p50),
+                ("p90", bs.p90, ns.p90),
+                ("p99", bs.p99, ns.p99),
+                ("max", bs.max, ns.max),
+            ];
+            for (figure, from, to) in figures {
+                if !base.tolerance.allows(from, to) {
+                    out.push(Drift::Moved {
+                        scenario: scenario.clone(),
+                        histogram: h.clone(),
+                        figure,
+                        from,
+                        to,
+                        unit: if figure == "count" { "samples".into() } else { bs.unit.clone() },
+                    });
+                }
+            }
+        }
+        for h in n.histograms.keys().filter(|h| !b.histograms.contains_key(*h)) {
+            out.push(Drift::Histogram { scenario: scenario.clone(), histogram: h.clone(), appeared: true });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(p99: u64, violations: &[(u64, &str)]) -> Baseline {
+        let summary = Summary { count: 40, min: 1, p50: 20, p90: 80, p99, max: p99 + 10, unit: "ms".into() };
+        let scenario = ScenarioFigures {
+            seeds: vec![1, 2],
+            violations: violations.iter().map(|(s, i)| (*s, vec![i.to_string()])).collect(),
+            histograms: BTreeMap::from([("failover".to_string(), summary)]),
+        };
+        Baseline { format: 1, tolerance: Tolerance::DEFAULT, scenarios: BTreeMap::from([("x".to_string(), scenario)]) }
+    }
+
+    #[test]
+    fn moves_within_tolerance_pass_and_beyond_fail_readably() {
+        let base = figures(100, &[(1, "election")]);
+        assert!(compare(&base, &figures(109, &[(1, "election")]), |_| Some("election")).is_empty());
+        let drift = compare(&base, &figures(250, &[(1, "election")]), |_| Some("election"));
+        let text: Vec<String> = drift.iter().map(|d| d.to_string()).collect();
+        assert_eq!(text, ["x failover p99: 100 → 250 ms (+150 %)", "x failover max: 110 → 260 ms (+136 %)"]);
+        let lost = compare(&base, &figures(100, &[]), |_| Some("election"));
+        assert_eq!(lost[0].to_string(), "x seed 1: no longer violates election (the harness stopped catching it)");
+        let new = compare(&base, &figures(100, &[(1, "election"), (2, "liveness")]), |_| Some("election"));
+        assert!(new[0].to_string().starts_with("x seed 2: new violation of liveness"), "{new:?}");
+        // Small figures get the absolute floor: 2 ms may become 7 ms.
+        assert!(Tolerance::DEFAULT.allows(2, 7) && !Tolerance::DEFAULT.allows(2, 8));
+    }
+}
