@@ -128,7 +128,7 @@ pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
 pub use plan::Plan;
 pub use servers::{check_clock_library, clock_library, KeyAtEnd, ServerNode, Servers, SetupError};
 pub use shard::{merge, Shard, ShardError, ShardFile};
-pub use space::{rng, FaultSpace, Space, Workloads};
+pub use space::{rng, FaultSpace, Space, WorkloadFault, Workloads};
 pub use stats::{Histograms, Percentiles, Summary};
 pub use world::{
     derive_seed, Actor, ActorResult, RestartMode, RunOutcome, SimError, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS,

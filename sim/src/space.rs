@@ -87,6 +87,25 @@ impl FaultSpace {
         FaultSpace::new(&[], 0)
     }
 
+    /// The nemesis the lock and job-queue families' seeds draw from: one to
+    /// three faults of the client-side kinds (client pauses, partitions both
+    /// ways and one way, held links, latency) and server pauses, 100–1500 ms
+    /// each, inside 10–90 % of a run of `length_ms`, single links allowed
+    /// (where there is more than one node), a swarm subset per seed.
+    pub fn client_side(length_ms: Millis) -> FaultSpace {
+        let classes = [
+            FaultClass::ClientPause,
+            FaultClass::Partition,
+            FaultClass::PartitionOneWay,
+            FaultClass::Hold,
+            FaultClass::Latency,
+            FaultClass::ServerPause,
+        ];
+        FaultSpace { count: (1, 3), duration_ms: (100, 1500), links: true, ..FaultSpace::new(&classes, 3) }
+            .within(length_ms / 10, length_ms * 9 / 10)
+            .swarm()
+    }
+
     /// The same space under swarm testing (see [`FaultSpace::swarm`]).
     pub fn swarm(mut self) -> FaultSpace {
         self.swarm = true;
@@ -188,6 +207,41 @@ fn faults(space: &FaultSpace, max_clients: u32, nodes: u32) -> BoxedStrategy<Vec
         return Just(Vec::new()).boxed();
     }
     vec(fault(space, max_clients, nodes), space.count.0..=space.count.1).boxed()
+}
+
+/// Whether a plan has a workload fault (a holder's stall inside its critical
+/// section, a worker's freeze after a claim), and how long it lasts: the
+/// shape the families that inject one draw it from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadFault {
+    /// Never.
+    Never,
+    /// Sometimes (an `Option` that shrinks to none), lasting `ms` (inclusive).
+    Maybe {
+        /// Lengths (ms).
+        ms: (u64, u64),
+    },
+    /// Always, lasting `ms` (inclusive).
+    Always {
+        /// Lengths (ms).
+        ms: (u64, u64),
+    },
+}
+
+impl WorkloadFault {
+    /// The fault's strategy: where it hits, drawn by `at` (which actor, which
+    /// of its operations), then how long it lasts.
+    pub fn strategy<S>(self, at: S) -> BoxedStrategy<Option<(S::Value, u64)>>
+    where
+        S: Strategy + 'static,
+        S::Value: Clone,
+    {
+        match self {
+            WorkloadFault::Never => Just(None).boxed(),
+            WorkloadFault::Maybe { ms } => proptest::option::of((at, ms.0..=ms.1)).boxed(),
+            WorkloadFault::Always { ms } => (at, ms.0..=ms.1).prop_map(Some).boxed(),
+        }
+    }
 }
 
 /// A family's workloads, with its type erased: what a [`Space`] holds.

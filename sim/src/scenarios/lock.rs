@@ -42,10 +42,10 @@ use crate::checker::{
     corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies, stale_overwrite,
 };
 use crate::history::{GuardedResult, Millis, Op, WriteResult};
-use crate::nemesis::{Fault, FaultClass, Schedule};
+use crate::nemesis::{Fault, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
-use crate::space::FaultSpace;
+use crate::space::{FaultSpace, WorkloadFault};
 use crate::stats::{self, Histograms, UNSAFE};
 use crate::world::{Actor, ActorResult, World, WorldConfig};
 use proptest::prelude::*;
@@ -122,27 +122,11 @@ pub struct LockSpace {
     pub think_max_ms: (u64, u64),
     /// How long clients keep trying (ms).
     pub length_ms: (u64, u64),
-    /// Whether and how long a client stalls inside a critical section.
-    pub stall: StallSpace,
+    /// Whether and how long a client stalls inside one of its first three
+    /// critical sections.
+    pub stall: WorkloadFault,
     /// Faults every plan gets (the restart of `counter-loss`).
     pub placed: Vec<Fault>,
-}
-
-/// Whether a lock-family plan has a holder's stall, and how long.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StallSpace {
-    /// Never.
-    Never,
-    /// Sometimes (shrinks to none): of `ms` (inclusive).
-    Maybe {
-        /// Stall lengths (ms).
-        ms: (u64, u64),
-    },
-    /// Always, in a drawn client's first, second or third hold.
-    Always {
-        /// Stall lengths (ms).
-        ms: (u64, u64),
-    },
 }
 
 impl LockSpace {
@@ -156,7 +140,7 @@ impl LockSpace {
             hold_span_ms: (10, 100),
             think_max_ms: (5, 80),
             length_ms: (1000, 3000),
-            stall: StallSpace::Maybe { ms: (100, 1500) },
+            stall: WorkloadFault::Maybe { ms: (100, 1500) },
             placed: Vec::new(),
         }
     }
@@ -173,9 +157,9 @@ impl LockSpace {
             think_max_ms: one(p.think_ms.1),
             length_ms: one(p.length_ms),
             stall: if w.seed_stall_ms > 0 {
-                StallSpace::Always { ms: one(w.seed_stall_ms) }
+                WorkloadFault::Always { ms: one(w.seed_stall_ms) }
             } else {
-                StallSpace::Never
+                WorkloadFault::Never
             },
             placed: w.always.clone(),
         }
@@ -184,16 +168,10 @@ impl LockSpace {
     /// The strategy (the family's one generator).
     pub fn plans(&self) -> BoxedStrategy<(LockPlan, Vec<Fault>)> {
         let clients = self.clients;
-        let stall_of = |(client, hold, ms)| Stall { client, hold, ms };
-        let stall = match self.stall {
-            StallSpace::Never => Just(None).boxed(),
-            StallSpace::Maybe { ms } => proptest::option::of((0..clients.1.max(1), 1..=3u32, ms.0..=ms.1))
-                .prop_map(move |s| s.map(stall_of))
-                .boxed(),
-            StallSpace::Always { ms } => {
-                (0..clients.1.max(1), 1..=3u32, ms.0..=ms.1).prop_map(move |s| Some(stall_of(s))).boxed()
-            }
-        };
+        let stall = self
+            .stall
+            .strategy((0..clients.1.max(1), 1..=3u32))
+            .prop_map(|s| s.map(|((client, hold), ms)| Stall { client, hold, ms }));
         let placed = self.placed.clone();
         (
             clients.0..=clients.1,
@@ -221,23 +199,6 @@ impl LockSpace {
 
 fn one<T: Copy>(v: T) -> (T, T) {
     (v, v)
-}
-
-/// The nemesis faults of the lock variants' seeds: one to three faults of
-/// the client-side kinds (and server pauses), 100–1500 ms each, inside
-/// 10–90 % of the run, a swarm subset per seed.
-pub fn seed_faults(length_ms: Millis) -> FaultSpace {
-    let classes = [
-        FaultClass::ClientPause,
-        FaultClass::Partition,
-        FaultClass::PartitionOneWay,
-        FaultClass::Hold,
-        FaultClass::Latency,
-        FaultClass::ServerPause,
-    ];
-    FaultSpace { count: (1, 3), duration_ms: (100, 1500), links: true, ..FaultSpace::new(&classes, 3) }
-        .within(length_ms / 10, length_ms * 9 / 10)
-        .swarm()
 }
 
 /// The lock workload: one variant's fixed settings, and the plan it runs
@@ -291,7 +252,7 @@ impl LockWorkload {
             lock: LockKind::Fenced,
             store: StoreKind::Fenced,
             check_deadline: true,
-            faults: seed_faults(length_ms),
+            faults: FaultSpace::client_side(length_ms),
             always: Vec::new(),
             policy: Policy::ForbidTrustedOverlap,
             modes: true,

@@ -39,9 +39,9 @@ use crate::bridge::Execution;
 use crate::checker::{Violation, LIVENESS};
 use crate::family::Family;
 use crate::history::{Event, EventKind, Millis, Op};
-use crate::nemesis::{Fault, FaultClass, Schedule};
+use crate::nemesis::{Fault, Schedule};
 use crate::servers::{Servers, SetupError};
-use crate::space::FaultSpace;
+use crate::space::{FaultSpace, WorkloadFault};
 use crate::stats::Histograms;
 use crate::world::{Actor, ActorResult, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
 use proptest::prelude::*;
@@ -233,25 +233,9 @@ pub struct JobSpace {
     pub jobs: (u32, u32),
     /// Claim lease (ms).
     pub lease_ms: (u64, u64),
-    /// Whether a worker freezes after one of its first two claims.
-    pub stall: JobStall,
-}
-
-/// Whether a job-queue plan freezes a worker after a claim, and how long.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobStall {
-    /// Never.
-    Never,
-    /// Sometimes (shrinks to none), for `ms` (inclusive).
-    Maybe {
-        /// Freeze lengths (ms).
-        ms: (u64, u64),
-    },
-    /// Always, a drawn worker after a drawn claim, for `ms` (inclusive).
-    Always {
-        /// Freeze lengths (ms).
-        ms: (u64, u64),
-    },
+    /// Whether and how long a worker freezes after one of its first two
+    /// claims.
+    pub stall: WorkloadFault,
 }
 
 impl JobSpace {
@@ -263,27 +247,27 @@ impl JobSpace {
             workers: (t.workers, t.workers),
             jobs: (t.jobs, t.jobs),
             lease_ms: (t.lease_ms, t.lease_ms),
-            stall: JobStall::Always { ms: (500, 900) },
+            stall: WorkloadFault::Always { ms: (500, 900) },
         }
     }
 
     /// The property search's space: 1–3 workers, 1–8 jobs, a 150–500 ms
     /// lease, maybe a worker frozen for 100–1500 ms.
     pub fn search() -> JobSpace {
-        JobSpace { workers: (1, 3), jobs: (1, 8), lease_ms: (150, 500), stall: JobStall::Maybe { ms: (100, 1500) } }
+        JobSpace {
+            workers: (1, 3),
+            jobs: (1, 8),
+            lease_ms: (150, 500),
+            stall: WorkloadFault::Maybe { ms: (100, 1500) },
+        }
     }
 
     /// The strategy (the family's one generator).
     pub fn plans(&self) -> BoxedStrategy<(JobPlan, Vec<Fault>)> {
-        let stall_of = |(worker, claim, ms)| Stall { worker, claim, ms };
-        let who = (0..self.workers.1.max(1), 1..=2u32);
-        let stall = match self.stall {
-            JobStall::Never => Just(None).boxed(),
-            JobStall::Maybe { ms } => {
-                proptest::option::of((who.0, who.1, ms.0..=ms.1)).prop_map(move |s| s.map(stall_of)).boxed()
-            }
-            JobStall::Always { ms } => (who.0, who.1, ms.0..=ms.1).prop_map(move |s| Some(stall_of(s))).boxed(),
-        };
+        let stall = self
+            .stall
+            .strategy((0..self.workers.1.max(1), 1..=2u32))
+            .prop_map(|s| s.map(|((worker, claim), ms)| Stall { worker, claim, ms }));
         (self.workers.0..=self.workers.1, self.jobs.0..=self.jobs.1, self.lease_ms.0..=self.lease_ms.1, stall)
             .prop_map(|(workers, jobs, lease_ms, stall)| {
                 (JobPlan { workers, jobs, lease_ms, stall, ..template() }, Vec::new())
@@ -296,33 +280,8 @@ impl JobSpace {
 /// up to three client-side faults or server pauses): the registry row's
 /// search target, kept here with the family rather than in `search/`.
 pub fn naive_search_space() -> crate::space::Space {
-    let classes = [
-        FaultClass::ClientPause,
-        FaultClass::Partition,
-        FaultClass::Hold,
-        FaultClass::Latency,
-        FaultClass::PartitionOneWay,
-        FaultClass::ServerPause,
-    ];
-    crate::space::Space::of::<Variant>("job-queue-naive", FaultSpace::new(&classes, 3), &JobSpace::search())
-}
-
-/// The nemesis faults both variants' seeds draw: one to three client-side
-/// faults or server pauses of 100–1500 ms inside 10–90 % of the run, a
-/// swarm subset per seed.
-pub fn seed_faults() -> FaultSpace {
-    let length = template().length_ms;
-    let classes = [
-        FaultClass::ClientPause,
-        FaultClass::Partition,
-        FaultClass::PartitionOneWay,
-        FaultClass::Hold,
-        FaultClass::Latency,
-        FaultClass::ServerPause,
-    ];
-    FaultSpace { count: (1, 3), duration_ms: (100, 1500), ..FaultSpace::new(&classes, 3) }
-        .within(length / 10, length * 9 / 10)
-        .swarm()
+    let faults = FaultSpace::new(crate::search::CLIENT_SIDE, 3);
+    crate::space::Space::of::<Variant>("job-queue-naive", faults, &JobSpace::search())
 }
 
 /// One queue or the other, behind the workload's calls.
@@ -1056,7 +1015,7 @@ impl Family for Variant {
     }
 
     fn seeds(&self) -> (JobSpace, FaultSpace) {
-        (JobSpace::seeds(), seed_faults())
+        (JobSpace::seeds(), FaultSpace::client_side(template().length_ms))
     }
 
     fn plans(space: &JobSpace) -> BoxedStrategy<(JobPlan, Vec<Fault>)> {
