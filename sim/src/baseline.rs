@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::progress::{Meter, Progress};
 use crate::scenarios::{Expect, Scenario};
 use crate::servers::{Servers, SetupError};
 use crate::stats::Summary;
@@ -110,12 +111,15 @@ pub fn seeds_of(s: &Scenario) -> Vec<u64> {
 /// Runs every seed set of `scenarios` and gathers their figures.
 pub fn measure(servers: &mut Servers, scenarios: &[&'static Scenario]) -> Result<Baseline, SetupError> {
     let mut out = BTreeMap::new();
+    let total = scenarios.iter().map(|s| seeds_of(s).len() as u64).sum();
+    let mut meter = Meter::new(Progress::for_stderr(), "check", "seeds", total);
     for s in scenarios {
         let seeds = seeds_of(s);
         let mut violations = BTreeMap::new();
         let mut histograms = crate::stats::Histograms::new();
         for &seed in &seeds {
             let o = s.run(servers, seed)?;
+            meter.step(!o.violations.is_empty());
             histograms.merge(&o.histograms);
             if !o.violations.is_empty() {
                 let mut names: Vec<String> = o.violations.iter().map(|v| v.invariant.clone()).collect();
@@ -126,6 +130,7 @@ pub fn measure(servers: &mut Servers, scenarios: &[&'static Scenario]) -> Result
         }
         out.insert(s.name.to_string(), ScenarioFigures { seeds, violations, histograms: histograms.summaries() });
     }
+    meter.finish();
     Ok(Baseline { format: 1, tolerance: Tolerance::DEFAULT, scenarios: out })
 }
 

@@ -16,9 +16,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::explore::{
-    coverage_table, explore_shard, histogram_table, operations_table, replay_command, stderr_is_terminal, Progress,
-};
+use crate::explore::{coverage_table, explore_shard, histogram_table, operations_table, replay_command};
 use crate::scenarios::{self, Expect, Scenario, SCENARIOS};
 use crate::servers::{self, Servers};
 
@@ -80,7 +78,7 @@ pub enum Command {
     /// Exit status: 0 no violation, 1 a violation (expected of the broken
     /// variants), 2 usage or set-up error.
     #[command(
-        after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace\n  rp-sim replay --scenario lock-naive --plan shrunk.json --trace"
+        after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace\n  rp-sim replay --scenario lock-naive --seed 1 --timeline lock-naive-1.html\n  rp-sim replay --scenario lock-naive --plan shrunk.json --trace"
     )]
     Replay(ReplayArgs),
     /// Run the standard scenario set and write a Markdown + JSON report.
@@ -196,6 +194,10 @@ pub struct ExploreArgs {
     /// digest, full histograms, coverage) to FILE, for `rp-sim merge`.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Also draw every histogram of the run as an SVG chart (cumulative
+    /// distribution) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 /// `mutants` options.
@@ -237,6 +239,11 @@ pub struct ReplayArgs {
     /// Print the whole history as a readable timeline.
     #[arg(long)]
     pub trace: bool,
+    /// Also write the run as a self-contained HTML page (one lane per actor
+    /// and Redis node, operations as bars, leases as bands, faults shaded,
+    /// violations marked) to FILE, for a browser.
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
 }
 
 /// `report` options.
@@ -352,13 +359,6 @@ fn lookup(name: &str) -> Result<&'static Scenario, i32> {
     }
 }
 
-fn expectation(s: &Scenario) -> String {
-    match s.expect {
-        Expect::Clean => "must not violate anything".to_string(),
-        Expect::Violates(inv) => format!("broken on purpose: must violate {inv}"),
-    }
-}
-
 /// Runs the CLI; returns the exit status.
 pub fn run(cli: Cli) -> i32 {
     match cli.command {
@@ -405,7 +405,7 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
         Err(code) => return code,
     };
     let mut servers = Servers::new();
-    let progress = if stderr_is_terminal() { Progress::Bar } else { Progress::Lines };
+    let progress = crate::progress::Progress::for_stderr();
     let shard = args.shard.unwrap_or(crate::shard::Shard::WHOLE);
     let ex = match explore_shard(scenario, &mut servers, args.start_seed, args.seeds, shard, progress, args.fail_fast) {
         Ok(ex) => ex,
@@ -415,6 +415,24 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
         }
     };
     drop(servers);
+    if let Some(dir) = &args.plot {
+        let curves = [(
+            scenario.runs.family().to_string(),
+            vec![crate::plot::Curve { scenario: scenario.name, histograms: &ex.histograms }],
+        )];
+        let bounds = [(scenario.runs.family().to_string(), scenario.runs.bounds())];
+        match crate::plot::write_plots(dir, &curves.into_iter().collect(), &bounds.into_iter().collect()) {
+            Ok(files) => {
+                for f in files {
+                    eprintln!("plot: {}", dir.join(f.path).display());
+                }
+            }
+            Err(e) => {
+                eprintln!("rp-sim: cannot write the plots to {}: {e}", dir.display());
+                return 2;
+            }
+        }
+    }
     if let Some(out) = &args.out {
         if let Err(e) = crate::shard::ShardFile::of(&ex, shard, args.seeds).write(out) {
             eprintln!("rp-sim: {e}");
@@ -545,7 +563,7 @@ fn print_exploration(ex: &crate::explore::Exploration, scenario: &'static Scenar
             ex.start_seed,
             ex.start_seed + ex.seeds,
             ex.violating.len(),
-            expectation(scenario)
+            scenario.expectation()
         );
         for (name, _) in crate::scenarios::invariants() {
             let n = ex.count_of(name);
@@ -713,10 +731,10 @@ fn replay_cmd(args: ReplayArgs) -> i32 {
     let seed = plan.as_ref().map_or(args.seed.unwrap_or_default(), |p| p.seed);
     match &plan {
         Some(p) => {
-            println!("scenario {} with an explicit plan ({})", scenario.name, expectation(scenario));
+            println!("scenario {} with an explicit plan ({})", scenario.name, scenario.expectation());
             println!("{p}");
         }
-        None => println!("scenario {} seed {seed} ({})", scenario.name, expectation(scenario)),
+        None => println!("scenario {} seed {seed} ({})", scenario.name, scenario.expectation()),
     }
     if outcome.schedule.is_empty() {
         println!("fault schedule: (none)");
@@ -745,6 +763,17 @@ fn replay_cmd(args: ReplayArgs) -> i32 {
     println!();
     print!("{}", histogram_table(&outcome.histograms));
     println!("events: {}, simulated: {}ms", outcome.history.len(), outcome.simulated_ms());
+    if let Some(path) = &args.timeline {
+        let replay = match &plan {
+            Some(p) => p.replay_command(),
+            None => replay_command(scenario.name, seed),
+        };
+        if let Err(e) = std::fs::write(path, scenario.timeline(&outcome, &replay)) {
+            eprintln!("rp-sim: cannot write the timeline to {}: {e}", path.display());
+            return 2;
+        }
+        println!("timeline: {}", path.display());
+    }
     println!("digest: {}", outcome.digest);
     if outcome.violations.is_empty() {
         0

@@ -6,13 +6,13 @@
 //! it is the harness's own speed, not something any simulated code reads.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::checker::Violation;
 use crate::history::Digest;
+use crate::progress::{Meter, Progress};
 use crate::scenarios::{Outcome, Scenario};
 use crate::servers::{Servers, SetupError};
 use crate::shard::Shard;
@@ -99,34 +99,6 @@ pub fn replay_command(scenario: &str, seed: u64) -> String {
     format!("rp-sim replay --scenario {scenario} --seed {seed}")
 }
 
-/// How to show progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// Nothing.
-    Quiet,
-    /// A bar redrawn in place on stderr (a terminal).
-    Bar,
-    /// One line on stderr at every tenth of the seeds (stderr is a file or
-    /// a pipe, where a redrawn bar would be noise).
-    Lines,
-}
-
-/// Whether stderr is a terminal (the bar is only drawn on one).
-pub fn stderr_is_terminal() -> bool {
-    // SAFETY: isatty only inspects the descriptor.
-    unsafe { libc::isatty(2) == 1 }
-}
-
-fn draw(name: &str, done: u64, total: u64, violating: usize, started: Instant) {
-    const WIDTH: u64 = 30;
-    let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
-    let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
-    let bar: String = (0..WIDTH).map(|i| if i < filled { '#' } else { '.' }).collect();
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "\r{name} [{bar}] {done}/{total} seeds, {violating} violating, {rate:.1} seeds/s   ");
-    let _ = err.flush();
-}
-
 /// Runs seeds `start..start + seeds` of `scenario`; with `fail_fast`, stops
 /// after the first violating seed (the exploration then reports the seeds
 /// it ran).
@@ -170,7 +142,7 @@ pub fn explore_shard(
         coverage: scenario.situations.iter().map(|s| (s.name.to_string(), 0)).collect(),
         operations: BTreeMap::new(),
     };
-    let mut last_draw = Instant::now();
+    let mut meter = Meter::new(progress, scenario.name, "seeds", seeds);
     for seed in (start..end).filter(|&s| shard.includes(start, s)) {
         let outcome: Outcome = scenario.run(servers, seed)?;
         ex.runs.push(SeedRun { seed, digest: outcome.digest });
@@ -184,6 +156,7 @@ pub fn explore_shard(
             *ex.operations.entry(api.clone()).or_insert(0) += n;
         }
         ex.seeds += 1;
+        meter.step(!outcome.violations.is_empty());
         if !outcome.violations.is_empty() {
             ex.violating.push(SeedReport {
                 seed,
@@ -195,25 +168,8 @@ pub fn explore_shard(
         if fail_fast && !ex.violating.is_empty() {
             break;
         }
-        if progress == Progress::Bar && (last_draw.elapsed() >= Duration::from_millis(100) || ex.seeds == seeds) {
-            draw(scenario.name, ex.seeds, seeds, ex.violating.len(), started);
-            last_draw = Instant::now();
-        }
-        if progress == Progress::Lines && seeds >= 10 && ex.seeds % (seeds / 10) == 0 {
-            let rate = ex.seeds as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            eprintln!(
-                "{}: {}/{} seeds, {} violating, {rate:.1} seeds/s",
-                scenario.name,
-                ex.seeds,
-                seeds,
-                ex.violating.len()
-            );
-        }
     }
-    if progress == Progress::Bar {
-        draw(scenario.name, ex.seeds, seeds, ex.violating.len(), started);
-        eprintln!();
-    }
+    meter.finish();
     ex.digest = crate::shard::digest_of(&ex.runs);
     ex.wall = started.elapsed();
     Ok(ex)

@@ -35,6 +35,7 @@ use crate::nemesis::{Fault, Schedule};
 use crate::scenarios::Outcome;
 use crate::servers::{Servers, SetupError};
 use crate::space::{FaultSpace, Workloads};
+use crate::stats::Bound;
 
 /// One family of scenarios, implemented on its variant type (see the
 /// module docs).
@@ -96,6 +97,12 @@ pub trait Family: fmt::Debug + Sync + 'static {
     /// Plans one step simpler than `plan` (a workload fault removed, an
     /// actor fewer): the shrinking hints of the property search.
     fn smaller(_plan: &Self::Plan) -> Vec<Self::Plan> {
+        Vec::new()
+    }
+
+    /// Bounds this variant's seeds promise for its histograms (a limiter's
+    /// limit): drawn as lines on the report's plots.
+    fn bounds(&self) -> Vec<Bound> {
         Vec::new()
     }
 }
@@ -169,6 +176,8 @@ pub trait Runner: fmt::Debug + Sync {
     fn normalize(&self, workload: &Workload, actors: u32) -> Workload;
     /// Plans one step simpler.
     fn smaller(&self, workload: &Workload) -> Vec<Workload>;
+    /// The bounds its plots draw.
+    fn bounds(&self) -> Vec<Bound>;
 }
 
 impl<F: Family> Runner for F {
@@ -227,5 +236,9 @@ impl<F: Family> Runner for F {
 
     fn smaller(&self, workload: &Workload) -> Vec<Workload> {
         workload.plan::<F>().map(|p| F::smaller(&p).iter().map(Workload::of::<F>).collect()).unwrap_or_default()
+    }
+
+    fn bounds(&self) -> Vec<Bound> {
+        Family::bounds(self)
     }
 }

@@ -88,7 +88,10 @@
 //! | `mutation.rs` | the search's mutation table (`rp-sim report`) |
 //! | `mutants.rs` | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
 //! | `rust_mutants.rs` | what `cargo mutants` found in the library's Rust code, read back and judged |
+//! | `progress.rs` | progress of long runs on stderr: an `indicatif` bar on a terminal, plain lines otherwise |
 //! | `report.rs` | `rp-sim report`: Markdown + JSON under `reports/` |
+//! | `plot.rs` | SVG charts of the histograms, every variant of a family on one chart (`plotters`) |
+//! | `timeline.rs` | one run as a self-contained HTML page: lanes, operation bars, leases, faults, violations |
 //! | `baseline.rs` | `rp-sim check`: the pinned seed sets against `reports/baseline.json` (timing regressions) |
 #![deny(missing_docs)]
 
@@ -106,6 +109,8 @@ mod nemesis;
 mod net;
 mod pause;
 mod plan;
+mod plot;
+mod progress;
 mod report;
 mod rust_mutants;
 pub mod scenarios;
@@ -114,22 +119,26 @@ mod servers;
 mod shard;
 mod space;
 mod stats;
+mod timeline;
 mod world;
 
 pub use baseline::{Baseline, BaselineError, Drift, ScenarioFigures, Tolerance};
 pub use bridge::Execution;
 pub use checker::Violation;
 pub use clock::{ServerClock, CLOCK_FILE_ENV};
-pub use explore::{explore, explore_shard, replay_command, Exploration, Progress, SeedReport, SeedRun};
+pub use explore::{explore, explore_shard, replay_command, Exploration, SeedReport, SeedRun};
 pub use family::{Family, Runner, Workload};
 pub use history::{Digest, Event, EventKind, History, Millis, Op, OpId};
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
 pub use plan::Plan;
+pub use plot::{Curve, PlotFile};
+pub use progress::{stderr_is_terminal, Meter, Progress};
 pub use servers::{check_clock_library, clock_library, KeyAtEnd, ServerNode, Servers, SetupError};
 pub use shard::{merge, Shard, ShardError, ShardFile};
 pub use space::{rng, FaultSpace, Space, WorkloadFault, Workloads};
-pub use stats::{Histograms, Percentiles, Summary};
+pub use stats::{Bound, Histograms, Percentiles, Summary};
+pub use timeline::Timeline;
 pub use world::{
     derive_seed, Actor, ActorResult, RestartMode, RunOutcome, SimError, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS,
 };

@@ -26,6 +26,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::plan::Plan;
+use crate::progress::{Meter, Progress};
 use crate::search::{self, SearchConfig, SearchTarget, TargetKind};
 use crate::servers::{Servers, SetupError};
 
@@ -92,13 +93,20 @@ fn median<T: Copy + PartialOrd>(values: &[T]) -> Option<T> {
 }
 
 /// Runs the searches of one target over `base_seeds`.
-pub fn row(target: &SearchTarget, servers: &mut Servers, base_seeds: &[u64]) -> Result<MutationRow, SetupError> {
+pub fn row(
+    target: &SearchTarget,
+    servers: &mut Servers,
+    base_seeds: &[u64],
+    meter: &mut Meter,
+) -> Result<MutationRow, SetupError> {
     let space = (target.space)();
     let mut runs = Vec::new();
     let mut smallest: Option<(usize, Plan, String)> = None;
     for &base_seed in base_seeds {
         let config = SearchConfig { base_seed, cases: CASE_CAP, max_shrink_iters: SHRINK_RUNS, persistence: None };
+        meter.say(format!("searching {} (base seed {base_seed})", target.name));
         let report = search::find(target, servers, config)?;
+        meter.step(report.finding.is_some());
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         runs.push(SearchRun {
             base_seed,
@@ -142,7 +150,11 @@ pub fn row(target: &SearchTarget, servers: &mut Servers, base_seeds: &[u64]) -> 
 /// first, so no wall time includes starting a process.
 pub fn table(servers: &mut Servers, base_seeds: &[u64]) -> Result<Vec<MutationRow>, SetupError> {
     servers.ensure(5)?;
-    search::targets().map(|t| row(t, servers, base_seeds)).collect()
+    let searches = search::targets().count() as u64 * base_seeds.len() as u64;
+    let mut meter = Meter::new(Progress::for_stderr(), "mutation table", "searches", searches);
+    let rows = search::targets().map(|t| row(t, servers, base_seeds, &mut meter)).collect();
+    meter.finish();
+    rows
 }
 
 fn opt<T: core::fmt::Display>(v: Option<T>) -> String {

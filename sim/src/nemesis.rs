@@ -142,6 +142,19 @@ impl FaultClass {
         }
     }
 
+    /// The verb that undoes a fault of this class.
+    pub fn undo_name(self) -> &'static str {
+        match self {
+            FaultClass::Partition => "repair",
+            FaultClass::PartitionOneWay => "repair-oneway",
+            FaultClass::Hold => "release",
+            FaultClass::Latency => "restore-latency",
+            FaultClass::ClientPause | FaultClass::ServerPause => "resume",
+            FaultClass::ServerRestart => "restart",
+            FaultClass::ClockStep => "unstep",
+        }
+    }
+
     /// Every class.
     pub const ALL: [FaultClass; 8] = [
         FaultClass::Partition,
@@ -177,29 +190,12 @@ impl FaultKind {
 
     /// The verb that starts the fault.
     pub fn name(&self) -> &'static str {
-        match self {
-            FaultKind::Partition => "partition",
-            FaultKind::PartitionOneWay { .. } => "partition-oneway",
-            FaultKind::Hold => "hold",
-            FaultKind::Latency { .. } => "latency",
-            FaultKind::ClientPause => "client-pause",
-            FaultKind::ServerPause => "server-pause",
-            FaultKind::ServerRestart => "crash",
-            FaultKind::ClockStep { .. } => "clock-step",
-        }
+        self.class().name()
     }
 
     /// The verb that undoes it.
     pub fn undo_name(&self) -> &'static str {
-        match self {
-            FaultKind::Partition => "repair",
-            FaultKind::PartitionOneWay { .. } => "repair-oneway",
-            FaultKind::Hold => "release",
-            FaultKind::Latency { .. } => "restore-latency",
-            FaultKind::ClientPause | FaultKind::ServerPause => "resume",
-            FaultKind::ServerRestart => "restart",
-            FaultKind::ClockStep { .. } => "unstep",
-        }
+        self.class().undo_name()
     }
 
     /// Parameters worth printing, e.g. `+5000ms` or `to-client`.

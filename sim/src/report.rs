@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::explore::{explore, stderr_is_terminal, Exploration, Progress};
+use crate::explore::{explore, Exploration};
+use crate::progress::Progress;
 use crate::scenarios::{Expect, Scenario, SCENARIOS};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{Percentiles, HISTOGRAM_MEANINGS};
@@ -119,6 +120,11 @@ pub struct Report {
     pub mutation_seeds: Vec<u64>,
     /// The mutation table: what the property search catches, how fast, how small.
     pub mutation: Vec<crate::mutation::MutationRow>,
+    /// The charts in `plots/`, one per family and histogram.
+    pub plots: Vec<crate::plot::PlotFile>,
+    /// Scenario → the timeline of its first violating seed, under
+    /// `timelines/`.
+    pub timelines: BTreeMap<String, String>,
     /// The command that regenerates this report.
     pub regenerate: String,
 }
@@ -202,12 +208,17 @@ pub fn benchmark(servers: &mut Servers, runs: u64) -> Result<Option<Benchmark>, 
 /// (`crate::mutation`); 0 leaves it out.
 pub fn write_report(out: &Path, seeds: u64, mutation_seeds: u64) -> Result<PathBuf, ReportError> {
     let mut servers = Servers::new();
-    let progress = if stderr_is_terminal() { Progress::Bar } else { Progress::Lines };
+    let progress = Progress::for_stderr();
     let mut rows = Vec::new();
+    let mut explorations = Vec::new();
     for s in SCENARIOS {
         let ex = explore(s, &mut servers, 0, seeds, progress, false)?;
         rows.push(row(s, &ex));
+        explorations.push((s, ex));
     }
+    std::fs::create_dir_all(out)?;
+    let plots = plots(&out.join("plots"), &explorations)?;
+    let timelines = timelines(&out.join("timelines"), &mut servers, &explorations)?;
     let bench = benchmark(&mut servers, 20)?;
     let figures = crate::scenarios::election::figure_rows(&mut servers, 10)?;
     let mutation_base_seeds: Vec<u64> = (0..mutation_seeds).collect();
@@ -222,17 +233,53 @@ pub fn write_report(out: &Path, seeds: u64, mutation_seeds: u64) -> Result<PathB
         election_figures: figures,
         mutation_seeds: mutation_base_seeds,
         mutation,
+        plots,
+        timelines,
         regenerate: format!(
             "cargo run --release -p redis-primitives-sim -- report --out {} --seeds {seeds} --mutation-seeds {mutation_seeds}",
             out.display()
         ),
     };
-    std::fs::create_dir_all(out)?;
     let json = serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
     std::fs::write(out.join("report.json"), json + "\n")?;
     let md_path = out.join("README.md");
     std::fs::write(&md_path, markdown(&report))?;
     Ok(md_path)
+}
+
+/// Every family's charts: its variants' histograms on shared axes.
+fn plots(dir: &Path, explorations: &[(&'static Scenario, Exploration)]) -> std::io::Result<Vec<crate::plot::PlotFile>> {
+    let mut families: BTreeMap<String, Vec<crate::plot::Curve<'_>>> = BTreeMap::new();
+    let mut bounds = BTreeMap::new();
+    for (s, ex) in explorations {
+        let family = s.runs.family().to_string();
+        families
+            .entry(family.clone())
+            .or_default()
+            .push(crate::plot::Curve { scenario: s.name, histograms: &ex.histograms });
+        bounds.entry(family).or_insert_with(|| s.runs.bounds());
+    }
+    let files = crate::plot::write_plots(dir, &families, &bounds)?;
+    Ok(files.into_iter().map(|f| crate::plot::PlotFile { path: Path::new("plots").join(f.path), ..f }).collect())
+}
+
+/// The timeline of each scenario's first violating seed (re-run: an
+/// exploration keeps seeds' reports, not their histories).
+fn timelines(
+    dir: &Path,
+    servers: &mut Servers,
+    explorations: &[(&'static Scenario, Exploration)],
+) -> Result<BTreeMap<String, String>, ReportError> {
+    let mut out = BTreeMap::new();
+    for (s, ex) in explorations {
+        let Some(first) = ex.violating.first() else { continue };
+        let outcome = s.run(servers, first.seed)?;
+        std::fs::create_dir_all(dir)?;
+        let file = format!("{}-seed-{}.html", s.name, first.seed);
+        std::fs::write(dir.join(&file), s.timeline(&outcome, &first.replay))?;
+        out.insert(s.name.to_string(), format!("timelines/{file}"));
+    }
+    Ok(out)
 }
 
 /// The Markdown form of a report.
@@ -279,7 +326,9 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(m, "First violation found per scenario, and how to see it:\n");
         for s in firsts {
             if let Some((_, replay, what)) = &s.first_violation {
-                let _ = writeln!(m, "- `{}`: {}  \n  `{} --trace`", s.scenario, what.replace('|', "\\|"), replay);
+                let timeline = r.timelines.get(&s.scenario).map_or(String::new(), |t| format!(" ([timeline]({t}))"));
+                let _ =
+                    writeln!(m, "- `{}`: {}{timeline}  \n  `{} --trace`", s.scenario, what.replace('|', "\\|"), replay);
             }
         }
         let _ = writeln!(m);
@@ -335,6 +384,26 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     let _ = writeln!(m);
+
+    if !r.plots.is_empty() {
+        let _ = writeln!(m, "## Plots\n");
+        let _ = writeln!(
+            m,
+            "Each chart is one histogram of one family, every variant on the same axes, as a cumulative \
+             distribution (the fraction of samples at or below x; a time axis is logarithmic when the \
+             samples span more than {}x). A dashed line is a bound the family promises (a limiter's \
+             limit).\n",
+            crate::plot::LOG_SPREAD
+        );
+        let mut family = "";
+        for p in &r.plots {
+            if p.family != family {
+                family = &p.family;
+                let _ = writeln!(m, "### {family}\n");
+            }
+            let _ = writeln!(m, "![{}: {}]({})\n", p.family, p.histogram, p.path.display());
+        }
+    }
 
     if !r.election_figures.is_empty() {
         let _ = writeln!(m, "## The reference's election figures, in simulated time\n");

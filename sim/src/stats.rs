@@ -30,6 +30,9 @@ pub const ACQUIRE_LATENCY: &str = "acquire-latency";
 /// The largest number of admissions seen in any window ending at an
 /// admission, one sample per admission (requests).
 pub const ADMISSIONS: &str = "admissions-per-window";
+/// [`ADMISSIONS`] as a percentage of the key's limit (%): above 100, the
+/// limit was exceeded. Comparable across keys with different limits.
+pub const WINDOW_FILL: &str = "window-fill";
 
 /// Every histogram name with what it measures (for the report and README).
 pub const HISTOGRAM_MEANINGS: &[(&str, &str)] = &[
@@ -45,6 +48,10 @@ pub const HISTOGRAM_MEANINGS: &[(&str, &str)] = &[
         ADMISSIONS,
         "for each admitted request, the number of admissions in the window (t - W, t] of server time ending at it (requests)",
     ),
+    (
+        WINDOW_FILL,
+        "the same count as a percentage of the key's limit (%, rounded down), over the keys the scenario's limit is judged on (not the check_at probes, which pin instants out of order): above 100 the limiter admitted more than its limit",
+    ),
 ];
 
 /// The unit of a histogram (printed with every summary): simulated ms,
@@ -52,9 +59,22 @@ pub const HISTOGRAM_MEANINGS: &[(&str, &str)] = &[
 pub fn unit_of(name: &str) -> &'static str {
     match name {
         ADMISSIONS => "requests",
+        WINDOW_FILL => "% of limit",
         _ if name.ends_with("-count") => "count",
         _ => "ms",
     }
+}
+
+/// A bound a histogram's samples promise to stay within (a limiter's
+/// limit on admissions per window): a dashed line on the report's plots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bound {
+    /// The histogram it bounds.
+    pub histogram: &'static str,
+    /// The bound, in the histogram's unit.
+    pub value: u64,
+    /// The legend, e.g. `limit: 5 per 1000 ms`.
+    pub label: String,
 }
 
 /// A compact summary: what `explore --json` prints for each histogram.
@@ -332,17 +352,32 @@ pub fn time_to_new_leader(events: &[Event], election: &str, old_leader: &str, at
 /// `(t − W, t]` of server time ending at it. Returns the largest.
 pub fn record_admissions_per_window(events: &[Event], out: &mut Histograms) -> u64 {
     out.declare(ADMISSIONS);
-    let mut by_key: BTreeMap<String, (u64, Vec<u64>)> = BTreeMap::new();
+    windows(events, out, false)
+}
+
+/// Records [`WINDOW_FILL`] for `events` (each admission's window as a
+/// percentage of its key's limit); returns the fullest window's count. A
+/// scenario passes the keys its limit promise covers, the ones its
+/// windowed checker judges.
+pub fn record_window_fill(events: &[Event], out: &mut Histograms) -> u64 {
+    out.declare(WINDOW_FILL);
+    windows(events, out, true)
+}
+
+/// The sliding count of admissions per key; records [`ADMISSIONS`], or
+/// [`WINDOW_FILL`] with `fill`.
+fn windows(events: &[Event], out: &mut Histograms, fill: bool) -> u64 {
+    let mut by_key: BTreeMap<String, (u64, u64, Vec<u64>)> = BTreeMap::new();
     for e in events {
-        if let Op::RateLimit { key, window_ms, admission: Some(Admission::Admitted), server_ms, .. } = &e.op {
+        if let Op::RateLimit { key, limit, window_ms, admission: Some(Admission::Admitted), server_ms, .. } = &e.op {
             if e.kind == EventKind::Ok {
                 let t = server_ms.unwrap_or(e.time);
-                by_key.entry(key.clone()).or_insert((*window_ms, Vec::new())).1.push(t);
+                by_key.entry(key.clone()).or_insert((*window_ms, *limit, Vec::new())).2.push(t);
             }
         }
     }
     let mut worst = 0;
-    for (_, (w, mut ts)) in by_key {
+    for (_, (w, limit, mut ts)) in by_key {
         ts.sort_unstable();
         let mut lo = 0;
         for hi in 0..ts.len() {
@@ -351,7 +386,11 @@ pub fn record_admissions_per_window(events: &[Event], out: &mut Histograms) -> u
             }
             let n = (hi - lo + 1) as u64;
             worst = worst.max(n);
-            out.record(ADMISSIONS, n);
+            if fill {
+                out.record(WINDOW_FILL, n * 100 / limit.max(1));
+            } else {
+                out.record(ADMISSIONS, n);
+            }
         }
     }
     worst
@@ -440,5 +479,9 @@ mod tests {
         // (1, 1001] holds 10,20,999,1000,1001 → 5.
         assert_eq!(record_admissions_per_window(&h.events(), &mut hs), 5);
         assert_eq!(hs.summaries()[ADMISSIONS].count, 6);
+        assert_eq!(record_window_fill(&h.events(), &mut hs), 5);
+        // Limit 3: the window of 5 is 166 % full, rounded down.
+        let fill = &hs.summaries()[WINDOW_FILL];
+        assert_eq!((fill.count, fill.max, fill.min), (6, 166, 33));
     }
 }

@@ -189,6 +189,33 @@ impl Scenario {
         self.runs.run_workload(servers, plan.seed, &plan.workload, plan.schedule)
     }
 
+    /// What it must show, in words: `must not violate anything`, or
+    /// `broken on purpose: must violate <invariant>`.
+    pub fn expectation(&self) -> String {
+        match self.expect {
+            Expect::Clean => "must not violate anything".to_string(),
+            Expect::Violates(inv) => format!("broken on purpose: must violate {inv}"),
+        }
+    }
+
+    /// A self-contained HTML timeline of one of its runs
+    /// ([`crate::Timeline`]); `replay` is the command that reproduces it.
+    pub fn timeline(&self, outcome: &Outcome, replay: &str) -> String {
+        let digest = outcome.digest.to_string();
+        let expectation = self.expectation();
+        crate::timeline::Timeline {
+            scenario: self.name,
+            expectation: &expectation,
+            replay,
+            nodes: self.nodes(),
+            simulated_ms: outcome.simulated_ms(),
+            digest: &digest,
+            events: &outcome.history,
+            violations: &outcome.violations,
+        }
+        .html()
+    }
+
     /// What its seeds draw (`crate::space`): the family's seed workloads
     /// and nemesis faults for this variant.
     pub fn space(&self) -> crate::space::Space {

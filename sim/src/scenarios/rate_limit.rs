@@ -66,7 +66,7 @@ use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
 use crate::space::FaultSpace;
-use crate::stats::{self, Histograms};
+use crate::stats::{self, Bound, Histograms, WINDOW_FILL};
 use crate::world::{derive_seed, Actor, ActorResult, World, WorldConfig};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -890,6 +890,7 @@ pub fn run_planned(
     let report = rate_limit::check(&shared, allowance);
     let mut h = Histograms::new();
     stats::record_admissions_per_window(&outcome.history, &mut h);
+    stats::record_window_fill(&shared, &mut h);
     outcome.violations.extend(report.violations);
     if correct {
         let algorithm = match variant {
@@ -1039,6 +1040,14 @@ impl Family for Variant {
 
     fn seeds(&self) -> (RateLimitSpace, FaultSpace) {
         (RateLimitSpace::seeds(), seed_faults())
+    }
+
+    fn bounds(&self) -> Vec<Bound> {
+        // The configured limit, for every variant, also the counter, which
+        // documents (and is checked against) a higher worst case: the plot
+        // shows how far past its limit each variant goes. On the fill, not
+        // the raw count: the correct variants' probes use other limits.
+        vec![Bound { histogram: WINDOW_FILL, value: 100, label: "the limit (100 %)".to_string() }]
     }
 
     fn plans(space: &RateLimitSpace) -> BoxedStrategy<(RateLimitPlan, Vec<Fault>)> {
