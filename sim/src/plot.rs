@@ -26,6 +26,9 @@ use crate::stats::{unit_of, Bound, Histograms};
 /// Times (ms) spanning more than this factor get a logarithmic x axis.
 pub const LOG_SPREAD: u64 = 50;
 
+/// A variant's histograms as [`Histograms::counts`] reads them out.
+type Samples = BTreeMap<String, Vec<(u64, u64)>>;
+
 /// Chart size in pixels.
 const SIZE: (u32, u32) = (760, 420);
 
@@ -79,15 +82,17 @@ pub fn write_plots(
     std::fs::create_dir_all(dir)?;
     let mut files = Vec::new();
     for (family, curves) in families {
-        let mut names: Vec<&str> = curves.iter().flat_map(|c| c.histograms.names()).collect();
+        // Each variant's samples, read out once: (variant, histogram → counts).
+        let counts: Vec<(&str, Samples)> = curves.iter().map(|c| (c.scenario, c.histograms.counts())).collect();
+        let mut names: Vec<&str> = counts.iter().flat_map(|(_, h)| h.keys().map(String::as_str)).collect();
         names.sort_unstable();
         names.dedup();
         for name in names {
-            let series: Vec<(&str, Vec<(u64, u64)>)> = curves
+            let series: Vec<(&str, Vec<(u64, u64)>)> = counts
                 .iter()
-                .filter_map(|c| {
-                    let counts = c.histograms.counts().remove(name)?;
-                    (!counts.is_empty()).then_some((c.scenario, counts))
+                .filter_map(|(scenario, h)| {
+                    let counts = h.get(name).filter(|c| !c.is_empty())?;
+                    Some((*scenario, counts.clone()))
                 })
                 .collect();
             if series.is_empty() {

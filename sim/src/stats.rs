@@ -352,7 +352,11 @@ pub fn time_to_new_leader(events: &[Event], election: &str, old_leader: &str, at
 /// `(t − W, t]` of server time ending at it. Returns the largest.
 pub fn record_admissions_per_window(events: &[Event], out: &mut Histograms) -> u64 {
     out.declare(ADMISSIONS);
-    windows(events, out, false)
+    let windows = windows(events);
+    for (n, _) in &windows {
+        out.record(ADMISSIONS, *n);
+    }
+    windows.iter().map(|(n, _)| *n).max().unwrap_or(0)
 }
 
 /// Records [`WINDOW_FILL`] for `events` (each admission's window as a
@@ -361,12 +365,16 @@ pub fn record_admissions_per_window(events: &[Event], out: &mut Histograms) -> u
 /// windowed checker judges.
 pub fn record_window_fill(events: &[Event], out: &mut Histograms) -> u64 {
     out.declare(WINDOW_FILL);
-    windows(events, out, true)
+    let windows = windows(events);
+    for (n, limit) in &windows {
+        out.record(WINDOW_FILL, n * 100 / limit.max(&1));
+    }
+    windows.iter().map(|(n, _)| *n).max().unwrap_or(0)
 }
 
-/// The sliding count of admissions per key; records [`ADMISSIONS`], or
-/// [`WINDOW_FILL`] with `fill`.
-fn windows(events: &[Event], out: &mut Histograms, fill: bool) -> u64 {
+/// For each admission, key by key: the admissions in the window of server
+/// time ending at it, and the key's limit.
+fn windows(events: &[Event]) -> Vec<(u64, u64)> {
     let mut by_key: BTreeMap<String, (u64, u64, Vec<u64>)> = BTreeMap::new();
     for e in events {
         if let Op::RateLimit { key, limit, window_ms, admission: Some(Admission::Admitted), server_ms, .. } = &e.op {
@@ -376,7 +384,7 @@ fn windows(events: &[Event], out: &mut Histograms, fill: bool) -> u64 {
             }
         }
     }
-    let mut worst = 0;
+    let mut out = Vec::new();
     for (_, (w, limit, mut ts)) in by_key {
         ts.sort_unstable();
         let mut lo = 0;
@@ -384,16 +392,10 @@ fn windows(events: &[Event], out: &mut Histograms, fill: bool) -> u64 {
             while ts[hi].saturating_sub(ts[lo]) >= w {
                 lo += 1;
             }
-            let n = (hi - lo + 1) as u64;
-            worst = worst.max(n);
-            if fill {
-                out.record(WINDOW_FILL, n * 100 / limit.max(1));
-            } else {
-                out.record(ADMISSIONS, n);
-            }
+            out.push(((hi - lo + 1) as u64, limit));
         }
     }
-    worst
+    out
 }
 
 #[cfg(test)]

@@ -92,20 +92,16 @@ struct Span {
 impl Timeline<'_> {
     /// The page: self-contained HTML with the timeline as inline SVG.
     pub fn html(&self) -> String {
-        page(self, self.events, self.violations)
-    }
-}
-
-fn page(subject: &Timeline<'_>, events: &[Event], violations: &[Violation]) -> String {
-    let lanes = lanes(events, subject.nodes);
-    let marks = marks(events);
-    let spans = spans(events, &lanes);
-    let end = subject.simulated_ms.max(events.last().map_or(0, |e| e.time)).max(1);
-    let svg = svg(&lanes, &marks, &spans, violations, end);
-    let mut page = String::new();
-    let _ = write!(
-        page,
-        r#"<!DOCTYPE html>
+        let (events, violations) = (self.events, self.violations);
+        let lanes = lanes(events, self.nodes);
+        let marks = marks(events);
+        let spans = spans(events, &lanes);
+        let end = self.simulated_ms.max(events.last().map_or(0, |e| e.time)).max(1);
+        let svg = svg(&lanes, &marks, &spans, violations, end);
+        let mut page = String::new();
+        let _ = write!(
+            page,
+            r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{scenario}: timeline</title>
 <style>
@@ -120,30 +116,30 @@ code {{ background: #f3f3f3; padding: 0 .3em; }}
 <h1><code>{scenario}</code></h1>
 <p>{expectation}. Reproduce with <code>{replay}</code> (digest <code>{digest}</code>), or add <code>--trace</code> for the same run as text.</p>
 "#,
-        scenario = esc(subject.scenario),
-        expectation = esc(subject.expectation),
-        replay = esc(subject.replay),
-        digest = esc(subject.digest),
-    );
-    if violations.is_empty() {
-        page.push_str("<p>No invariant was violated.</p>\n");
-    } else {
-        page.push_str("<ul class=\"violation\">\n");
-        for v in violations {
-            let at = v.at.map_or(String::new(), |t| format!(" at {t} ms"));
-            let _ = writeln!(page, "<li><b>[{}]</b>{at}: {}</li>", esc(&v.invariant), esc(&v.detail));
+            scenario = esc(self.scenario),
+            expectation = esc(self.expectation),
+            replay = esc(self.replay),
+            digest = esc(self.digest),
+        );
+        if violations.is_empty() {
+            page.push_str("<p>No invariant was violated.</p>\n");
+        } else {
+            page.push_str("<ul class=\"violation\">\n");
+            for v in violations {
+                let at = v.at.map_or(String::new(), |t| format!(" at {t} ms"));
+                let _ = writeln!(page, "<li><b>[{}]</b>{at}: {}</li>", esc(&v.invariant), esc(&v.detail));
+            }
+            page.push_str("</ul>\n");
         }
-        page.push_str("</ul>\n");
-    }
-    page.push_str(
+        page.push_str(
         r#"<p class="legend"><span><i style="background:#3a9d5d"></i>ok</span><span><i style="background:#d0463b"></i>failed (did not happen)</span><span><i style="background:#e0a030"></i>unknown outcome</span><span><i style="background:#9e9e9e"></i>never completed</span><span><i style="background:#4a6fd0"></i>lease trusted</span><span><i style="background:repeating-linear-gradient(45deg,#4a6fd0 0 3px,#fff 3px 6px)"></i>lease believed, no longer trusted</span><span><i style="background:#f3c0c0"></i>fault</span><span><i style="background:#b00020;width:.2em"></i>violation</span></p>
 "#,
     );
-    page.push_str("<div class=\"scroll\">\n");
-    page.push_str(&svg);
-    page.push_str("</div>\n<p>Time is simulated milliseconds since the run started. Hover a bar, band or span for its event.</p>\n");
-    page.push_str(
-        r#"<script>
+        page.push_str("<div class=\"scroll\">\n");
+        page.push_str(&svg);
+        page.push_str("</div>\n<p>Time is simulated milliseconds since the run started. Hover a bar, band or span for its event.</p>\n");
+        page.push_str(
+            r#"<script>
 window.addEventListener('load', function () {
   var svg = document.querySelector('svg.timeline');
   var drawn = svg.querySelectorAll('.op').length;
@@ -155,8 +151,9 @@ window.addEventListener('load', function () {
 </script>
 </body></html>
 "#,
-    );
-    page
+        );
+        page
+    }
 }
 
 /// Escapes text for HTML and SVG (content and quoted attributes).
