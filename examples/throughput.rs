@@ -3,7 +3,7 @@
 //! measured in the same run.
 //!
 //! ```text
-//! cargo run --release --example throughput [-- --seconds 2 --rounds 3 --pinned]
+//! cargo run --release --example throughput [-- --seconds 2 --rounds 3 --pinned --valkey PATH]
 //! ```
 //!
 //! Starts its own redis-server, then, for `--rounds` rounds (the order of
@@ -14,11 +14,18 @@
 //! |---|---|
 //! | `Lock` acquire + release pairs (fenced) | `SET key owner NX PX ttl` + the compare-and-delete script (unfenced) |
 //! | `SlidingWindowLog` decisions | the textbook one-script log (`ZREMRANGEBYSCORE`, `ZCARD`, `ZADD`, `PEXPIRE`) |
+//! | `SlidingWindowLog` decisions | the same textbook log on the server's `TIME` (what exactness under client clock skew costs alone) |
 //! | `SlidingWindowCounter` decisions | `NaiveFixedWindow` (`INCR` + `EXPIRE`) |
 //! | `FencedStore` writes | a plain `SET` (`UnfencedStore`) |
 //!
 //! and, with `redis-benchmark -P 16 -c 50`, the ceilings: the acquire
-//! script via `EVALSHA`, and a plain `SET`. Every figure is min / median /
+//! script via `EVALSHA`, and a plain `SET`.
+//!
+//! With `--valkey PATH` (a Valkey >= 9 `valkey-server`), the same
+//! comparisons run a second time against it, in the same run, where the
+//! lock releases with the native `DELIFEQ` (and the floor's unfenced pair is
+//! measured both ways: with the compare-and-delete script, and with
+//! `DELIFEQ`, what a Valkey user could write). Every figure is min / median /
 //! max over the rounds; a ratio is the median of the per-round ratios (both
 //! sides of a round measured back to back), never a division by a figure
 //! from another run. With `--pinned`, the 1-in-flight pairs are measured a
@@ -35,8 +42,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use redis::aio::MultiplexedConnection;
 use redis_primitives::naive::{NaiveFixedWindow, UnfencedStore};
 use redis_primitives::rate_limit::{Limit, SlidingWindowCounter, SlidingWindowLog};
-use redis_primitives::{FencedStore, FencingToken, Lock, Ttl};
-use redis_primitives_testkit::RedisServer;
+use redis_primitives::{CompareCommands, FencedStore, FencingToken, Lock, Ttl};
+use redis_primitives_testkit::{RedisServer, ServerConfig};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -55,13 +62,31 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
 end
 return 0";
 
+/// The same, with the server's clock instead of the client's: what the
+/// log's exactness under client clock skew costs, alone.
+const TEXTBOOK_LOG_SERVER_TIME: &str = "
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now - tonumber(ARGV[1]))
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return 1
+end
+return 0";
+
 /// One side of a comparison.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Workload {
     LockPairs,
+    /// An alternative fenced acquire measured for ADR 0014 (`--only multi`):
+    /// `MULTI`, `SET NX PX`, `INCR`, `EXEC`, then the compare-and-delete.
+    MultiPairs,
     UnfencedPairs,
+    UnfencedNativePairs,
     LogDecisions,
     TextbookLog,
+    TextbookLogServerTime,
     CounterDecisions,
     FixedWindow,
     FencedWrites,
@@ -70,7 +95,7 @@ enum Workload {
 
 /// The four comparisons: (this crate, the floor, label, scripts per op of
 /// this crate's side, for its share of the EVALSHA ceiling).
-const PAIRS: [(Workload, Workload, &str, &str, f64); 4] = [
+const PAIRS: [Pair; 5] = [
     (
         Workload::LockPairs,
         Workload::UnfencedPairs,
@@ -79,6 +104,13 @@ const PAIRS: [(Workload, Workload, &str, &str, f64); 4] = [
         2.0,
     ),
     (Workload::LogDecisions, Workload::TextbookLog, "sliding-log decisions/s", "textbook one-script log", 1.0),
+    (
+        Workload::LogDecisions,
+        Workload::TextbookLogServerTime,
+        "sliding-log decisions/s",
+        "textbook log on the server's `TIME`",
+        1.0,
+    ),
     (
         Workload::CounterDecisions,
         Workload::FixedWindow,
@@ -89,8 +121,89 @@ const PAIRS: [(Workload, Workload, &str, &str, f64); 4] = [
     (Workload::FencedWrites, Workload::PlainSet, "fenced writes/s", "plain `SET`", 1.0),
 ];
 
+/// One comparison: (this crate, the floor, label, floor's description,
+/// scripts per op of this crate's side).
+type Pair = (Workload, Workload, &'static str, &'static str, f64);
+
+/// On a server with `DELIFEQ`, the lock pair beside the unfenced pair a
+/// user of that server could write; the lock's release is native there, so
+/// a pair is one script.
+const NATIVE_PAIR: Pair = (
+    Workload::LockPairs,
+    Workload::UnfencedNativePairs,
+    "lock acquire+release pairs/s",
+    "`SET NX PX` + `DELIFEQ` (unfenced, native)",
+    1.0,
+);
+
 /// Operations per second of `workload` with `in_flight` tasks on `conn`.
-async fn run(conn: MultiplexedConnection, workload: Workload, in_flight: usize, seconds: f64) -> Result<f64, BoxError> {
+/// The unfenced acquire: `SET key owner NX PX 60000`.
+fn set_nx_px_cmd(key: &str, owner: &str) -> redis::Cmd {
+    redis::cmd("SET").arg(key).arg(owner).arg("NX").arg("PX").arg(60_000).to_owned()
+}
+
+/// Runs the unfenced acquire; distinct names never contend, so it must win.
+async fn set_nx_px(conn: &mut MultiplexedConnection, key: &str, owner: &str) -> Result<(), BoxError> {
+    let set: Option<String> = set_nx_px_cmd(key, owner).query_async(conn).await?;
+    set.map(drop).ok_or_else(|| "distinct names never contend".into())
+}
+
+/// The textbook release; it must find its own key.
+async fn compare_and_delete(
+    cad: &redis::Script,
+    conn: &mut MultiplexedConnection,
+    key: &str,
+    owner: &str,
+) -> Result<(), BoxError> {
+    let deleted: i64 = cad.key(key).arg(owner).invoke_async(conn).await?;
+    if deleted == 1 {
+        Ok(())
+    } else {
+        Err("compare-and-delete failed".into())
+    }
+}
+
+/// CPU seconds (user + system) a process has used so far, all threads:
+/// fields 14 and 15 of `/proc/PID/stat`, in clock ticks.
+fn cpu_seconds(pid: &str) -> Result<f64, BoxError> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name (field 2) is parenthesised and may hold spaces.
+    let after = stat.rsplit_once(')').ok_or("unreadable /proc stat")?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| -> Result<f64, BoxError> { Ok(fields.get(i).ok_or("short /proc stat")?.parse::<f64>()?) };
+    // After the name, field 3 (state) is index 0: utime is 14, stime 15.
+    Ok((ticks(11)? + ticks(12)?) / clock_ticks()?)
+}
+
+/// `getconf CLK_TCK`, once.
+fn clock_ticks() -> Result<f64, BoxError> {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    if let Some(t) = TICKS.get() {
+        return Ok(*t);
+    }
+    let out = Command::new("getconf").arg("CLK_TCK").output().map_err(|e| format!("getconf: {e}"))?;
+    let t: f64 = String::from_utf8_lossy(&out.stdout).trim().parse()?;
+    Ok(*TICKS.get_or_init(|| t))
+}
+
+/// One measured side: operations per second, and CPU µs per operation of
+/// this (client) process and of the server.
+#[derive(Clone, Copy, Default)]
+struct Measured {
+    rate: f64,
+    client_us: f64,
+    server_us: f64,
+}
+
+/// Operations per second of `workload` with `in_flight` tasks on `conn`,
+/// and the CPU both processes spent per operation meanwhile.
+async fn run(
+    conn: MultiplexedConnection,
+    workload: Workload,
+    in_flight: usize,
+    seconds: f64,
+    server_pid: &str,
+) -> Result<Measured, BoxError> {
     // A limit nobody reaches: every decision does the whole work.
     let limit = Limit::new(1_000_000_000, Duration::from_secs(1))?;
     let lock = Lock::new(conn.clone());
@@ -101,6 +214,7 @@ async fn run(conn: MultiplexedConnection, workload: Workload, in_flight: usize, 
     let fixed = NaiveFixedWindow::new(conn.clone(), limit);
     let cad = redis::Script::new(COMPARE_AND_DELETE);
     let textbook = redis::Script::new(TEXTBOOK_LOG);
+    let textbook_server_time = redis::Script::new(TEXTBOOK_LOG_SERVER_TIME);
     let ttl = Ttl::from_millis(60_000)?;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
@@ -109,6 +223,7 @@ async fn run(conn: MultiplexedConnection, workload: Workload, in_flight: usize, 
         let (lock, store, plain, log, counter, fixed) =
             (lock.clone(), store.clone(), plain.clone(), log.clone(), counter.clone(), fixed.clone());
         let (cad, textbook, mut conn) = (cad.clone(), textbook.clone(), conn.clone());
+        let textbook_server_time = textbook_server_time.clone();
         let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
         tasks.spawn(async move {
             let mut i = 0u64;
@@ -123,18 +238,30 @@ async fn run(conn: MultiplexedConnection, workload: Workload, in_flight: usize, 
                     }
                     Workload::UnfencedPairs => {
                         let (key, owner) = (format!("floor-{worker}-{i}"), format!("owner-{worker}-{i}"));
-                        let set: Option<String> = redis::cmd("SET")
-                            .arg(&key)
-                            .arg(&owner)
-                            .arg("NX")
-                            .arg("PX")
-                            .arg(60_000)
+                        set_nx_px(&mut conn, &key, &owner).await?;
+                        compare_and_delete(&cad, &mut conn, &key, &owner).await?;
+                    }
+                    Workload::MultiPairs => {
+                        let (key, owner) = (format!("multi-{worker}-{i}"), format!("owner-{worker}-{i}"));
+                        let (set, token): (Option<String>, i64) = redis::pipe()
+                            .atomic()
+                            .add_command(set_nx_px_cmd(&key, &owner))
+                            .cmd("INCR")
+                            .arg(format!("{key}:fence"))
                             .query_async(&mut conn)
                             .await?;
                         set.ok_or("distinct names never contend")?;
-                        let deleted: i64 = cad.key(&key).arg(&owner).invoke_async(&mut conn).await?;
+                        if token < 1 {
+                            return Err("INCR returned no token".into());
+                        }
+                        compare_and_delete(&cad, &mut conn, &key, &owner).await?;
+                    }
+                    Workload::UnfencedNativePairs => {
+                        let (key, owner) = (format!("floor-{worker}-{i}"), format!("owner-{worker}-{i}"));
+                        set_nx_px(&mut conn, &key, &owner).await?;
+                        let deleted: i64 = redis::cmd("DELIFEQ").arg(&key).arg(&owner).query_async(&mut conn).await?;
                         if deleted != 1 {
-                            return Err("compare-and-delete failed".into());
+                            return Err("DELIFEQ failed".into());
                         }
                     }
                     Workload::LogDecisions => {
@@ -149,6 +276,16 @@ async fn run(conn: MultiplexedConnection, workload: Workload, in_flight: usize, 
                             .arg(1000)
                             .arg(1_000_000_000u64)
                             .arg(format!("{now}-{worker}-{i}"))
+                            .invoke_async(&mut conn)
+                            .await?;
+                    }
+                    Workload::TextbookLogServerTime => {
+                        // A unique member without the client's clock.
+                        let _: i64 = textbook_server_time
+                            .key(format!("textbook:client-{}", i % 1000))
+                            .arg(1000)
+                            .arg(1_000_000_000u64)
+                            .arg(format!("{worker}-{i}"))
                             .invoke_async(&mut conn)
                             .await?;
                     }
@@ -174,15 +311,22 @@ async fn run(conn: MultiplexedConnection, workload: Workload, in_flight: usize, 
     // Warm up (script load, connection buffers), then count.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let start_count = done.load(Ordering::Relaxed);
+    let (client0, server0) = (cpu_seconds("self")?, cpu_seconds(server_pid)?);
     let start = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
     let ops = done.load(Ordering::Relaxed) - start_count;
     let elapsed = start.elapsed().as_secs_f64();
+    let (client1, server1) = (cpu_seconds("self")?, cpu_seconds(server_pid)?);
     stop.store(true, Ordering::Relaxed);
     while let Some(r) = tasks.join_next().await {
         r??;
     }
-    Ok(ops as f64 / elapsed)
+    let per_op = |cpu: f64| 1e6 * cpu / ops.max(1) as f64;
+    Ok(Measured {
+        rate: ops as f64 / elapsed,
+        client_us: per_op(client1 - client0),
+        server_us: per_op(server1 - server0),
+    })
 }
 
 /// Requests per second `redis-benchmark -P 16 -c 50` reports for `args`.
@@ -237,9 +381,26 @@ fn fmt3((lo, mid, hi): (f64, f64, f64)) -> String {
 struct Rounds {
     ours: Vec<f64>,
     floor: Vec<f64>,
+    /// CPU µs per operation, (client, server), per round.
+    ours_cpu: Vec<(f64, f64)>,
+    floor_cpu: Vec<(f64, f64)>,
 }
 
 impl Rounds {
+    fn push(&mut self, ours: Measured, floor: Measured) {
+        self.ours.push(ours.rate);
+        self.floor.push(floor.rate);
+        self.ours_cpu.push((ours.client_us, ours.server_us));
+        self.floor_cpu.push((floor.client_us, floor.server_us));
+    }
+
+    /// "client + server" CPU µs per op, medians over the rounds, ours then the floor's.
+    fn cpu(&self) -> String {
+        let median = |v: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| spread(&v.iter().map(pick).collect::<Vec<_>>()).1;
+        let side = |v: &[(f64, f64)]| format!("{:.1} + {:.1}", median(v, |c| c.0), median(v, |c| c.1));
+        format!("{} / {}", side(&self.ours_cpu), side(&self.floor_cpu))
+    }
+
     fn ratio(&self) -> (f64, f64, f64) {
         let r: Vec<f64> = self.ours.iter().zip(&self.floor).map(|(a, b)| a / b).collect();
         spread(&r)
@@ -251,22 +412,28 @@ impl Rounds {
 async fn compare(
     server: &RedisServer,
     conn: &MultiplexedConnection,
+    pairs: &[Pair],
     in_flight: usize,
     seconds: f64,
     rounds: usize,
 ) -> Result<Vec<Rounds>, BoxError> {
-    let mut out = vec![Rounds::default(); PAIRS.len()];
+    let mut out = vec![Rounds::default(); pairs.len()];
     for round in 0..rounds {
-        for (k, (ours, floor, label, _, _)) in PAIRS.iter().enumerate() {
+        for (k, (ours, floor, label, _, _)) in pairs.iter().enumerate() {
             let (first, second) = if round % 2 == 0 { (*ours, *floor) } else { (*floor, *ours) };
-            let a = run(conn.clone(), first, in_flight, seconds).await?;
+            let pid = server.pid().ok_or("the server is not running")?.to_string();
+            let a = run(conn.clone(), first, in_flight, seconds, &pid).await?;
             server.command(&["FLUSHALL"])?;
-            let b = run(conn.clone(), second, in_flight, seconds).await?;
+            let b = run(conn.clone(), second, in_flight, seconds, &pid).await?;
             server.command(&["FLUSHALL"])?;
             let (o, f) = if round % 2 == 0 { (a, b) } else { (b, a) };
-            eprintln!("round {}: {label} at {in_flight} in flight: {o:.0} (this crate), {f:.0} (floor)", round + 1);
-            out[k].ours.push(o);
-            out[k].floor.push(f);
+            eprintln!(
+                "round {}: {label} at {in_flight} in flight: {:.0} (this crate), {:.0} (floor)",
+                round + 1,
+                o.rate,
+                f.rate
+            );
+            out[k].push(o, f);
         }
     }
     Ok(out)
@@ -276,11 +443,17 @@ struct Args {
     seconds: f64,
     rounds: usize,
     pinned: bool,
-    child: bool,
+    valkey: Option<std::path::PathBuf>,
+    /// `--only lock|log|counter|store`: run this crate's side of one
+    /// comparison at 50 in flight and print its figures (to profile it,
+    /// e.g. under `perf record`), writing no report.
+    only: Option<Workload>,
+    /// Internal: this process is the pinned half, against this server binary.
+    child: Option<std::path::PathBuf>,
 }
 
 fn args() -> Result<Args, BoxError> {
-    let mut a = Args { seconds: 2.0, rounds: 3, pinned: false, child: false };
+    let mut a = Args { seconds: 2.0, rounds: 3, pinned: false, valkey: None, only: None, child: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -299,34 +472,69 @@ fn args() -> Result<Args, BoxError> {
                 }
             }
             "--pinned" => a.pinned = true,
+            "--only" => {
+                a.only = Some(match it.next().as_deref() {
+                    Some("lock") => Workload::LockPairs,
+                    Some("unfenced") => Workload::UnfencedPairs,
+                    Some("multi") => Workload::MultiPairs,
+                    Some("log") => Workload::LogDecisions,
+                    Some("counter") => Workload::CounterDecisions,
+                    Some("store") => Workload::FencedWrites,
+                    Some("set") => Workload::PlainSet,
+                    other => {
+                        return Err(format!(
+                            "--only expects lock, multi, unfenced, log, counter, store or set, got {other:?}"
+                        )
+                        .into())
+                    }
+                })
+            }
+            "--valkey" => {
+                let v = std::path::PathBuf::from(it.next().ok_or("--valkey expects the path of a valkey-server")?);
+                if !v.is_file() {
+                    return Err(format!("--valkey {}: not a file", v.display()).into());
+                }
+                a.valkey = Some(v);
+            }
             // Internal: the pinned half, run under `taskset` by the parent.
-            "--pinned-child" => a.child = true,
-            other => return Err(format!("unknown argument {other:?} (--seconds S, --rounds N, --pinned)").into()),
+            "--pinned-child" => {
+                a.child = Some(std::path::PathBuf::from(it.next().ok_or("--pinned-child expects a server binary")?))
+            }
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (--seconds S, --rounds N, --pinned, --valkey PATH, --only W)"
+                )
+                .into())
+            }
         }
     }
     Ok(a)
 }
 
 /// Reruns this program under `taskset -c 0` for the 1-in-flight figures.
-fn pinned(a: &Args) -> Result<Vec<Rounds>, BoxError> {
+fn pinned(a: &Args, binary: &std::path::Path, pairs: &[Pair]) -> Result<Vec<Rounds>, BoxError> {
     let exe = std::env::current_exe()?;
     let out = Command::new("taskset")
         .arg("-c")
         .arg("0")
         .arg(exe)
-        .args(["--pinned-child", "--seconds", &a.seconds.to_string(), "--rounds", &a.rounds.to_string()])
+        .arg("--pinned-child")
+        .arg(binary)
+        .args(["--seconds", &a.seconds.to_string(), "--rounds", &a.rounds.to_string()])
         .output()
         .map_err(|e| format!("taskset: {e} (util-linux)"))?;
     if !out.status.success() {
         return Err(format!("the pinned run failed: {}", String::from_utf8_lossy(&out.stderr)).into());
     }
-    let mut rounds = vec![Rounds::default(); PAIRS.len()];
+    let mut rounds = vec![Rounds::default(); pairs.len()];
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let mut w = line.split_whitespace();
-        if let (Some("PINNED"), Some(k), Some(o), Some(f)) = (w.next(), w.next(), w.next(), w.next()) {
-            let k: usize = k.parse()?;
-            rounds[k].ours.push(o.parse()?);
-            rounds[k].floor.push(f.parse()?);
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if let ["PINNED", k, numbers @ ..] = w.as_slice() {
+            let n = numbers.iter().map(|x| x.parse::<f64>()).collect::<Result<Vec<_>, _>>()?;
+            let [o, f, oc, os, fc, fs] = n.as_slice() else { return Err("a malformed PINNED line".into()) };
+            let slot = rounds.get_mut(k.parse::<usize>()?).ok_or("the pinned run reported an unknown comparison")?;
+            let m = |rate: f64, client_us: f64, server_us: f64| Measured { rate, client_us, server_us };
+            slot.push(m(*o, *oc, *os), m(*f, *fc, *fs));
         }
     }
     if rounds.iter().any(|r| r.ours.len() != a.rounds) {
@@ -335,57 +543,73 @@ fn pinned(a: &Args) -> Result<Vec<Rounds>, BoxError> {
     Ok(rounds)
 }
 
-#[tokio::main]
-async fn main() -> Result<(), BoxError> {
-    let a = args()?;
-    let server = RedisServer::start()?;
+/// The comparisons for a server: the four, plus the native floor where
+/// the server has `DELIFEQ`.
+fn pairs_for(server: &RedisServer) -> Result<Vec<Pair>, BoxError> {
+    let mut pairs = PAIRS.to_vec();
+    if server.command(&["COMMAND", "INFO", "DELIFEQ"])?.starts_with("*1\r\n*") {
+        pairs.insert(1, NATIVE_PAIR);
+    }
+    Ok(pairs)
+}
+
+fn start(binary: &std::path::Path) -> Result<RedisServer, BoxError> {
+    let config = ServerConfig { binary: Some(binary.to_path_buf()), ..ServerConfig::default() };
+    Ok(RedisServer::start_with(config)?)
+}
+
+/// `redis_version` or `valkey_version` from `INFO server`.
+fn version(server: &RedisServer) -> Result<String, BoxError> {
+    let mut conn = redis::Client::open(server.url())?.get_connection()?;
+    let info: String = redis::cmd("INFO").arg("server").query(&mut conn)?;
+    let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string());
+    Ok(match field("valkey_version:") {
+        Some(v) => format!("Valkey {v}"),
+        None => format!("Redis {}", field("redis_version:").unwrap_or_else(|| "(unknown version)".into())),
+    })
+}
+
+/// Every table for one server, as markdown.
+async fn section(a: &Args, binary: &std::path::Path) -> Result<String, BoxError> {
+    let server = start(binary)?;
+    let pairs = pairs_for(&server)?;
+    let name = version(&server)?;
     let client = redis::Client::open(server.url())?;
     let conn = client.get_multiplexed_async_connection().await?;
-    if a.child {
-        let one = compare(&server, &conn, 1, a.seconds, a.rounds).await?;
-        for (k, r) in one.iter().enumerate() {
-            for (o, f) in r.ours.iter().zip(&r.floor) {
-                println!("PINNED {k} {o} {f}");
-            }
-        }
-        return Ok(());
-    }
+    let native = Lock::new(conn.clone()).compare_commands().await;
+    eprintln!("{name}: the lock releases and extends with {native:?}");
     let evalsha = evalsha_ceiling(&server, a.seconds)?;
     let set = benchmark(&server, a.seconds, &["SET", "ceil:{__rand_int__}", "v"])?;
     server.command(&["FLUSHALL"])?;
-    let one = compare(&server, &conn, 1, a.seconds, a.rounds).await?;
-    let fifty = compare(&server, &conn, 50, a.seconds, a.rounds).await?;
-    let pinned = if a.pinned { Some(pinned(&a)?) } else { None };
-
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let one = compare(&server, &conn, &pairs, 1, a.seconds, a.rounds).await?;
+    let fifty = compare(&server, &conn, &pairs, 50, a.seconds, a.rounds).await?;
+    let pinned = if a.pinned { Some(pinned(a, binary, &pairs)?) } else { None };
+    // A pair is two scripts, or one where the release is native.
+    let release_scripts = if native == CompareCommands::Scripts { 1.0 } else { 0.0 };
     let mut m = format!(
-        "# Throughput\n\nGenerated by `cargo run --release --example throughput -- --seconds {} --rounds {}{}` \
-         ({cores} cores, client and redis-server on the same machine, load average before the run: {}). One \
-         multiplexed connection. Every figure is min / **median** / max over {} rounds; both sides of a \
-         comparison were measured back to back in each round (which goes first alternates), and a ratio is \
-         the median of the per-round ratios. Nothing here is divided by a figure from another run.\n\n\
-         Ceilings (`redis-benchmark -P 16 -c 50`, same server): the acquire script via `EVALSHA` \
-         **{evalsha:.0} scripts/s**; plain `SET` **{set:.0}/s**.\n\n",
-        a.seconds,
-        a.rounds,
-        if a.pinned { " --pinned" } else { "" },
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
-        a.rounds
+        "## {name}\n\nThe lock releases with {}. Ceilings (`redis-benchmark -P 16 -c 50`, same server): the \
+         acquire script via `EVALSHA` **{evalsha:.0} scripts/s**; plain `SET` **{set:.0}/s**.\n\n",
+        match native {
+            CompareCommands::Scripts => "the compare-and-delete script",
+            CompareCommands::DelIfEq => "the native `DELIFEQ`",
+            _ => "the native `DELEX … IFEQ`",
+        }
     );
     let mut table = |title: &str, rows: &[Rounds], ceiling: bool| {
         m.push_str(&format!(
-            "## {title}\n\n| operation | this crate | floor | beside it | ratio (min / **median** / max) |{}\n|---|---|---|---|---|{}\n",
+            "### {title}\n\n| operation | this crate | floor | beside it | ratio (min / **median** / max) | CPU µs per op, client + server: this crate / floor (medians) |{}\n|---|---|---|---|---|---|{}\n",
             if ceiling { " share of the EVALSHA ceiling (median) |" } else { "" },
             if ceiling { "---|" } else { "" }
         ));
-        for ((_, _, label, floor, scripts), r) in PAIRS.iter().zip(rows) {
+        for ((ours, _, label, floor, scripts), r) in pairs.iter().zip(rows) {
+            let scripts = if *ours == Workload::LockPairs { 1.0 + release_scripts } else { *scripts };
             let (_, mid, _) = spread(&r.ours);
             let (lo, rmid, hi) = r.ratio();
             m.push_str(&format!(
-                "| {label} | {} | {} | {floor} | {lo:.2}× / **{rmid:.2}×** / {hi:.2}× |{}\n",
+                "| {label} | {} | {} | {floor} | {lo:.2}× / **{rmid:.2}×** / {hi:.2}× | {} |{}\n",
                 fmt3(spread(&r.ours)),
                 fmt3(spread(&r.floor)),
+                r.cpu(),
                 if ceiling { format!(" {:.0} % |", 100.0 * mid * scripts / evalsha) } else { String::new() }
             ));
         }
@@ -396,10 +620,72 @@ async fn main() -> Result<(), BoxError> {
     if let Some(p) = &pinned {
         table("1 in flight, client and server pinned to one core (`taskset -c 0`)", p, false);
     }
+    Ok(m)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let a = args()?;
+    if let Some(workload) = a.only {
+        let binary = match &a.valkey {
+            Some(v) => v.clone(),
+            None => redis_primitives_testkit::redis_server_binary()?,
+        };
+        let server = start(&binary)?;
+        let conn = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+        let pid = server.pid().ok_or("the server is not running")?.to_string();
+        let m = run(conn, workload, 50, a.seconds, &pid).await?;
+        println!(
+            "{}: {:.0} ops/s at 50 in flight; CPU µs per op: client {:.1}, server {:.1}",
+            version(&server)?,
+            m.rate,
+            m.client_us,
+            m.server_us
+        );
+        return Ok(());
+    }
+    if let Some(binary) = &a.child {
+        let server = start(binary)?;
+        let pairs = pairs_for(&server)?;
+        let conn = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+        let one = compare(&server, &conn, &pairs, 1, a.seconds, a.rounds).await?;
+        for (k, r) in one.iter().enumerate() {
+            for i in 0..r.ours.len() {
+                let ((oc, os), (fc, fs)) = (r.ours_cpu[i], r.floor_cpu[i]);
+                println!("PINNED {k} {} {} {oc} {os} {fc} {fs}", r.ours[i], r.floor[i]);
+            }
+        }
+        return Ok(());
+    }
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut m = format!(
+        "# Throughput\n\nGenerated by `cargo run --release --example throughput -- --seconds {} --rounds {}{}{}` \
+         ({cores} cores, client and server on the same machine, load average before the run: {}). One \
+         multiplexed connection. Every figure is min / **median** / max over {} rounds; both sides of a \
+         comparison were measured back to back in each round (which goes first alternates), and a ratio is \
+         the median of the per-round ratios. Nothing here is divided by a figure from another run.\n\n",
+        a.seconds,
+        a.rounds,
+        if a.pinned { " --pinned" } else { "" },
+        if a.valkey.is_some() { " --valkey PATH" } else { "" },
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        a.rounds
+    );
+    m.push_str(&section(&a, &redis_primitives_testkit::redis_server_binary()?).await?);
+    if let Some(valkey) = &a.valkey {
+        m.push_str(&section(&a, valkey).await?);
+    }
     m.push_str(
-        "A pair is two scripts (acquire, release), so its share of the ceiling counts two per pair. At 50 in \
-         flight every client is bound by Redis executing its commands; at 1 in flight by round trips and, \
-         unpinned, by how fast the machine wakes a sleeping core.\n",
+        "A pair is two scripts (acquire, release), or one where the release is native, and its share of the \
+         ceiling counts them. At 50 in flight client and server share the machine's cores, so a side's rate \
+         follows its total CPU per op (client + server); the share of the ceiling says how close the server \
+         alone is to its own limit. At 1 in flight the rate is bound by round trips and, unpinned, by how \
+         fast the machine wakes a sleeping core. CPU per \
+         op is each process's user + system time over the counted seconds (`/proc/PID/stat`, clock-tick \
+         resolution) divided by the operations counted: the client's includes the tokio runtime, \
+         redis-rs's connection task and the kernel's work for both (wake-ups, socket calls), which grows per \
+         op when the server answers more slowly; the server's is everything it did meanwhile.\n",
     );
     println!("{m}");
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/throughput.md");

@@ -27,6 +27,7 @@
 //! | `ttl.rs`, `token.rs`, `drift.rs`, `owner.rs`, `keys.rs` | value types: [`Ttl`], [`FencingToken`], [`Drift`], [`Owner`], key prefixes |
 //! | `connection.rs` | the [`Connection`] bound |
 //! | `lock.rs`, `lease.rs`, `guard.rs`, `release.rs` | [`Lock`], [`Lease`], the lease-loss signal, the fate of a release ([`Release`]) |
+//! | `native.rs` | [`CompareCommands`]: native compare-and-delete / compare-and-set where the server has them, scripts where not |
 //! | `instant.rs` | deadline arithmetic that cannot panic |
 //! | `retry.rs` | [`Retry`], the opt-in retry policy |
 //! | `fenced_store.rs` | [`FencedStore`] |
@@ -50,6 +51,7 @@ mod keys;
 mod lease;
 mod lock;
 pub mod naive;
+mod native;
 mod owner;
 pub mod rate_limit;
 pub mod redlock;
@@ -68,6 +70,7 @@ pub use job_queue::{Claim, Completion, Enqueued, JobQueue, JobState};
 pub use keys::validate_name;
 pub use lease::Lease;
 pub use lock::{Lock, LockBuilder, LockOutcome};
+pub use native::CompareCommands;
 pub use owner::{Owner, OwnerSource};
 pub use release::Release;
 pub use retry::Retry;

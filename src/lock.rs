@@ -3,8 +3,10 @@
 //! One Redis key per name holds a random owner value with a TTL; a second key
 //! (same hash tag) is a counter that `INCR` bumps on every successful acquire
 //! and that never expires. Acquire, release and extend are each one atomic
-//! Lua script. `acquire` makes exactly one attempt; waiting is the caller's
-//! choice, through [`crate::Retry`].
+//! Lua script, or, for release and extend on a server that has them
+//! (Valkey 9, Redis 8.4), one native command ([`CompareCommands`], ADR 0013).
+//! `acquire` makes exactly one attempt; waiting is the caller's choice,
+//! through [`crate::Retry`].
 //!
 //! ```no_run
 //! # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
@@ -36,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::instant::after;
 use crate::keys::Prefix;
 use crate::lease::Lease;
+use crate::native::{self, CompareCommands, Detected};
 use crate::owner::OwnerSource;
 use crate::release::Release;
 use crate::script_source;
@@ -53,6 +56,7 @@ pub struct Lock<C> {
     prefix: Prefix,
     drift: Drift,
     owners: OwnerSource,
+    commands: Detected,
 }
 
 /// Configures a [`Lock`]. `build()` can be called again.
@@ -62,6 +66,7 @@ pub struct LockBuilder<C> {
     prefix: String,
     drift: Drift,
     owners: OwnerSource,
+    native: bool,
 }
 
 /// What [`Lock::with_lock`] did.
@@ -101,6 +106,16 @@ impl<C: Connection> LockBuilder<C> {
         self
     }
 
+    /// Whether release and extend may use the server's native
+    /// compare-and-delete and compare-and-set (default `true`): `DELIFEQ` on
+    /// Valkey 9, `DELEX … IFEQ` on Redis 8.4, and `SET … IFEQ … PX` on both,
+    /// detected once with `COMMAND INFO` (see [`CompareCommands`]). `false`
+    /// always runs the Lua scripts and never asks.
+    pub fn native_commands(mut self, native: bool) -> Self {
+        self.native = native;
+        self
+    }
+
     /// Validates the settings.
     pub fn build(&self) -> Result<Lock<C>> {
         Ok(Lock {
@@ -108,6 +123,7 @@ impl<C: Connection> LockBuilder<C> {
             prefix: Prefix::new(self.prefix.clone())?,
             drift: self.drift,
             owners: self.owners.clone(),
+            commands: Detected::new(self.native),
         })
     }
 }
@@ -120,12 +136,13 @@ impl<C: Connection> Lock<C> {
             prefix: Prefix::new("lock").expect("the default prefix is valid"),
             drift: Drift::DEFAULT,
             owners: OwnerSource::Random,
+            commands: Detected::new(true),
         }
     }
 
     /// Starts configuring a lock.
     pub fn builder(conn: C) -> LockBuilder<C> {
-        LockBuilder { conn, prefix: "lock".into(), drift: Drift::DEFAULT, owners: OwnerSource::Random }
+        LockBuilder { conn, prefix: "lock".into(), drift: Drift::DEFAULT, owners: OwnerSource::Random, native: true }
     }
 
     /// The key holding the lease for `name`.
@@ -182,12 +199,17 @@ impl<C: Connection> Lock<C> {
     /// belongs to someone else now (their lease is left untouched).
     pub async fn release(&self, lease: &Lease) -> Result<bool> {
         let mut conn = self.conn.clone();
-        let n: i64 = RELEASE
-            .key(&lease.key)
-            .arg(lease.owner.as_str())
-            .invoke_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &lease.key))?;
+        let key = lease.key.as_str();
+        let owner = lease.owner.as_str();
+        if let Some(cmd) = self.commands.commands(&mut conn).await.delete(key, owner) {
+            match cmd.query_async::<i64>(&mut conn).await {
+                Ok(n) => return Ok(n == 1),
+                Err(e) if native::is_unknown_command(&e) => self.commands.forget(),
+                Err(e) => return Err(Error::from_redis(e, key)),
+            }
+        }
+        let n: i64 =
+            RELEASE.key(key).arg(owner).invoke_async(&mut conn).await.map_err(|e| Error::from_redis(e, key))?;
         Ok(n == 1)
     }
 
@@ -198,22 +220,48 @@ impl<C: Connection> Lock<C> {
     pub async fn extend(&self, lease: &mut Lease, ttl: Ttl) -> Result<bool> {
         let usable = self.drift.usable(ttl);
         let mut conn = self.conn.clone();
+        let key = lease.key.as_str();
+        let owner = lease.owner.as_str();
+        // Measured from before any detection: a deadline counted from the
+        // earlier moment is the conservative one.
         let sent_at = Instant::now();
-        let n: i64 = EXTEND
-            .key(&lease.key)
-            .arg(lease.owner.as_str())
-            .arg(ttl.as_millis())
-            .invoke_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &lease.key))?;
-        if n == 1 {
+        let commands = self.commands.commands(&mut conn).await;
+        let mut extended = None;
+        if let Some(cmd) = commands.extend(key, owner, ttl.as_millis()) {
+            match cmd.query_async::<Option<String>>(&mut conn).await {
+                Ok(reply) => extended = Some(reply.is_some()),
+                Err(e) if native::is_unknown_command(&e) => self.commands.forget(),
+                Err(e) => return Err(Error::from_redis(e, key)),
+            }
+        }
+        let extended = match extended {
+            Some(done) => done,
+            None => {
+                let n: i64 = EXTEND
+                    .key(key)
+                    .arg(owner)
+                    .arg(ttl.as_millis())
+                    .invoke_async(&mut conn)
+                    .await
+                    .map_err(|e| Error::from_redis(e, key))?;
+                n == 1
+            }
+        };
+        if extended {
             lease.ttl = ttl;
             lease.sent_at = sent_at;
             lease.deadline = after(sent_at, usable);
-            Ok(true)
-        } else {
-            Ok(false)
         }
+        Ok(extended)
+    }
+
+    /// The commands [`Lock::release`] and [`Lock::extend`] send on this
+    /// connection: asks the server with `COMMAND INFO` the first time (and
+    /// after a failed question), then remembers the answer for this lock and
+    /// its clones. [`CompareCommands::Scripts`] when built with
+    /// `native_commands(false)`.
+    pub async fn compare_commands(&self) -> CompareCommands {
+        self.commands.commands(&mut self.conn.clone()).await
     }
 
     /// Acquires `name`, runs `body` with the lease, then releases.
@@ -287,6 +335,7 @@ impl<C: Connection> Lock<C> {
             prefix: self.prefix.as_str().to_string(),
             drift: self.drift,
             owners: self.owners.clone(),
+            native: self.commands.enabled(),
         }
     }
 }

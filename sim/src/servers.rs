@@ -179,7 +179,7 @@ impl ServerNode {
     pub fn start() -> Result<ServerNode, SetupError> {
         let lib = clock_library()?;
         let clock = Arc::new(ServerClock::create()?);
-        let config = ServerConfig { preload: Some(lib), env: vec![clock.env()], args: Vec::new() };
+        let config = ServerConfig { preload: Some(lib), env: vec![clock.env()], ..ServerConfig::default() };
         let server = RedisServer::start_with(config)?;
         let slot = register(server.pid());
         let node = ServerNode { server, clock, slot };

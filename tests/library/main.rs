@@ -10,6 +10,7 @@ mod faults;
 mod fencing;
 mod guarded;
 mod lock;
+mod native;
 mod rate_limit;
 mod redlock;
 mod retry;

