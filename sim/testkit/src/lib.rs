@@ -314,7 +314,20 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
     loop {
         if let Ok(reply) = raw_command(port, &["PING"]) {
             if reply.starts_with("+PONG") {
-                return Ok(child);
+                // The answer must be our child's: two tests can probe the
+                // same free port, and the one whose server lost the bind
+                // would otherwise take the winner's server for its own and
+                // lose it when the other test ends (seen as "connection
+                // refused" in the middle of a test).
+                if answering_pid(port) == Some(child.id()) {
+                    return Ok(child);
+                }
+                // SAFETY: kill(2) has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+                }
+                let _ = child.wait();
+                return Err(ServerError::NotReady { port, log: "another server answers on this port".into() });
             }
         }
         if let Some(_status) = child.try_wait()? {
@@ -339,6 +352,12 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
     }
 }
 
+/// The `process_id` the server on `port` reports (`INFO server`).
+fn answering_pid(port: u16) -> Option<u32> {
+    let info = raw_command(port, &["INFO", "server"]).ok()?;
+    info.lines().find_map(|l| l.strip_prefix("process_id:")).and_then(|pid| pid.trim().parse().ok())
+}
+
 /// Sends one command as a RESP array over a fresh connection and returns the
 /// reply's first line (enough for `+OK`, `:1`, `-ERR ...`, `$-1`).
 fn raw_command(port: u16, args: &[&str]) -> Result<String, ServerError> {
@@ -358,6 +377,25 @@ fn raw_command(port: u16, args: &[&str]) -> Result<String, ServerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_that_lost_the_bind_is_not_taken_for_the_one_that_won() {
+        // Two tests that probe the same free port: the second server cannot
+        // bind it, and the first one's PONG must not pass for its own.
+        let first = RedisServer::start().expect("start redis-server");
+        let binary = redis_server_binary().unwrap();
+        match spawn_on(&binary, first.port(), &ServerConfig::default()) {
+            Err(ServerError::NotReady { log, .. }) => {
+                assert!(log.contains("another server answers") || log.contains("in use"), "unexpected log: {log}")
+            }
+            Err(e) => panic!("unexpected error: {e}"),
+            Ok(mut child) => {
+                let _ = child.kill();
+                panic!("a second server on a taken port was reported ready");
+            }
+        }
+        assert!(first.command(&["PING"]).unwrap().starts_with("+PONG"), "the first server is untouched");
+    }
 
     #[test]
     fn starts_answers_restarts_and_stops() {
