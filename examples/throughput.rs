@@ -543,14 +543,14 @@ fn pinned(a: &Args, binary: &std::path::Path, pairs: &[Pair]) -> Result<Vec<Roun
     Ok(rounds)
 }
 
-/// The comparisons for a server: the four, plus the native floor where
-/// the server has `DELIFEQ`.
-fn pairs_for(server: &RedisServer) -> Result<Vec<Pair>, BoxError> {
+/// The comparisons for a server: the five, plus the native floor where
+/// the lock found `DELIFEQ`.
+fn pairs_for(native: CompareCommands) -> Vec<Pair> {
     let mut pairs = PAIRS.to_vec();
-    if server.command(&["COMMAND", "INFO", "DELIFEQ"])?.starts_with("*1\r\n*") {
+    if native == CompareCommands::DelIfEq {
         pairs.insert(1, NATIVE_PAIR);
     }
-    Ok(pairs)
+    pairs
 }
 
 fn start(binary: &std::path::Path) -> Result<RedisServer, BoxError> {
@@ -572,11 +572,11 @@ fn version(server: &RedisServer) -> Result<String, BoxError> {
 /// Every table for one server, as markdown.
 async fn section(a: &Args, binary: &std::path::Path) -> Result<String, BoxError> {
     let server = start(binary)?;
-    let pairs = pairs_for(&server)?;
     let name = version(&server)?;
     let client = redis::Client::open(server.url())?;
     let conn = client.get_multiplexed_async_connection().await?;
     let native = Lock::new(conn.clone()).compare_commands().await;
+    let pairs = pairs_for(native);
     eprintln!("{name}: the lock releases and extends with {native:?}");
     let evalsha = evalsha_ceiling(&server, a.seconds)?;
     let set = benchmark(&server, a.seconds, &["SET", "ceil:{__rand_int__}", "v"])?;
@@ -646,8 +646,8 @@ async fn main() -> Result<(), BoxError> {
     }
     if let Some(binary) = &a.child {
         let server = start(binary)?;
-        let pairs = pairs_for(&server)?;
         let conn = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
+        let pairs = pairs_for(Lock::new(conn.clone()).compare_commands().await);
         let one = compare(&server, &conn, &pairs, 1, a.seconds, a.rounds).await?;
         for (k, r) in one.iter().enumerate() {
             for i in 0..r.ours.len() {

@@ -38,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::instant::after;
 use crate::keys::Prefix;
 use crate::lease::Lease;
-use crate::native::{self, CompareCommands, Detected};
+use crate::native::{CompareCommands, Detected};
 use crate::owner::OwnerSource;
 use crate::release::Release;
 use crate::script_source;
@@ -199,17 +199,12 @@ impl<C: Connection> Lock<C> {
     /// belongs to someone else now (their lease is left untouched).
     pub async fn release(&self, lease: &Lease) -> Result<bool> {
         let mut conn = self.conn.clone();
-        let key = lease.key.as_str();
-        let owner = lease.owner.as_str();
-        if let Some(cmd) = self.commands.commands(&mut conn).await.delete(key, owner) {
-            match cmd.query_async::<i64>(&mut conn).await {
-                Ok(n) => return Ok(n == 1),
-                Err(e) if native::is_unknown_command(&e) => self.commands.forget(),
-                Err(e) => return Err(Error::from_redis(e, key)),
-            }
-        }
-        let n: i64 =
-            RELEASE.key(key).arg(owner).invoke_async(&mut conn).await.map_err(|e| Error::from_redis(e, key))?;
+        let (key, owner) = (lease.key.as_str(), lease.owner.as_str());
+        let native = self.commands.commands(&mut conn).await.delete(key, owner);
+        let n: i64 = match self.commands.run(&mut conn, native, key).await? {
+            Some(n) => n,
+            None => RELEASE.key(key).arg(owner).invoke_async(&mut conn).await.map_err(|e| Error::from_redis(e, key))?,
+        };
         Ok(n == 1)
     }
 
@@ -220,22 +215,14 @@ impl<C: Connection> Lock<C> {
     pub async fn extend(&self, lease: &mut Lease, ttl: Ttl) -> Result<bool> {
         let usable = self.drift.usable(ttl);
         let mut conn = self.conn.clone();
-        let key = lease.key.as_str();
-        let owner = lease.owner.as_str();
+        let (key, owner) = (lease.key.as_str(), lease.owner.as_str());
         // Measured from before any detection: a deadline counted from the
         // earlier moment is the conservative one.
         let sent_at = Instant::now();
-        let commands = self.commands.commands(&mut conn).await;
-        let mut extended = None;
-        if let Some(cmd) = commands.extend(key, owner, ttl.as_millis()) {
-            match cmd.query_async::<Option<String>>(&mut conn).await {
-                Ok(reply) => extended = Some(reply.is_some()),
-                Err(e) if native::is_unknown_command(&e) => self.commands.forget(),
-                Err(e) => return Err(Error::from_redis(e, key)),
-            }
-        }
-        let extended = match extended {
-            Some(done) => done,
+        let native = self.commands.commands(&mut conn).await.extend(key, owner, ttl.as_millis());
+        // The native `SET … IFEQ` answers OK or nil; the script 1 or 0.
+        let extended = match self.commands.run::<Option<String>, _>(&mut conn, native, key).await? {
+            Some(reply) => reply.is_some(),
             None => {
                 let n: i64 = EXTEND
                     .key(key)

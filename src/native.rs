@@ -25,6 +25,8 @@ use std::sync::Arc;
 
 use redis::Value;
 
+use crate::error::{Error, Result};
+
 /// The commands a [`crate::Lock`] uses to release and extend a lease.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,15 +132,29 @@ impl Detected {
         self.enabled
     }
 
-    /// The server refused a native command as unknown: ask again next time.
-    pub(crate) fn forget(&self) {
-        self.state.store(UNKNOWN, Ordering::Relaxed);
+    /// Runs `native` if there is one. `Ok(None)`: run the script instead,
+    /// either because there is no native command or because the server
+    /// answered that it does not know it (it then ran nothing; the lock
+    /// forgets what it detected and asks again next time).
+    pub(crate) async fn run<T, C>(&self, conn: &mut C, native: Option<redis::Cmd>, key: &str) -> Result<Option<T>>
+    where
+        T: redis::FromRedisValue,
+        C: redis::aio::ConnectionLike,
+    {
+        let Some(cmd) = native else { return Ok(None) };
+        match cmd.query_async::<T>(conn).await {
+            Ok(reply) => Ok(Some(reply)),
+            Err(e) if is_unknown_command(&e) => {
+                self.state.store(UNKNOWN, Ordering::Relaxed);
+                Ok(None)
+            }
+            Err(e) => Err(Error::from_redis(e, key)),
+        }
     }
 }
 
-/// True when the server did not know the command (it then ran nothing, so
-/// running the script instead is safe).
-pub(crate) fn is_unknown_command(e: &redis::RedisError) -> bool {
+/// True when the server did not know the command.
+fn is_unknown_command(e: &redis::RedisError) -> bool {
     e.code() == Some("ERR") && e.detail().is_some_and(|d| d.starts_with("unknown command"))
 }
 

@@ -109,36 +109,26 @@ pub struct RedisServer {
 
 /// The redis-server binary: `$REDIS_SERVER`, else `redis-server` on `PATH`.
 pub fn redis_server_binary() -> Result<PathBuf, ServerError> {
-    if let Some(p) = std::env::var_os("REDIS_SERVER") {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(ServerError::NotInstalled { looked_for: format!("REDIS_SERVER={} is not a file", p.display()) })
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("redis-server"))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| ServerError::NotInstalled { looked_for: "redis-server on PATH".to_string() })
+    find_binary("REDIS_SERVER", "redis-server").map_err(|looked_for| ServerError::NotInstalled { looked_for })
 }
 
 /// The valkey-server binary: `$VALKEY_SERVER`, else `valkey-server` on `PATH`.
 pub fn valkey_server_binary() -> Result<PathBuf, ServerError> {
-    if let Some(p) = std::env::var_os("VALKEY_SERVER") {
+    find_binary("VALKEY_SERVER", "valkey-server").map_err(|looked_for| ServerError::ValkeyNotInstalled { looked_for })
+}
+
+/// `$var` if set (it must name a file), else `name` on `PATH`; `Err` says
+/// what was looked for.
+fn find_binary(var: &str, name: &str) -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os(var) {
         let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(ServerError::ValkeyNotInstalled { looked_for: format!("VALKEY_SERVER={} is not a file", p.display()) })
-        };
+        return if p.is_file() { Ok(p) } else { Err(format!("{var}={} is not a file", p.display())) };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .map(|dir| dir.join("valkey-server"))
+        .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
-        .ok_or_else(|| ServerError::ValkeyNotInstalled { looked_for: "valkey-server on PATH".to_string() })
+        .ok_or_else(|| format!("{name} on PATH"))
 }
 
 impl RedisServer {
@@ -203,13 +193,7 @@ impl RedisServer {
     /// Kills the server (SIGKILL: no shutdown save, like a crash). Idempotent.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            // Negative pid: the whole process group.
-            // SAFETY: kill(2) has no memory-safety preconditions.
-            unsafe {
-                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+            kill_group(&mut child);
         }
     }
 
@@ -322,11 +306,7 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
                 if answering_pid(port) == Some(child.id()) {
                     return Ok(child);
                 }
-                // SAFETY: kill(2) has no memory-safety preconditions.
-                unsafe {
-                    libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
-                }
-                let _ = child.wait();
+                kill_group(&mut child);
                 return Err(ServerError::NotReady { port, log: "another server answers on this port".into() });
             }
         }
@@ -341,15 +321,22 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
             return Err(ServerError::NotReady { port, log: log.trim().to_string() });
         }
         if Instant::now() >= deadline {
-            // SAFETY: kill(2) has no memory-safety preconditions.
-            unsafe {
-                libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
-            }
-            let _ = child.wait();
+            kill_group(&mut child);
             return Err(ServerError::NotReady { port, log: "no PONG within 10 s".into() });
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Kills `child`'s whole process group and reaps it.
+fn kill_group(child: &mut Child) {
+    // Negative pid: the whole process group.
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// The `process_id` the server on `port` reports (`INFO server`).
