@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod replication;
+
 /// Why a redis-server could not be started or controlled.
 #[derive(Debug)]
 pub enum ServerError {
@@ -262,6 +264,9 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
         .args(["--save", ""])
         .args(["--appendonly", "no"])
         .args(["--maxmemory-policy", "noeviction"])
+        // Any server may become a primary with replicas (see `replication`).
+        .args(["--repl-diskless-sync-delay", "0"])
+        .args(["--repl-diskless-load", "swapdb"])
         .args(["--protected-mode", "no"])
         .args(["--daemonize", "no"])
         .args(["--loglevel", "warning"])

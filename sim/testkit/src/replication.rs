@@ -1,0 +1,189 @@
+//! Primaries and replicas: real replication between real servers.
+//!
+//! The library's guarantees change under replication (a failover can hand
+//! out a token again), so tests and the simulation need replicas that are
+//! as real as the primary, and faults on the link between them with a named
+//! undo:
+//!
+//! - [`RedisServer::start_replica_of`] starts a replica and returns once it
+//!   has synced. `master_link_status:up` is not readiness (the link is up
+//!   before the first write has reached the replica), so readiness is a
+//!   write on the primary followed by `WAIT` on the same connection;
+//! - [`RedisServer::cut_replication`] / [`RedisServer::restore_replication`]
+//!   stop and restart the stream of writes to one replica. A cut replica
+//!   keeps its role and its data (it keeps trying to reconnect and is
+//!   refused: its credentials are made wrong), as a replica behind a broken
+//!   network would;
+//! - [`RedisServer::promote`] is the failover step (`REPLICAOF NO ONE`); the
+//!   caller kills the old primary first, as a failover of a crashed primary
+//!   would find it.
+//!
+//! Every server this crate starts has `repl-diskless-sync-delay 0` (the
+//! primary otherwise waits 5 s before a full sync, and every server may be
+//! promoted) and `repl-diskless-load swapdb` (a replica loads the snapshot
+//! from the socket: no `dump.rdb` in the working directory, which a restart
+//! would otherwise load back).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use crate::{RedisServer, ServerConfig, ServerError};
+
+/// How long a barrier may take before the replica is reported as not ready.
+const BARRIER_LIMIT: Duration = Duration::from_secs(10);
+
+/// A user no server has, to make a replica's reconnection fail.
+const NO_SUCH_USER: &str = "rp-testkit-replication-cut";
+
+impl RedisServer {
+    /// Starts a replica of `primary` with `config` (its binary, preload and
+    /// arguments; `--replicaof` is added) and waits until it holds every
+    /// write the primary had acknowledged.
+    pub fn start_replica_of(primary: &RedisServer, mut config: ServerConfig) -> Result<RedisServer, ServerError> {
+        config.args.extend(["--replicaof".to_string(), "127.0.0.1".to_string(), primary.port().to_string()]);
+        let replica = RedisServer::start_with(config)?;
+        primary.await_replicas(primary.connected_replicas()?.max(1))?;
+        Ok(replica)
+    }
+
+    /// On a replica: stops the stream of writes from its primary. The
+    /// replica keeps its data and its role; it reconnects and is refused
+    /// until [`RedisServer::restore_replication`].
+    pub fn cut_replication(&self) -> Result<(), ServerError> {
+        self.expect_ok(&["CONFIG", "SET", "masteruser", NO_SUCH_USER])?;
+        self.expect_ok(&["CONFIG", "SET", "masterauth", "wrong"])?;
+        // The live link is dropped; the reconnection fails on the credentials.
+        self.command(&["CLIENT", "KILL", "TYPE", "master"])?;
+        Ok(())
+    }
+
+    /// On a replica cut by [`RedisServer::cut_replication`]: relinks it to
+    /// `primary` and waits until it has caught up with every write.
+    pub fn restore_replication(&self, primary: &RedisServer) -> Result<(), ServerError> {
+        self.expect_ok(&["CONFIG", "SET", "masteruser", ""])?;
+        self.expect_ok(&["CONFIG", "SET", "masterauth", ""])?;
+        // A refused replica retries once a second; pointing it at its
+        // primary again connects at once (a partial resync where the
+        // primary still has the backlog, else a full one).
+        self.expect_ok(&["REPLICAOF", "NO", "ONE"])?;
+        self.expect_ok(&["REPLICAOF", "127.0.0.1", &primary.port().to_string()])?;
+        primary.await_replicas(primary.connected_replicas()?.max(1))
+    }
+
+    /// On a replica: makes it a primary (`REPLICAOF NO ONE`), keeping what it
+    /// has. Writes it had not received are lost, as in a real failover.
+    pub fn promote(&self) -> Result<(), ServerError> {
+        self.expect_ok(&["REPLICAOF", "NO", "ONE"])
+    }
+
+    /// On a primary: waits until `replicas` replicas have acknowledged every
+    /// write made so far (a write of its own, then `WAIT` on the same
+    /// connection, until enough answer).
+    pub fn await_replicas(&self, replicas: usize) -> Result<(), ServerError> {
+        let deadline = Instant::now() + BARRIER_LIMIT;
+        let mut conn = Session::open(self.addr())?;
+        loop {
+            conn.call(&["SET", "rp-testkit:barrier", "1"])?;
+            conn.call(&["DEL", "rp-testkit:barrier"])?;
+            let acked = conn.call(&["WAIT", &replicas.to_string(), "100"])?;
+            if acked.trim_start_matches(':').trim().parse::<usize>().is_ok_and(|n| n >= replicas) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(ServerError::NotReady {
+                    port: self.port(),
+                    log: format!("{replicas} replica(s) did not acknowledge within {BARRIER_LIMIT:?} (WAIT: {acked})"),
+                });
+            }
+            // A replica that is still connecting needs a moment.
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// How many replicas are connected to this server (`INFO replication`).
+    pub fn connected_replicas(&self) -> Result<usize, ServerError> {
+        let mut conn = Session::open(self.addr())?;
+        let info = conn.call(&["INFO", "replication"])?;
+        Ok(info
+            .lines()
+            .find_map(|l| l.strip_prefix("connected_slaves:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0))
+    }
+
+    fn expect_ok(&self, args: &[&str]) -> Result<(), ServerError> {
+        let reply = self.command(args)?;
+        if reply.starts_with("+OK") {
+            Ok(())
+        } else {
+            Err(ServerError::NotReady { port: self.port(), log: format!("{}: {}", args.join(" "), reply.trim()) })
+        }
+    }
+}
+
+/// One connection, for the commands whose effect is per connection (`WAIT`
+/// counts only the writes of the connection that sends it).
+struct Session {
+    stream: TcpStream,
+}
+
+impl Session {
+    fn open(addr: SocketAddr) -> Result<Session, ServerError> {
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        Ok(Session { stream })
+    }
+
+    /// Sends one command and reads its reply: a line, or a bulk string's
+    /// line and its body (enough for the replies used here).
+    fn call(&mut self, args: &[&str]) -> Result<String, ServerError> {
+        let mut request = format!("*{}\r\n", args.len());
+        for a in args {
+            request.push_str(&format!("${}\r\n{}\r\n", a.len(), a));
+        }
+        self.stream.write_all(request.as_bytes())?;
+        let mut reply = Vec::new();
+        let mut byte = [0u8; 1];
+        while !reply.ends_with(b"\r\n") {
+            self.stream.read_exact(&mut byte)?;
+            reply.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&reply).into_owned();
+        if let Some(len) = head.strip_prefix('$').and_then(|n| n.trim().parse::<usize>().ok()) {
+            let mut body = vec![0u8; len + 2];
+            self.stream.read_exact(&mut body)?;
+            return Ok(String::from_utf8_lossy(&body[..len]).into_owned());
+        }
+        Ok(head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_replica_misses_writes_until_restored_and_a_promoted_one_keeps_what_it_had() {
+        let primary = RedisServer::start().expect("start the primary");
+        let replica = RedisServer::start_replica_of(&primary, ServerConfig::default()).expect("start a replica");
+        primary.command(&["SET", "before", "1"]).unwrap();
+        primary.await_replicas(1).unwrap();
+        assert!(replica.command(&["GET", "before"]).unwrap().starts_with("$1"), "replicated while linked");
+
+        replica.cut_replication().unwrap();
+        primary.command(&["SET", "during", "1"]).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(replica.command(&["GET", "during"]).unwrap(), "$-1\r\n", "a cut replica receives nothing");
+        assert_eq!(primary.connected_replicas().unwrap(), 0);
+
+        replica.restore_replication(&primary).unwrap();
+        assert!(replica.command(&["GET", "during"]).unwrap().starts_with("$1"), "caught up once restored");
+
+        replica.cut_replication().unwrap();
+        primary.command(&["SET", "lost", "1"]).unwrap();
+        replica.promote().unwrap();
+        assert_eq!(replica.command(&["GET", "lost"]).unwrap(), "$-1\r\n", "the promoted replica never had it");
+        assert_eq!(replica.command(&["SET", "after", "1"]).unwrap(), "+OK\r\n", "and takes writes");
+    }
+}
