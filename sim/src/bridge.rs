@@ -25,7 +25,24 @@
 //! received). A reply is complete when the bytes read so far parse; with
 //! one request in flight per real connection, the server has nothing else
 //! to send, so those bytes are exactly one frame. Blocking commands
-//! (`BLPOP`, `WAIT`) would stall the whole simulation and are not supported.
+//! (`BLPOP`) would stall the whole simulation and are not supported;
+//! `WAIT` is, below.
+//!
+//! **Replication.** A node whose server has replicas ([`BridgeNode::set_linked_replicas`])
+//! makes replication instant unless a fault says otherwise: after every
+//! command it forwards (outside `MULTI`), the bridge sends `WAIT n 1000` on
+//! the same real connection (`WAIT` counts that connection's writes) and
+//! holds the reply until the `n` linked replicas have acknowledged it. So
+//! what a replica holds at any simulated instant is exactly every write
+//! made while its link was up: the seed decides, not the real scheduler.
+//! A client's own `WAIT numreplicas timeout` is sent as `WAIT 0 1`, which
+//! answers at once how many replicas have acknowledged the connection's
+//! writes (every linked replica already has, an unlinked one never will;
+//! and the real timeout could not elapse: the server measures it on its
+//! pinned wall clock). If fewer than `numreplicas` answered, the reply is
+//! held for `timeout` of simulated time, as the real server would hold it. (A
+//! restore of the link during that wait does not end it early: a
+//! simplification, on the side of the more pessimistic answer.)
 //!
 //! Every forwarded command is also written to the node's **execution log**
 //! ([`Execution`]: which client sent it, its command name, and the server
@@ -78,6 +95,11 @@ pub struct BridgeStats {
     pub errors: AtomicU64,
 }
 
+/// The replication barrier's `WAIT` timeout. The server measures it on its
+/// wall clock, which the bridge has pinned, so it never elapses: a replica
+/// that does not acknowledge fails the run after [`REAL_REPLY_TIMEOUT`].
+const BARRIER_WAIT_MS: u64 = 1000;
+
 /// One command as the real server executed it (the bridge's execution log).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Execution {
@@ -108,7 +130,12 @@ struct Delay {
 #[derive(Debug)]
 pub struct BridgeNode {
     name: String,
-    real: SocketAddr,
+    real: Mutex<SocketAddr>,
+    /// Linked replicas every forwarded command waits for (0: none).
+    linked: AtomicU64,
+    /// Why the bridge could not keep its promise (a replica that did not
+    /// acknowledge): the run fails with it (see [`BridgeNode::failure`]).
+    failure: Mutex<Option<String>>,
     clock: Arc<ServerClock>,
     state: Mutex<NodeState>,
     stats: BridgeStats,
@@ -124,7 +151,9 @@ impl BridgeNode {
     pub fn new(name: impl Into<String>, real: SocketAddr, clock: Arc<ServerClock>) -> Arc<BridgeNode> {
         Arc::new(BridgeNode {
             name: name.into(),
-            real,
+            real: Mutex::new(real),
+            linked: AtomicU64::new(0),
+            failure: Mutex::new(None),
             clock,
             state: Mutex::new(NodeState::default()),
             stats: BridgeStats::default(),
@@ -176,7 +205,51 @@ impl BridgeNode {
 
     /// The real server's address.
     pub fn real_addr(&self) -> SocketAddr {
-        self.real
+        *lock_or_inner(&self.real)
+    }
+
+    /// Sends new connections to `addr` (a failover promoted another
+    /// server); existing connections keep theirs (the world bounces the host).
+    pub fn repoint(&self, addr: SocketAddr) {
+        *lock_or_inner(&self.real) = addr;
+    }
+
+    /// How many replicas are linked: every forwarded command waits until
+    /// that many have acknowledged it (see the module docs). 0: no barrier.
+    pub fn set_linked_replicas(&self, n: usize) {
+        self.linked.store(n as u64, Ordering::Relaxed);
+    }
+
+    /// Why the bridge failed the run, if it did: a linked replica that did
+    /// not acknowledge a write (a harness fault, never a finding).
+    pub fn failure(&self) -> Option<String> {
+        lock_or_inner(&self.failure).clone()
+    }
+
+    fn fail(&self, why: String) -> io::Error {
+        let mut f = lock_or_inner(&self.failure);
+        if f.is_none() {
+            *f = Some(why.clone());
+        }
+        io::Error::other(why)
+    }
+
+    /// The replication barrier: `WAIT n 1000` on the connection that just
+    /// wrote, which must answer `n`.
+    fn replicate(&self, real: &mut std::net::TcpStream, scratch: &mut Vec<u8>, chunk: &mut [u8]) -> io::Result<()> {
+        let n = self.linked.load(Ordering::Relaxed);
+        if n == 0 {
+            return Ok(());
+        }
+        let wait = wait_request(n, BARRIER_WAIT_MS);
+        let answer = exchange(real, &wait, scratch, chunk).map(|()| redis::parse_redis_value(scratch));
+        match answer {
+            Ok(Ok(Value::Int(acked))) if acked >= n as i64 => Ok(()),
+            other => Err(self.fail(format!(
+                "{}: {n} linked replica(s) did not acknowledge a write (WAIT answered {other:?})",
+                self.name
+            ))),
+        }
     }
 
     /// Counters.
@@ -276,13 +349,16 @@ impl BridgeNode {
     }
 
     async fn serve_connection(&self, stream: turmoil::net::TcpStream, client: Arc<str>) -> io::Result<()> {
-        let mut real = std::net::TcpStream::connect(self.real)?;
+        let mut real = std::net::TcpStream::connect(self.real_addr())?;
         real.set_nodelay(true)?;
         real.set_read_timeout(Some(REAL_REPLY_TIMEOUT))?;
         let (mut rd, mut wr) = stream.into_split();
         let mut inbox: Vec<u8> = Vec::new();
         let mut chunk = vec![0u8; 16 * 1024];
         let mut reply = Vec::new();
+        let mut scratch = Vec::new();
+        // Inside MULTI the barrier's WAIT would be queued: it runs after EXEC.
+        let mut in_multi = false;
         loop {
             while let Some(len) = next_request(&inbox)? {
                 let held = self.take_delay(&client, &inbox[..len]).unwrap_or_default();
@@ -292,9 +368,31 @@ impl BridgeNode {
                 self.wait_while_paused().await;
                 let at = self.pin_clock();
                 self.record(&client, &inbox[..len], at, held);
-                exchange(&mut real, &inbox[..len], &mut reply, &mut chunk)?;
+                let command = command_name(&inbox[..len]);
+                let wait = if command == "WAIT" { client_wait(&inbox[..len]) } else { None };
+                match &wait {
+                    Some(_) => exchange(&mut real, &wait_request(0, 1), &mut reply, &mut chunk)?,
+                    None => exchange(&mut real, &inbox[..len], &mut reply, &mut chunk)?,
+                }
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
                 inbox.drain(..len);
+                match command.as_str() {
+                    "MULTI" => in_multi = true,
+                    "EXEC" | "DISCARD" => in_multi = false,
+                    _ => {}
+                }
+                if !in_multi {
+                    self.replicate(&mut real, &mut scratch, &mut chunk)?;
+                }
+                if let Some(w) = wait {
+                    let short =
+                        !matches!(redis::parse_redis_value(&reply), Ok(Value::Int(n)) if n >= w.replicas as i64);
+                    if short {
+                        // `WAIT n 0` blocks for ever: longer than any run may last.
+                        let ms = if w.timeout_ms == 0 { u64::MAX / 4 } else { w.timeout_ms };
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                    }
+                }
                 wr.write_all(&reply).await?;
             }
             let n = rd.read(&mut chunk).await?;
@@ -303,6 +401,40 @@ impl BridgeNode {
             }
             inbox.extend_from_slice(&chunk[..n]);
         }
+    }
+}
+
+/// `WAIT numreplicas timeout` as a client sent it.
+struct ClientWait {
+    replicas: u64,
+    timeout_ms: u64,
+}
+
+/// The arguments of a `WAIT` request; `None` when they are not two
+/// non-negative integers (then the request goes to the server as it is,
+/// which answers the error).
+fn client_wait(request: &[u8]) -> Option<ClientWait> {
+    let Ok(Value::Array(items)) = redis::parse_redis_value(request) else { return None };
+    let number = |v: &Value| match v {
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse::<u64>().ok(),
+        _ => None,
+    };
+    match items.as_slice() {
+        [_, n, t] => Some(ClientWait { replicas: number(n)?, timeout_ms: number(t)? }),
+        _ => None,
+    }
+}
+
+/// `WAIT n ms`, encoded.
+fn wait_request(n: u64, ms: u64) -> Vec<u8> {
+    let (n, ms) = (n.to_string(), ms.to_string());
+    format!("*3\r\n$4\r\nWAIT\r\n${}\r\n{n}\r\n${}\r\n{ms}\r\n", n.len(), ms.len()).into_bytes()
+}
+
+fn lock_or_inner<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
     }
 }
 

@@ -17,6 +17,8 @@
 //! | `server-pause` | `resume` |
 //! | `crash` (server restart, no persistence) | `restart` |
 //! | `clock-step` | `unstep` |
+//! | `cut-replication` | `restore-replication` |
+//! | `failover` (the primary dies) | `promote` (a replica takes over) |
 //!
 //! The world applies a fault at `at` and its undo at `at + duration`, both
 //! in simulated milliseconds since the start, in time order, undos first
@@ -104,6 +106,16 @@ pub enum FaultKind {
         /// Offset from simulated time, in ms.
         offset_ms: i64,
     },
+    /// The node's replicas stop receiving its writes (they keep their data
+    /// and their role); the undo relinks them and waits until they have
+    /// caught up. Target: a `Node` with replicas.
+    CutReplication,
+    /// The node's primary crashes (SIGKILL; every connection drops). After
+    /// `duration` (the failover time), its first replica is promoted with
+    /// whatever it had received, the node's address moves to it, and the
+    /// old primary comes back as its replica, empty. Target: a `Node` with
+    /// replicas.
+    Failover,
 }
 
 /// The kinds without their parameters: what a fault space may choose from.
@@ -125,6 +137,10 @@ pub enum FaultClass {
     ServerRestart,
     /// [`FaultKind::ClockStep`].
     ClockStep,
+    /// [`FaultKind::CutReplication`].
+    CutReplication,
+    /// [`FaultKind::Failover`].
+    Failover,
 }
 
 impl FaultClass {
@@ -139,6 +155,8 @@ impl FaultClass {
             FaultClass::ServerPause => "server-pause",
             FaultClass::ServerRestart => "crash",
             FaultClass::ClockStep => "clock-step",
+            FaultClass::CutReplication => "cut-replication",
+            FaultClass::Failover => "failover",
         }
     }
 
@@ -152,11 +170,13 @@ impl FaultClass {
             FaultClass::ClientPause | FaultClass::ServerPause => "resume",
             FaultClass::ServerRestart => "restart",
             FaultClass::ClockStep => "unstep",
+            FaultClass::CutReplication => "restore-replication",
+            FaultClass::Failover => "promote",
         }
     }
 
     /// Every class.
-    pub const ALL: [FaultClass; 8] = [
+    pub const ALL: [FaultClass; 10] = [
         FaultClass::Partition,
         FaultClass::PartitionOneWay,
         FaultClass::Hold,
@@ -165,11 +185,25 @@ impl FaultClass {
         FaultClass::ServerPause,
         FaultClass::ServerRestart,
         FaultClass::ClockStep,
+        FaultClass::CutReplication,
+        FaultClass::Failover,
     ];
+
+    /// Whether faults of this class need a node with replicas.
+    pub fn needs_replicas(self) -> bool {
+        matches!(self, FaultClass::CutReplication | FaultClass::Failover)
+    }
 
     /// Whether faults of this class target a node (else a client or link).
     pub fn targets_node(self) -> bool {
-        matches!(self, FaultClass::ServerPause | FaultClass::ServerRestart | FaultClass::ClockStep)
+        matches!(
+            self,
+            FaultClass::ServerPause
+                | FaultClass::ServerRestart
+                | FaultClass::ClockStep
+                | FaultClass::CutReplication
+                | FaultClass::Failover
+        )
     }
 }
 
@@ -185,6 +219,8 @@ impl FaultKind {
             FaultKind::ServerPause => FaultClass::ServerPause,
             FaultKind::ServerRestart => FaultClass::ServerRestart,
             FaultKind::ClockStep { .. } => FaultClass::ClockStep,
+            FaultKind::CutReplication => FaultClass::CutReplication,
+            FaultKind::Failover => FaultClass::Failover,
         }
     }
 
@@ -408,14 +444,18 @@ fn conflicts(a: &Fault, b: &Fault) -> bool {
     use FaultClass::*;
     let (ca, cb) = (a.kind.class(), b.kind.class());
     let network = |c: FaultClass| matches!(c, Partition | PartitionOneWay | Hold | Latency);
-    let server_life = |c: FaultClass| matches!(c, ServerPause | ServerRestart);
+    // A failover kills the primary: the same switch as a pause or a restart.
+    let server_life = |c: FaultClass| matches!(c, ServerPause | ServerRestart | Failover);
     if network(ca) && network(cb) {
         return links_overlap(a.target, b.target);
     }
     if ca == ClientPause && cb == ClientPause {
         return a.target == b.target;
     }
-    if (server_life(ca) && server_life(cb)) || (ca == ClockStep && cb == ClockStep) {
+    if (server_life(ca) && server_life(cb))
+        || (ca == ClockStep && cb == ClockStep)
+        || (ca == CutReplication && cb == CutReplication)
+    {
         return a.target == b.target;
     }
     false

@@ -15,7 +15,21 @@
 //!   (`FLUSHALL` + `SCRIPT FLUSH`, clock released) a fraction of one;
 //! - a **process-wide registry** of live server process groups, so the
 //!   binary's Ctrl-C handler can call [`shutdown_all`] and leave no orphans
-//!   even when it exits without unwinding.
+//!   even when it exits without unwinding;
+//! - **replicas** ([`ServerNode::set_replicas`]): a node may be a primary
+//!   with real replicas (real replication, the testkit's), which share the
+//!   primary's clock control file, so one pin sets the clock of the whole
+//!   node, and with it of whichever server a failover promotes. Faults on
+//!   the replication link and the failover itself are methods here with
+//!   their undo ([`ServerNode::cut_replication`] /
+//!   [`ServerNode::restore_replication`], [`ServerNode::fail_primary`] /
+//!   [`ServerNode::promote`]); the world applies them.
+//!
+//! A replicated node's clock is never released between runs, only pinned
+//! again: a replication link times out when its server's clock jumps
+//! forward by more than `repl-timeout` (60 s) since the last byte, and real
+//! time is two years after the simulation's epoch. Pinned clocks only ever
+//! go back between runs, which no timeout counts.
 //!
 //! This is set-up code outside the simulation: `std::time` and blocking
 //! sockets are fine here.
@@ -162,12 +176,24 @@ pub fn shutdown_all() {
 
 // ---------------------------------------------------------------------------
 
-/// One redis-server with the clock library preloaded and its control file.
+/// One Redis node: a redis-server (the primary) with the clock library
+/// preloaded and its control file, and its replicas, if any.
 #[derive(Debug)]
 pub struct ServerNode {
     server: RedisServer,
     clock: Arc<ServerClock>,
     slot: Option<usize>,
+    config: ServerConfig,
+    replicas: Vec<Replica>,
+}
+
+/// A replica of a node's primary.
+#[derive(Debug)]
+struct Replica {
+    server: RedisServer,
+    slot: Option<usize>,
+    /// Whether its link is cut ([`ServerNode::cut_replication`]).
+    cut: bool,
 }
 
 impl ServerNode {
@@ -180,25 +206,99 @@ impl ServerNode {
         let lib = clock_library()?;
         let clock = Arc::new(ServerClock::create()?);
         let config = ServerConfig { preload: Some(lib), env: vec![clock.env()], ..ServerConfig::default() };
-        let server = RedisServer::start_with(config)?;
+        let server = RedisServer::start_with(config.clone())?;
         let slot = register(server.pid());
-        let node = ServerNode { server, clock, slot };
-        node.check_clock()?;
+        let node = ServerNode { server, clock, slot, config, replicas: Vec::new() };
+        check_clock(&node.clock, &node.server)?;
         Ok(node)
     }
 
-    /// Pins the clock to a known instant and reads `TIME` back.
-    fn check_clock(&self) -> Result<(), SetupError> {
-        // 2001-09-09T01:46:40Z: ten digits that appear in no real reply today.
-        self.clock.pin(1_000_000_000_000);
-        let reply = self.server.command(&["TIME"]);
-        self.clock.release();
-        let reply = reply?;
-        if reply.contains("\r\n1000000000\r\n") {
-            Ok(())
-        } else {
-            Err(SetupError::ClockNotEffective { port: self.server.port(), reply })
+    /// Starts or stops replicas until the node has `n`, every one linked
+    /// and caught up. Replicas share the primary's clock file.
+    pub fn set_replicas(&mut self, n: usize) -> Result<(), SetupError> {
+        while self.replicas.len() > n {
+            if let Some(mut r) = self.replicas.pop() {
+                unregister(r.slot.take());
+                r.server.stop();
+            }
         }
+        while self.replicas.len() < n {
+            let server = RedisServer::start_replica_of(&self.server, self.config.clone())?;
+            let slot = register(server.pid());
+            // The replica's clock is the node's: check that it obeys.
+            let checked = check_clock(&self.clock, &server);
+            self.replicas.push(Replica { server, slot, cut: false });
+            checked?;
+        }
+        Ok(())
+    }
+
+    /// How many replicas the node has.
+    pub fn replica_count(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// How many replicas receive the primary's writes now (linked, not cut).
+    pub fn linked_replicas(&self) -> usize {
+        if !self.server.is_running() {
+            return 0;
+        }
+        self.replicas.iter().filter(|r| !r.cut).count()
+    }
+
+    /// Cuts every replica's link: they keep their data and role and receive
+    /// nothing more until [`ServerNode::restore_replication`].
+    pub fn cut_replication(&mut self) -> Result<(), SetupError> {
+        for r in self.replicas.iter_mut().filter(|r| !r.cut) {
+            r.server.cut_replication()?;
+            r.cut = true;
+        }
+        Ok(())
+    }
+
+    /// Relinks every cut replica and waits until each has caught up with
+    /// the primary. A no-op for linked replicas.
+    pub fn restore_replication(&mut self) -> Result<(), SetupError> {
+        if !self.server.is_running() {
+            // The primary is down (a failover in progress): the replicas
+            // are relinked when one of them is promoted.
+            return Ok(());
+        }
+        for r in self.replicas.iter_mut().filter(|r| r.cut) {
+            r.server.restore_replication(&self.server)?;
+            r.cut = false;
+        }
+        Ok(())
+    }
+
+    /// The first half of a failover: the primary crashes (SIGKILL). Its
+    /// replicas keep what they had received.
+    pub fn fail_primary(&mut self) {
+        self.stop();
+    }
+
+    /// The second half: the first replica becomes the primary with what it
+    /// had, the other replicas follow it, and the old primary comes back as
+    /// its replica (a new process, empty, then fully synced). The node's
+    /// address ([`ServerNode::addr`]) is the new primary's from now on.
+    pub fn promote(&mut self) -> Result<(), SetupError> {
+        if self.replicas.is_empty() {
+            return Err(SetupError::InvalidPlan { reason: "a failover needs a node with replicas".into() });
+        }
+        let next = self.replicas.remove(0);
+        next.server.promote()?;
+        unregister(self.slot.take());
+        let old = core::mem::replace(&mut self.server, next.server);
+        self.slot = next.slot;
+        let mut old = Replica { server: old, slot: None, cut: false };
+        old.server.restart()?;
+        old.slot = register(old.server.pid());
+        self.replicas.push(old);
+        for r in &mut self.replicas {
+            r.server.restore_replication(&self.server)?;
+            r.cut = false;
+        }
+        Ok(())
     }
 
     /// The server's real address (127.0.0.1:port).
@@ -278,23 +378,83 @@ impl ServerNode {
     /// Clock released, data and scripts flushed; restarted first if stopped.
     /// A server that refuses the flush (still `BUSY` in a script a previous
     /// run left looping, say) is restarted: every run starts clean.
+    ///
+    /// A replicated node keeps its clock pinned (see the module docs); a
+    /// failover left half-done is completed, cut links are restored, the
+    /// flush reaches the replicas through replication (and `SCRIPT FLUSH`
+    /// is sent to each, as a promoted replica's script cache must start
+    /// empty too), and the reset waits until every replica has caught up.
     pub fn reset(&mut self) -> Result<(), SetupError> {
-        self.clock.release();
-        if !self.server.is_running() {
-            self.restart()?;
+        if self.replicas.is_empty() {
+            self.clock.release();
+            if !self.server.is_running() {
+                self.restart()?;
+            }
+            if self.flush().is_err() {
+                self.restart()?;
+                self.flush()?;
+            }
+            return Ok(());
         }
-        if self.flush().is_err() {
+        if self.reset_replicated().is_err() {
+            // Start the node over: a fresh primary and fresh replicas.
+            let n = self.replicas.len();
+            self.set_replicas(0)?;
             self.restart()?;
             self.flush()?;
+            self.set_replicas(n)?;
         }
         Ok(())
+    }
+
+    fn reset_replicated(&mut self) -> Result<(), SetupError> {
+        if !self.server.is_running() {
+            self.promote()?;
+        }
+        self.restore_replication()?;
+        self.flush()?;
+        for r in &self.replicas {
+            let reply = r.server.command(&["SCRIPT", "FLUSH"])?;
+            if !reply.starts_with("+OK") {
+                return Err(SetupError::Server(ServerError::NotReady {
+                    port: r.server.port(),
+                    log: format!("SCRIPT FLUSH answered {reply:?}"),
+                }));
+            }
+        }
+        self.server.await_replicas(self.replicas.len())?;
+        Ok(())
+    }
+}
+
+/// Pins `clock` to a known instant and reads `TIME` back from `server`
+/// (which must run with that clock's file), then puts the clock back as it
+/// was (pinned where it was, or released): a released clock would jump a
+/// replicated node's clock forward (see the module docs).
+fn check_clock(clock: &ServerClock, server: &RedisServer) -> Result<(), SetupError> {
+    let before = clock.pinned_ns();
+    // 2001-09-09T01:46:40Z: ten digits that appear in no real reply today.
+    clock.pin(1_000_000_000_000);
+    let reply = server.command(&["TIME"]);
+    match before {
+        Some(ns) => clock.pin_at(core::time::Duration::from_nanos(ns.max(0) as u64)),
+        None => clock.release(),
+    }
+    let reply = reply?;
+    if reply.contains("\r\n1000000000\r\n") {
+        Ok(())
+    } else {
+        Err(SetupError::ClockNotEffective { port: server.port(), reply })
     }
 }
 
 impl Drop for ServerNode {
     fn drop(&mut self) {
         unregister(self.slot.take());
-        // `RedisServer`'s own Drop kills the process group.
+        for r in &mut self.replicas {
+            unregister(r.slot.take());
+        }
+        // `RedisServer`'s own Drop kills each process group.
     }
 }
 
@@ -328,9 +488,18 @@ impl Servers {
     /// Resets the first `n` servers (see [`ServerNode::reset`]), starting
     /// more if needed: the state every simulation run begins from.
     pub fn prepare(&mut self, n: usize) -> Result<(), SetupError> {
-        self.ensure(n)?;
-        for node in &mut self.nodes[..n] {
+        self.prepare_with(&vec![0; n])
+    }
+
+    /// As [`Servers::prepare`] for `replicas.len()` nodes, node `i` with
+    /// `replicas[i]` replicas (started or stopped as needed).
+    pub fn prepare_with(&mut self, replicas: &[usize]) -> Result<(), SetupError> {
+        self.ensure(replicas.len())?;
+        for (node, &n) in self.nodes.iter_mut().zip(replicas) {
+            // Reset first: a failover a run left half-done is completed
+            // before replicas are added to (or taken from) the primary.
             node.reset()?;
+            node.set_replicas(n)?;
         }
         Ok(())
     }

@@ -169,6 +169,8 @@ fn kind(class: FaultClass, space: &FaultSpace) -> BoxedStrategy<FaultKind> {
         FaultClass::ClientPause => Just(FaultKind::ClientPause).boxed(),
         FaultClass::ServerPause => Just(FaultKind::ServerPause).boxed(),
         FaultClass::ServerRestart => Just(FaultKind::ServerRestart).boxed(),
+        FaultClass::CutReplication => Just(FaultKind::CutReplication).boxed(),
+        FaultClass::Failover => Just(FaultKind::Failover).boxed(),
         FaultClass::ClockStep => (space.clock_step_ms.0..=space.clock_step_ms.1)
             .prop_map(|offset_ms| FaultKind::ClockStep { offset_ms })
             .boxed(),

@@ -96,6 +96,11 @@ pub struct WorldConfig {
     pub net: NetConfig,
     /// How server restarts are done.
     pub restart: RestartMode,
+    /// Replicas per node, by node index (missing: none). A node with
+    /// replicas is a primary with real replication; the `cut-replication`
+    /// and `failover` faults need one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<usize>,
 }
 
 impl WorldConfig {
@@ -110,7 +115,22 @@ impl WorldConfig {
             limit: Duration::from_secs(60),
             net: NetConfig::default(),
             restart: RestartMode::Flush,
+            replicas: Vec::new(),
         }
+    }
+
+    /// Gives node `node` `n` replicas.
+    pub fn replicas(mut self, node: usize, n: usize) -> WorldConfig {
+        if self.replicas.len() <= node {
+            self.replicas.resize(node + 1, 0);
+        }
+        self.replicas[node] = n;
+        self
+    }
+
+    /// How many replicas node `node` has.
+    pub fn replicas_of(&self, node: usize) -> usize {
+        self.replicas.get(node).copied().unwrap_or(0)
     }
 
     /// Sets the number of Redis nodes.
@@ -478,7 +498,8 @@ impl<'s> World<'s> {
     /// Resets `config.nodes` servers of the pool (starting them if needed)
     /// and builds the simulation with one bridge host per node.
     pub fn new(servers: &'s mut Servers, config: WorldConfig) -> Result<World<'s>, SimError> {
-        servers.prepare(config.nodes)?;
+        let replicas: Vec<usize> = (0..config.nodes).map(|i| config.replicas_of(i)).collect();
+        servers.prepare_with(&replicas)?;
         let epoch = UNIX_EPOCH + Duration::from_millis(config.epoch_unix_ms);
         let sim = turmoil::Builder::new()
             .rng_seed(config.seed)
@@ -507,6 +528,7 @@ impl<'s> World<'s> {
             node.clock().pin(world.config.epoch_unix_ms);
             let name = format!("redis-{i}");
             let bridge = BridgeNode::new(name.clone(), node.addr(), Arc::clone(node.clock()));
+            bridge.set_linked_replicas(node.linked_replicas());
             let served = Arc::clone(&bridge);
             world.sim.host(name.as_str(), move || Arc::clone(&served).serve());
             world.bridges.push(bridge);
@@ -569,6 +591,13 @@ impl<'s> World<'s> {
         self.schedule
             .validate(self.actors.len() as u32, self.bridges.len() as u32)
             .map_err(SimError::InvalidSchedule)?;
+        for f in &self.schedule.faults {
+            if let (true, Target::Node(n)) = (f.kind.class().needs_replicas(), f.target) {
+                if self.config.replicas_of(n as usize) == 0 {
+                    return Err(SimError::InvalidSchedule(format!("{f}: node#{n} has no replicas")));
+                }
+            }
+        }
         let started = WallInstant::now();
         let actions = self.schedule.actions();
         let mut next = 0;
@@ -582,6 +611,9 @@ impl<'s> World<'s> {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(e) => return Err(SimError::Run { seed: self.config.seed, message: e.to_string() }),
+            }
+            if let Some(why) = self.bridges.iter().find_map(|b| b.failure()) {
+                return Err(SimError::Run { seed: self.config.seed, message: why });
             }
         }
         let wall = started.elapsed();
@@ -633,6 +665,12 @@ impl<'s> World<'s> {
                 format!("{} <-> {}", self.actors[client as usize].name, self.node_names[node as usize])
             }
         }
+    }
+
+    fn node_mut(&mut self, n: u32) -> Result<&mut crate::servers::ServerNode, SimError> {
+        self.servers
+            .node_mut(n as usize)
+            .ok_or_else(|| SimError::InvalidSchedule(format!("server {n} missing from the pool")))
     }
 
     fn apply(&mut self, action: &Action, now: Millis) -> Result<(), SimError> {
@@ -716,6 +754,43 @@ impl<'s> World<'s> {
                 if let Target::Node(n) = fault.target {
                     let name = self.node_names[n as usize].clone();
                     self.sim.bounce(name.as_str());
+                }
+            }
+            (FaultKind::CutReplication, undo) => {
+                if let Target::Node(n) = fault.target {
+                    let node = self.node_mut(n)?;
+                    if undo {
+                        node.restore_replication()?;
+                    } else {
+                        node.cut_replication()?;
+                    }
+                    let linked = node.linked_replicas();
+                    self.bridges[n as usize].set_linked_replicas(linked);
+                    if !undo {
+                        description.push_str(" (writes stop reaching its replicas)");
+                    }
+                }
+            }
+            (FaultKind::Failover, false) => {
+                if let Target::Node(n) = fault.target {
+                    let name = self.node_names[n as usize].clone();
+                    self.sim.crash(name.as_str());
+                    self.node_mut(n)?.fail_primary();
+                    self.bridges[n as usize].set_linked_replicas(0);
+                    description.push_str(" (the primary crashes)");
+                }
+            }
+            (FaultKind::Failover, true) => {
+                if let Target::Node(n) = fault.target {
+                    let node = self.node_mut(n)?;
+                    node.promote()?;
+                    let (addr, linked) = (node.addr(), node.linked_replicas());
+                    let bridge = &self.bridges[n as usize];
+                    bridge.repoint(addr);
+                    bridge.set_linked_replicas(linked);
+                    let name = self.node_names[n as usize].clone();
+                    self.sim.bounce(name.as_str());
+                    description.push_str(" (a replica becomes the primary with what it had received)");
                 }
             }
             (FaultKind::ClockStep { offset_ms }, false) => {

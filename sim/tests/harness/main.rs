@@ -11,5 +11,6 @@ mod determinism;
 mod interrupt;
 mod pictures;
 mod plan;
+mod replication;
 mod scenarios;
 mod shard;
