@@ -29,7 +29,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod cluster;
 mod replication;
+
+pub use cluster::{
+    info_field, key_in_slot, key_slot, ClusterConfig, ClusterError, ClusterNode, RedisCluster, Reply, Shard,
+    SlotMigration, SLOTS,
+};
 
 /// Why a redis-server could not be started or controlled.
 #[derive(Debug)]
