@@ -202,6 +202,7 @@ impl RedisServer {
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             kill_group(&mut child);
+            let _ = std::fs::remove_dir_all(server_dir(self.port));
         }
     }
 
@@ -263,7 +264,18 @@ fn free_port() -> Result<u16, ServerError> {
     Ok(listener.local_addr()?.port())
 }
 
+/// The working directory of the server on `port` started by this process:
+/// where a full sync writes its snapshot (see `replication`).
+fn server_dir(port: u16) -> PathBuf {
+    std::env::temp_dir().join(format!("rp-testkit-{}-{port}", std::process::id()))
+}
+
 fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, ServerError> {
+    let dir = server_dir(port);
+    // A snapshot a full sync left would be loaded at start: a restart
+    // must come back empty.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
     let mut cmd = Command::new(binary);
     cmd.args(["--port", &port.to_string()])
         .args(["--bind", "127.0.0.1"])
@@ -271,8 +283,12 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
         .args(["--appendonly", "no"])
         .args(["--maxmemory-policy", "noeviction"])
         // Any server may become a primary with replicas (see `replication`).
+        .args(["--repl-diskless-sync", "no"])
+        .args(["--rdb-del-sync-files", "yes"])
         .args(["--repl-diskless-sync-delay", "0"])
         .args(["--repl-diskless-load", "swapdb"])
+        .arg("--dir")
+        .arg(&dir)
         .args(["--protected-mode", "no"])
         .args(["--daemonize", "no"])
         .args(["--loglevel", "warning"])
