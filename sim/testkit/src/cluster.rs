@@ -33,8 +33,11 @@
 //! and the node is started again on two fresh ports.
 //!
 //! **Configuration.** Besides the testkit's defaults (no persistence,
-//! loopback only, own process group): `--cluster-enabled yes`, its own
-//! `--cluster-config-file` and `--dir` in the cluster's directory, a short
+//! loopback only, own process group, a working directory of its own, where
+//! a full sync writes its snapshot and which a restart empties):
+//! `--cluster-enabled yes`, its own `--cluster-config-file` in the
+//! cluster's directory (outside the working directory, so a restarted node
+//! comes back as the same node, with no data), a short
 //! `--cluster-node-timeout` (500 ms unless configured: a crashed primary is
 //! failed over in about a second and a half) and
 //! `--cluster-replica-validity-factor 0`, so that a replica whose link to its
@@ -419,8 +422,11 @@ impl RedisCluster {
     }
 
     /// Waits until every running replica of every primary has every write
-    /// that primary had acknowledged (a write in one of its slots, then
-    /// `WAIT` on the same connection). A cut replica never catches up:
+    /// that primary had acknowledged and receives the stream of new ones (a
+    /// write in one of its slots, then `WAIT` on the same connection, until
+    /// enough answer twice in a row: after a full sync the first answer can
+    /// come from the snapshot, before the stream flows; see
+    /// `RedisServer::await_replicas`). A cut replica never catches up:
     /// restore it first.
     pub fn await_replicas_synced(&self) -> Result<(), ClusterError> {
         for shard in self.shards()? {
@@ -429,16 +435,53 @@ impl RedisCluster {
             let key = key_in_slot("rp-testkit:barrier", slot);
             let mut session = Session::open(shard.primary.port())?;
             let wanted = replicas.to_string();
+            let mut in_a_row = 0;
             wait_until(&format!("{replicas} replica(s) of 127.0.0.1:{} synced", shard.primary.port()), || {
                 session.call(&["SET", &key, "1"])?;
                 session.call(&["DEL", &key])?;
                 match session.call(&["WAIT", &wanted, "100"])? {
-                    Reply::Integer(n) => Ok((usize::try_from(n).is_ok_and(|n| n >= replicas), format!("WAIT {n}"))),
-                    other => Ok((false, format!("WAIT {other:?}"))),
+                    Reply::Integer(n) if usize::try_from(n).is_ok_and(|n| n >= replicas) => {
+                        in_a_row += 1;
+                        Ok((in_a_row == 2, format!("WAIT {n}")))
+                    }
+                    other => {
+                        in_a_row = 0;
+                        Ok((false, format!("WAIT {other:?}")))
+                    }
                 }
             })?;
         }
         Ok(())
+    }
+
+    /// Starts a stopped node again on its ports, with its `nodes.conf`, and
+    /// waits until every running node sees it healthy, the cluster is ok
+    /// and every replica (it too, if it is one now) is synced. A primary that
+    /// was failed over comes back as a replica of the node promoted in its
+    /// place: it learns from the others that its slots moved on.
+    pub fn restart_node(&mut self, index: usize) -> Result<(), ClusterError> {
+        let node = self.nodes.get_mut(index).ok_or_else(|| ClusterError::Invalid(format!("no node {index}")))?;
+        node.server.restart()?;
+        let id = node.id.clone();
+        wait_until(&format!("node {index} seen healthy by every node"), || {
+            for node in self.running() {
+                let view = node.view()?;
+                let healthy = view.iter().any(|l| l.id == id && l.is_settled() && !l.has("fail") && !l.has("fail?"));
+                if !healthy {
+                    return Ok((false, format!("127.0.0.1:{} does not see node {index} healthy", node.port())));
+                }
+            }
+            Ok((true, String::new()))
+        })?;
+        self.await_ok()?;
+        wait_until(&format!("node {index} with a role every node agrees on"), || {
+            let roles: Vec<_> = self
+                .running()
+                .map(|n| n.view().map(|v| v.into_iter().find(|l| l.id == id).map(|l| l.master)))
+                .collect::<Result<_, _>>()?;
+            Ok((roles.windows(2).all(|w| w[0] == w[1]), format!("{roles:?}")))
+        })?;
+        self.await_replicas_synced()
     }
 
     /// Starts moving `slot` from its owner to the primary `to`: `SETSLOT
@@ -683,7 +726,6 @@ fn start_node(binary: &Path, dir: &Path, index: usize, config: &ClusterConfig) -
         .map(|s| s.to_string())
         .collect();
         args.extend(["--cluster-config-file".to_string(), conf.display().to_string()]);
-        args.extend(["--dir".to_string(), dir.display().to_string()]);
         args.extend(config.args.iter().cloned());
         let server_config = ServerConfig { args, binary: Some(binary.to_path_buf()), ..ServerConfig::default() };
         match spawn_on(binary, port, &server_config) {
@@ -959,6 +1001,13 @@ mod tests {
         let promoted = cluster.primary_for_slot(*slot_range(2, 3).start()).unwrap();
         assert_eq!(promoted.index(), replica_index, "the cut replica was promoted");
         assert_eq!(promoted.call(&["GET", &key]).unwrap(), Reply::Bulk(None), "the write it never had is lost");
+
+        // The crashed primary comes back as a replica of the promoted one.
+        cluster.restart_node(2).unwrap();
+        let promoted = cluster.node(replica_index);
+        let replicas: Vec<usize> = cluster.replicas_of(promoted).unwrap().iter().map(|r| r.index()).collect();
+        assert_eq!(replicas, [2], "the old primary rejoined under its replacement");
+        assert!(cluster.node(2).info("replication").unwrap().contains("role:slave"));
 
         drop(cluster);
         assert!(!dir.exists(), "the cluster's directory is removed on drop");
