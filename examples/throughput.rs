@@ -17,9 +17,17 @@
 //! | `SlidingWindowLog` decisions | the same textbook log on the server's `TIME` (what exactness under client clock skew costs alone) |
 //! | `SlidingWindowCounter` decisions | `NaiveFixedWindow` (`INCR` + `EXPIRE`) |
 //! | `FencedStore` writes | a plain `SET` (`UnfencedStore`) |
+//! | `Lock` pairs with `Tokens::TimeFloored` | the same lock's default pairs (`Tokens::Counter`) |
 //!
 //! and, with `redis-benchmark -P 16 -c 50`, the ceilings: the acquire
-//! script via `EVALSHA`, and a plain `SET`.
+//! script via `EVALSHA`, and a plain `SET`. Then it attaches one replica
+//! (the testkit's `start_replica_of`) and measures, on the same primary,
+//! what waiting for it costs (ADR 0016):
+//!
+//! | this crate, acknowledged (`WAIT 1 1000`) | beside it, on the same primary |
+//! |---|---|
+//! | `Lock` pairs, `LockBuilder::acknowledged` | the same lock's pairs, unacknowledged |
+//! | `FencedStore` writes, `FencedStore::acknowledged` | the same store's writes, unacknowledged |
 //!
 //! With `--valkey PATH` (a Valkey >= 9 `valkey-server`), the same
 //! comparisons run a second time against it, in the same run, where the
@@ -31,8 +39,8 @@
 //! from another run. With `--pinned`, the 1-in-flight pairs are measured a
 //! second time with client and server on one core (`taskset -c 0`), which
 //! shows the client's own cost rather than the machine's wake-up latency.
-//! The table is printed and written to `reports/throughput.md`. Check that
-//! the machine is otherwise idle (`uptime`) first.
+//! The table is printed and written to `reports/throughput.md` (or to
+//! `--out FILE`). Check that the machine is otherwise idle (`uptime`) first.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,7 +50,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use redis::aio::MultiplexedConnection;
 use redis_primitives::naive::{NaiveFixedWindow, UnfencedStore};
 use redis_primitives::rate_limit::{Limit, SlidingWindowCounter, SlidingWindowLog};
-use redis_primitives::{CompareCommands, FencedStore, FencingToken, Lock, Ttl};
+use redis_primitives::{Acknowledgement, CompareCommands, FencedStore, FencingToken, Lock, Tokens, Ttl};
 use redis_primitives_testkit::{RedisServer, ServerConfig};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -91,11 +99,26 @@ enum Workload {
     FixedWindow,
     FencedWrites,
     PlainSet,
+    /// `Tokens::TimeFloored` pairs (ADR 0017).
+    FlooredPairs,
+    /// Acknowledged pairs, `WAIT 1` after each winning acquire (ADR 0016):
+    /// needs a replica.
+    AcknowledgedPairs,
+    /// Acknowledged fenced writes: needs a replica.
+    AcknowledgedWrites,
 }
 
-/// The four comparisons: (this crate, the floor, label, scripts per op of
+/// The `WAIT` timeout of the acknowledged rows: far above a local
+/// replica's confirmation, so a row measures the wait, not the timeout.
+const ACK_TIMEOUT: Duration = Duration::from_millis(1000);
+
+/// The response timeout of the connection the acknowledged rows use: a
+/// `WAIT` must be answered, not abandoned at redis-rs's default 500 ms.
+const ACK_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The comparisons: (this crate, the floor, label, scripts per op of
 /// this crate's side, for its share of the EVALSHA ceiling).
-const PAIRS: [Pair; 5] = [
+const PAIRS: [Pair; 6] = [
     (
         Workload::LockPairs,
         Workload::UnfencedPairs,
@@ -119,6 +142,32 @@ const PAIRS: [Pair; 5] = [
         1.0,
     ),
     (Workload::FencedWrites, Workload::PlainSet, "fenced writes/s", "plain `SET`", 1.0),
+    (
+        Workload::FlooredPairs,
+        Workload::LockPairs,
+        "time-floored lock pairs/s",
+        "this crate's default pairs (`Tokens::Counter`)",
+        2.0,
+    ),
+];
+
+/// With one replica attached, on the same primary and connection: what
+/// waiting for it costs.
+const REPLICATED_PAIRS: [Pair; 2] = [
+    (
+        Workload::AcknowledgedPairs,
+        Workload::LockPairs,
+        "acknowledged lock pairs/s (`WAIT 1 1000`)",
+        "the same pairs unacknowledged",
+        2.0,
+    ),
+    (
+        Workload::AcknowledgedWrites,
+        Workload::FencedWrites,
+        "acknowledged fenced writes/s (`WAIT 1 1000`)",
+        "the same writes unacknowledged",
+        1.0,
+    ),
 ];
 
 /// One comparison: (this crate, the floor, label, floor's description,
@@ -207,6 +256,10 @@ async fn run(
     // A limit nobody reaches: every decision does the whole work.
     let limit = Limit::new(1_000_000_000, Duration::from_secs(1))?;
     let lock = Lock::new(conn.clone());
+    let floored = Lock::builder(conn.clone()).tokens(Tokens::TimeFloored).build()?;
+    let ack = Acknowledgement::new(1, ACK_TIMEOUT)?;
+    let acknowledged = Lock::builder(conn.clone()).acknowledged(ack).build()?;
+    let acknowledged_store = FencedStore::new(conn.clone()).acknowledged(ack);
     let store = FencedStore::new(conn.clone());
     let plain = UnfencedStore::new(conn.clone());
     let log = SlidingWindowLog::new(conn.clone(), limit);
@@ -222,6 +275,8 @@ async fn run(
     for worker in 0..in_flight {
         let (lock, store, plain, log, counter, fixed) =
             (lock.clone(), store.clone(), plain.clone(), log.clone(), counter.clone(), fixed.clone());
+        let (floored, acknowledged, acknowledged_store) =
+            (floored.clone(), acknowledged.clone(), acknowledged_store.clone());
         let (cad, textbook, mut conn) = (cad.clone(), textbook.clone(), conn.clone());
         let textbook_server_time = textbook_server_time.clone();
         let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
@@ -229,7 +284,12 @@ async fn run(
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 match workload {
-                    Workload::LockPairs => {
+                    Workload::LockPairs | Workload::FlooredPairs | Workload::AcknowledgedPairs => {
+                        let lock = match workload {
+                            Workload::FlooredPairs => &floored,
+                            Workload::AcknowledgedPairs => &acknowledged,
+                            _ => &lock,
+                        };
                         let name = format!("bench-{worker}-{i}");
                         let lease = lock.acquire(&name, ttl).await?.ok_or("distinct names never contend")?;
                         if !lock.release(&lease).await? {
@@ -297,6 +357,11 @@ async fn run(
                     }
                     Workload::FencedWrites => {
                         store.write(&format!("doc-{worker}"), b"payload", FencingToken::new(i + 1)).await?;
+                    }
+                    Workload::AcknowledgedWrites => {
+                        acknowledged_store
+                            .write(&format!("doc-{worker}"), b"payload", FencingToken::new(i + 1))
+                            .await?;
                     }
                     Workload::PlainSet => {
                         plain.write(&format!("plain-{worker}"), b"payload").await?;
@@ -444,6 +509,8 @@ struct Args {
     rounds: usize,
     pinned: bool,
     valkey: Option<std::path::PathBuf>,
+    /// Where the report goes (default `reports/throughput.md`).
+    out: Option<std::path::PathBuf>,
     /// `--only lock|log|counter|store`: run this crate's side of one
     /// comparison at 50 in flight and print its figures (to profile it,
     /// e.g. under `perf record`), writing no report.
@@ -453,7 +520,7 @@ struct Args {
 }
 
 fn args() -> Result<Args, BoxError> {
-    let mut a = Args { seconds: 2.0, rounds: 3, pinned: false, valkey: None, only: None, child: None };
+    let mut a = Args { seconds: 2.0, rounds: 3, pinned: false, valkey: None, out: None, only: None, child: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -481,14 +548,16 @@ fn args() -> Result<Args, BoxError> {
                     Some("counter") => Workload::CounterDecisions,
                     Some("store") => Workload::FencedWrites,
                     Some("set") => Workload::PlainSet,
+                    Some("floored") => Workload::FlooredPairs,
                     other => {
                         return Err(format!(
-                            "--only expects lock, multi, unfenced, log, counter, store or set, got {other:?}"
+                            "--only expects lock, floored, multi, unfenced, log, counter, store or set, got {other:?}"
                         )
                         .into())
                     }
                 })
             }
+            "--out" => a.out = Some(std::path::PathBuf::from(it.next().ok_or("--out expects a file")?)),
             "--valkey" => {
                 let v = std::path::PathBuf::from(it.next().ok_or("--valkey expects the path of a valkey-server")?);
                 if !v.is_file() {
@@ -501,10 +570,8 @@ fn args() -> Result<Args, BoxError> {
                 a.child = Some(std::path::PathBuf::from(it.next().ok_or("--pinned-child expects a server binary")?))
             }
             other => {
-                return Err(format!(
-                    "unknown argument {other:?} (--seconds S, --rounds N, --pinned, --valkey PATH, --only W)"
-                )
-                .into())
+                let known = "--seconds S, --rounds N, --pinned, --valkey PATH, --only W, --out FILE";
+                return Err(format!("unknown argument {other:?} ({known})").into());
             }
         }
     }
@@ -584,6 +651,16 @@ async fn section(a: &Args, binary: &std::path::Path) -> Result<String, BoxError>
     let one = compare(&server, &conn, &pairs, 1, a.seconds, a.rounds).await?;
     let fifty = compare(&server, &conn, &pairs, 50, a.seconds, a.rounds).await?;
     let pinned = if a.pinned { Some(pinned(a, binary, &pairs)?) } else { None };
+    // Last, so that no other row pays for the replication stream.
+    let replica = RedisServer::start_replica_of(
+        &server,
+        ServerConfig { binary: Some(binary.to_path_buf()), ..ServerConfig::default() },
+    )?;
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(ACK_RESPONSE_TIMEOUT));
+    let replicated_conn = client.get_multiplexed_async_connection_with_config(&config).await?;
+    let replicated_fifty = compare(&server, &replicated_conn, &REPLICATED_PAIRS, 50, a.seconds, a.rounds).await?;
+    let replicated_one = compare(&server, &replicated_conn, &REPLICATED_PAIRS, 1, a.seconds, a.rounds).await?;
+    drop(replica);
     // A pair is two scripts, or one where the release is native.
     let release_scripts = if native == CompareCommands::Scripts { 1.0 } else { 0.0 };
     let mut m = format!(
@@ -595,14 +672,15 @@ async fn section(a: &Args, binary: &std::path::Path) -> Result<String, BoxError>
             _ => "the native `DELEX … IFEQ`",
         }
     );
-    let mut table = |title: &str, rows: &[Rounds], ceiling: bool| {
+    let mut table = |title: &str, intro: &str, pairs: &[Pair], rows: &[Rounds], ceiling: bool| {
         m.push_str(&format!(
-            "### {title}\n\n| operation | this crate | floor | beside it | ratio (min / **median** / max) | CPU µs per op, client + server: this crate / floor (medians) |{}\n|---|---|---|---|---|---|{}\n",
+            "### {title}\n\n{intro}| operation | this crate | floor | beside it | ratio (min / **median** / max) | CPU µs per op, client + server: this crate / floor (medians) |{}\n|---|---|---|---|---|---|{}\n",
             if ceiling { " share of the EVALSHA ceiling (median) |" } else { "" },
             if ceiling { "---|" } else { "" }
         ));
         for ((ours, _, label, floor, scripts), r) in pairs.iter().zip(rows) {
-            let scripts = if *ours == Workload::LockPairs { 1.0 + release_scripts } else { *scripts };
+            let pair = matches!(ours, Workload::LockPairs | Workload::FlooredPairs | Workload::AcknowledgedPairs);
+            let scripts = if pair { 1.0 + release_scripts } else { *scripts };
             let (_, mid, _) = spread(&r.ours);
             let (lo, rmid, hi) = r.ratio();
             m.push_str(&format!(
@@ -615,11 +693,18 @@ async fn section(a: &Args, binary: &std::path::Path) -> Result<String, BoxError>
         }
         m.push('\n');
     };
-    table("50 in flight", &fifty, true);
-    table("1 in flight", &one, false);
+    table("50 in flight", "", &pairs, &fifty, true);
+    table("1 in flight", "", &pairs, &one, false);
     if let Some(p) = &pinned {
-        table("1 in flight, client and server pinned to one core (`taskset -c 0`)", p, false);
+        table("1 in flight, client and server pinned to one core (`taskset -c 0`)", "", &pairs, p, false);
     }
+    let replicated = "The same primary with one replica of the same server on this \
+         machine (the testkit's `start_replica_of`), measured after every row above; both sides of each row \
+         run on it, on one connection whose response timeout is longer than the `WAIT`'s. A `WAIT` blocks its \
+         connection on the server until the replica confirms, so the requests in flight on that connection \
+         queue behind it. The server column is the primary's CPU only.\n\n";
+    table("50 in flight, one replica attached", replicated, &REPLICATED_PAIRS, &replicated_fifty, false);
+    table("1 in flight, one replica attached", "", &REPLICATED_PAIRS, &replicated_one, false);
     Ok(m)
 }
 
@@ -688,7 +773,10 @@ async fn main() -> Result<(), BoxError> {
          op when the server answers more slowly; the server's is everything it did meanwhile.\n",
     );
     println!("{m}");
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/throughput.md");
+    let out = match &a.out {
+        Some(out) => out.clone(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/throughput.md"),
+    };
     std::fs::write(&out, &m)?;
     eprintln!("written to {}", out.display());
     Ok(())

@@ -86,6 +86,29 @@ pub enum Error {
         detail: String,
     },
 
+    /// Fewer replicas than an [`crate::Acknowledgement`] requires confirmed
+    /// the write within its timeout (`WAIT` answered `acknowledged`).
+    ///
+    /// The write **ran on the primary**; what is not known is whether it
+    /// survives a failover, so this is not an unknown outcome
+    /// ([`Error::outcome_is_unknown`] is false). From
+    /// [`crate::Lock::acquire`]: the fencing token was consumed (the counter
+    /// moved on), and the lease is not handed out — it was released
+    /// (compare-and-delete) at once, or, if that release failed, expires
+    /// after its TTL with nobody holding it. From
+    /// [`crate::FencedStore::write`]: the value **was written** on the
+    /// primary (later writes with lower tokens are refused there) and may
+    /// be lost by a failover.
+    #[error("`{key}`: {acknowledged} of the {required} required replica(s) acknowledged the write in time")]
+    NotAcknowledged {
+        /// The lock key, or the fenced store's key.
+        key: String,
+        /// How many replicas confirmed (`WAIT`'s answer).
+        acknowledged: u32,
+        /// How many were required.
+        required: u32,
+    },
+
     /// Redis answered with a reply of a shape none of this library's
     /// commands or scripts produce (not a value merely out of range: that is
     /// [`Error::CorruptState`]).

@@ -15,6 +15,10 @@
 //! library could not have written is [`Error::CorruptState`], from `write`
 //! and `read` alike.
 //!
+//! On a replicated Redis an accepted write can be lost by a failover (the
+//! promoted replica never had it); [`FencedStore::acknowledged`] makes an
+//! accepted write wait for replicas to confirm it (`WAIT`, ADR 0016).
+//!
 //! ```no_run
 //! # async fn demo(conn: redis::aio::MultiplexedConnection, lease: redis_primitives::Lease) -> redis_primitives::Result<()> {
 //! use redis_primitives::{FencedStore, WriteOutcome};
@@ -32,6 +36,7 @@ use std::sync::LazyLock;
 
 use crate::script_source::Script;
 
+use crate::acknowledgement::Acknowledgement;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::keys::Prefix;
@@ -45,6 +50,7 @@ static WRITE: LazyLock<Script> = LazyLock::new(|| script_source::script(script_s
 pub struct FencedStore<C> {
     conn: C,
     prefix: Prefix,
+    ack: Option<Acknowledgement>,
 }
 
 /// The result of a fenced write. A rejection is a value, not an error.
@@ -73,12 +79,12 @@ pub struct Stored {
 impl<C: Connection> FencedStore<C> {
     /// A store with the default prefix `"fenced"` (keys `fenced:{key}`).
     pub fn new(conn: C) -> FencedStore<C> {
-        FencedStore { conn, prefix: Prefix::new("fenced").expect("the default prefix is valid") }
+        FencedStore { conn, prefix: Prefix::new("fenced").expect("the default prefix is valid"), ack: None }
     }
 
     /// A store with a custom key prefix.
     pub fn with_prefix(conn: C, prefix: impl Into<String>) -> Result<FencedStore<C>> {
-        Ok(FencedStore { conn, prefix: Prefix::new(prefix)? })
+        Ok(FencedStore { conn, prefix: Prefix::new(prefix)?, ack: None })
     }
 
     /// The Redis key backing `key`.
@@ -89,6 +95,11 @@ impl<C: Connection> FencedStore<C> {
     /// Writes `value` under `key` unless a higher token has written before.
     /// A stored token that is not a canonical decimal `u64` is
     /// [`Error::CorruptState`], and nothing is written.
+    ///
+    /// With [`FencedStore::acknowledged`], an accepted write then waits for
+    /// the replicas; too few is [`Error::NotAcknowledged`], and the write
+    /// **was applied** on the primary all the same (a failover may lose
+    /// it). A rejected write waits for nothing.
     pub async fn write(&self, key: &str, value: impl AsRef<[u8]>, token: FencingToken) -> Result<WriteOutcome> {
         let rkey = self.redis_key(key)?;
         let mut conn = self.conn.clone();
@@ -100,6 +111,10 @@ impl<C: Connection> FencedStore<C> {
             .await
             .map_err(|e| Error::from_redis(e, &rkey))?;
         if accepted == 1 {
+            if let Some(ack) = self.ack {
+                // The same connection: WAIT counts this connection's writes.
+                ack.wait(&mut conn, &rkey).await?;
+            }
             return Ok(WriteOutcome::Accepted);
         }
         let highest_seen = parse_stored(highest.as_bytes(), &rkey)?;
@@ -124,6 +139,35 @@ impl<C: Connection> FencedStore<C> {
             (None, None) => Ok(None),
             _ => Err(Error::corrupt(&rkey, "half-written fenced entry (a token without a value or the reverse)")),
         }
+    }
+}
+
+impl<C> FencedStore<C> {
+    /// Makes every accepted [`FencedStore::write`] wait for `ack.replicas()`
+    /// replicas to confirm it (`WAIT`, on the same connection, right after
+    /// the write script); default: no waiting. Fewer in time is
+    /// [`Error::NotAcknowledged`], and the write **was applied** on the
+    /// primary: it stands there (a later lower token is refused) and may be
+    /// lost by a failover. A rejected write sends no `WAIT`. See
+    /// [`Acknowledgement`] for what `WAIT` does not promise (it counts only
+    /// this connection's writes and blocks the connection while it waits).
+    ///
+    /// ```no_run
+    /// # async fn demo(conn: redis::aio::MultiplexedConnection, lease: redis_primitives::Lease) -> redis_primitives::Result<()> {
+    /// use core::time::Duration;
+    /// use redis_primitives::{Acknowledgement, Error, FencedStore};
+    ///
+    /// let store = FencedStore::new(conn).acknowledged(Acknowledgement::new(1, Duration::from_millis(100))?);
+    /// match store.write("report", b"v2", lease.token()).await {
+    ///     Ok(outcome) => println!("{outcome:?}"),
+    ///     Err(Error::NotAcknowledged { .. }) => eprintln!("written on the primary only: a failover may lose it"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn acknowledged(mut self, ack: Acknowledgement) -> Self {
+        self.ack = Some(ack);
+        self
     }
 }
 

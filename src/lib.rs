@@ -26,7 +26,8 @@
 //! | `error.rs` | the one [`Error`] enum |
 //! | `ttl.rs`, `token.rs`, `drift.rs`, `owner.rs`, `keys.rs` | value types: [`Ttl`], [`FencingToken`], [`Drift`], [`Owner`], key prefixes |
 //! | `connection.rs` | the [`Connection`] bound |
-//! | `lock.rs`, `lease.rs`, `guard.rs`, `release.rs` | [`Lock`], [`Lease`], the lease-loss signal, the fate of a release ([`Release`]) |
+//! | `lock.rs`, `lease.rs`, `guard.rs`, `release.rs` | [`Lock`] and how it issues [`Tokens`], [`Lease`], the lease-loss signal, the fate of a release ([`Release`]) |
+//! | `acknowledgement.rs` | [`Acknowledgement`]: how many replicas must confirm an acquire or a fenced write (`WAIT`) |
 //! | `native.rs` | [`CompareCommands`]: native compare-and-delete / compare-and-set where the server has them, scripts where not |
 //! | `instant.rs` | deadline arithmetic that cannot panic |
 //! | `retry.rs` | [`Retry`], the opt-in retry policy |
@@ -39,6 +40,7 @@
 //! | `scripts/*.lua`, `script_source.rs` | one Lua script per file; where its text comes from and how it runs (`EVALSHA`, `EVAL` on `NOSCRIPT`; the harness's mutation seam, behind a feature users never enable) |
 #![deny(missing_docs)]
 
+mod acknowledgement;
 mod connection;
 mod drift;
 pub mod election;
@@ -61,6 +63,7 @@ mod script_source;
 mod token;
 mod ttl;
 
+pub use acknowledgement::Acknowledgement;
 pub use connection::Connection;
 pub use drift::Drift;
 pub use error::{Error, Result};
@@ -69,7 +72,7 @@ pub use guard::{GuardedOutcome, KeepAlive, LeaseLoss};
 pub use job_queue::{Claim, Completion, Enqueued, JobQueue, JobState};
 pub use keys::validate_name;
 pub use lease::Lease;
-pub use lock::{Lock, LockBuilder, LockOutcome};
+pub use lock::{Lock, LockBuilder, LockOutcome, Tokens};
 pub use native::CompareCommands;
 pub use owner::{Owner, OwnerSource};
 pub use release::Release;
@@ -95,6 +98,8 @@ pub mod guide {
     pub mod redlock {}
     #[doc = include_str!("../docs/guide/non-guarantees.md")]
     pub mod non_guarantees {}
+    #[doc = include_str!("../docs/guide/replication.md")]
+    pub mod replication {}
     #[doc = include_str!("../docs/guide/performance.md")]
     pub mod performance {}
     #[doc = include_str!("../docs/guide/harness.md")]

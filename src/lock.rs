@@ -8,6 +8,13 @@
 //! `acquire` makes exactly one attempt; waiting is the caller's choice,
 //! through [`crate::Retry`].
 //!
+//! Two opt-ins for a replicated Redis, where a failover can roll the counter
+//! back and hand a token out again (`docs/guide/replication.md`):
+//! [`LockBuilder::acknowledged`] makes a winning acquire count only once
+//! replicas confirmed it (`WAIT`, ADR 0016), and [`Tokens::TimeFloored`]
+//! issues `max(counter + 1, server time in µs)`, so a counter that went back
+//! is skipped past (ADR 0017).
+//!
 //! ```no_run
 //! # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
 //! use core::time::Duration;
@@ -32,6 +39,7 @@ use redis::Value;
 use crate::script_source::Script;
 use tokio::time::Instant;
 
+use crate::acknowledgement::Acknowledgement;
 use crate::connection::Connection;
 use crate::drift::Drift;
 use crate::error::{Error, Result};
@@ -46,6 +54,7 @@ use crate::token::FencingToken;
 use crate::ttl::Ttl;
 
 static ACQUIRE: LazyLock<Script> = LazyLock::new(|| script_source::script(script_source::LOCK_ACQUIRE));
+static ACQUIRE_FLOORED: LazyLock<Script> = LazyLock::new(|| script_source::script(script_source::LOCK_ACQUIRE_FLOORED));
 static RELEASE: LazyLock<Script> = LazyLock::new(|| script_source::script(script_source::LOCK_RELEASE));
 static EXTEND: LazyLock<Script> = LazyLock::new(|| script_source::script(script_source::LOCK_EXTEND));
 
@@ -57,6 +66,8 @@ pub struct Lock<C> {
     drift: Drift,
     owners: OwnerSource,
     commands: Detected,
+    ack: Option<Acknowledgement>,
+    tokens: Tokens,
 }
 
 /// Configures a [`Lock`]. `build()` can be called again.
@@ -67,6 +78,53 @@ pub struct LockBuilder<C> {
     drift: Drift,
     owners: OwnerSource,
     native: bool,
+    ack: Option<Acknowledgement>,
+    tokens: Tokens,
+}
+
+/// How a [`Lock`] issues fencing tokens ([`LockBuilder::tokens`]).
+///
+/// Both are strictly increasing on one server whose counter survives.
+/// They differ when the counter does not: a restart without persistence, or
+/// a failover to a replica that missed the last acquires, takes the counter
+/// back, and the next acquires reissue tokens already handed out
+/// ([`Tokens::Counter`]) or jump past them to the server's clock
+/// ([`Tokens::TimeFloored`]).
+///
+/// ```no_run
+/// # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
+/// use redis_primitives::{Lock, Tokens, Ttl};
+///
+/// let lock = Lock::builder(conn).tokens(Tokens::TimeFloored).build()?;
+/// if let Some(lease) = lock.acquire("invoices", Ttl::from_millis(10_000)?).await? {
+///     // About 1.8e15 (µs since 1970), not 1: store it in a u64 / i64.
+///     assert!(lease.token().get() > 1_000_000_000_000_000);
+/// #   lock.release(&lease).await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Tokens {
+    /// The default: `INCR` of the per-name counter. Tokens are 1, 2, 3, …
+    /// with no gaps; a counter that goes back (lost, or rolled back by a
+    /// failover) reissues tokens.
+    #[default]
+    Counter,
+    /// `max(counter + 1, the server's TIME in microseconds)`, stored in the
+    /// counter (ADR 0017). Strictly increasing, with gaps. A counter lost or
+    /// rolled back is skipped past **as long as the clock of the server that
+    /// issues the next token is not behind the last token issued**: a
+    /// promoted replica whose clock lags, a restart with the clock set back,
+    /// or a counter moved ahead of the clock (by a server whose clock ran
+    /// ahead, or by hand) leaves the floor below the last token, and tokens
+    /// are reissued as with [`Tokens::Counter`].
+    ///
+    /// Tokens start near 1.8e15 (µs since 1970, in 2026): wider than an `i32` and
+    /// than what some stores index cheaply, but below 2^53 (JavaScript's
+    /// exact integers) until the year 2255. Past 2^53, or once the counter
+    /// is ahead of the clock, `counter + 1` wins, exact as ever (ADR 0006).
+    /// One more `TIME` and one more `SET` per winning acquire.
+    TimeFloored,
 }
 
 /// What [`Lock::with_lock`] did.
@@ -116,6 +174,51 @@ impl<C: Connection> LockBuilder<C> {
         self
     }
 
+    /// Makes every winning [`Lock::acquire`] wait for `ack.replicas()`
+    /// replicas to confirm it (`WAIT`, on the same connection, right after
+    /// the acquire script) before the lease is handed out; default: no
+    /// waiting. Fewer in time is [`Error::NotAcknowledged`]: the token was
+    /// consumed and the lease is released at once (compare-and-delete; if
+    /// that fails it expires after its TTL). A refused acquire (the lock is
+    /// held) sends no `WAIT`. The lease's deadline is still measured from
+    /// before the acquire was sent, so the wait comes out of the lease.
+    ///
+    /// Only the acquire waits: an extension or a release that a failover
+    /// loses is not (the promoted node may expire the lease at its earlier
+    /// TTL, or keep a released one until its TTL). Read
+    /// [`Acknowledgement`]'s docs first: `WAIT` counts only this
+    /// connection's writes (a pool handing out different connections breaks
+    /// it), blocks the connection while it waits, and is no guarantee
+    /// against a failover that promotes a replica that did not confirm.
+    ///
+    /// ```no_run
+    /// # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
+    /// use core::time::Duration;
+    /// use redis_primitives::{Acknowledgement, Error, Lock, Ttl};
+    ///
+    /// let ack = Acknowledgement::new(1, Duration::from_millis(100))?;
+    /// let lock = Lock::builder(conn).acknowledged(ack).build()?;
+    /// match lock.acquire("invoices", Ttl::from_millis(10_000)?).await {
+    ///     Ok(Some(lease)) => println!("token {} is on a replica too", lease.token()),
+    ///     Ok(None) => println!("held by someone else"),
+    ///     Err(Error::NotAcknowledged { acknowledged, .. }) => {
+    ///         eprintln!("only {acknowledged} replica(s) confirmed: not taken")
+    ///     }
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn acknowledged(mut self, ack: Acknowledgement) -> Self {
+        self.ack = Some(ack);
+        self
+    }
+
+    /// How tokens are issued (default [`Tokens::Counter`]; see [`Tokens`]).
+    pub fn tokens(mut self, tokens: Tokens) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
     /// Validates the settings.
     pub fn build(&self) -> Result<Lock<C>> {
         Ok(Lock {
@@ -124,6 +227,8 @@ impl<C: Connection> LockBuilder<C> {
             drift: self.drift,
             owners: self.owners.clone(),
             commands: Detected::new(self.native),
+            ack: self.ack,
+            tokens: self.tokens,
         })
     }
 }
@@ -137,12 +242,22 @@ impl<C: Connection> Lock<C> {
             drift: Drift::DEFAULT,
             owners: OwnerSource::Random,
             commands: Detected::new(true),
+            ack: None,
+            tokens: Tokens::Counter,
         }
     }
 
     /// Starts configuring a lock.
     pub fn builder(conn: C) -> LockBuilder<C> {
-        LockBuilder { conn, prefix: "lock".into(), drift: Drift::DEFAULT, owners: OwnerSource::Random, native: true }
+        LockBuilder {
+            conn,
+            prefix: "lock".into(),
+            drift: Drift::DEFAULT,
+            owners: OwnerSource::Random,
+            native: true,
+            ack: None,
+            tokens: Tokens::Counter,
+        }
     }
 
     /// The key holding the lease for `name`.
@@ -160,6 +275,17 @@ impl<C: Connection> Lock<C> {
         self.drift
     }
 
+    /// The acknowledgement a winning acquire waits for, if any
+    /// ([`LockBuilder::acknowledged`]).
+    pub fn acknowledgement(&self) -> Option<Acknowledgement> {
+        self.ack
+    }
+
+    /// How this lock issues tokens ([`LockBuilder::tokens`]).
+    pub fn tokens(&self) -> Tokens {
+        self.tokens
+    }
+
     /// One attempt to take `name` for `ttl`. `Ok(None)` when someone holds it.
     ///
     /// On `Err(e)` with `e.outcome_is_unknown()`, the lock may have been
@@ -169,6 +295,13 @@ impl<C: Connection> Lock<C> {
     /// [`Error::WrongType`]; a counter that is not a positive integer `INCR`
     /// can advance is [`Error::CorruptState`]. Neither takes the lock or
     /// changes the counter.
+    ///
+    /// With [`LockBuilder::acknowledged`], a winning acquire then waits for
+    /// the replicas: too few is [`Error::NotAcknowledged`] (not an unknown
+    /// outcome: the token was consumed, the lease released and not handed
+    /// out), and a `WAIT` that times out on the client or loses the
+    /// connection is the usual unknown outcome (the lease is released if
+    /// the release gets through, and otherwise expires after `ttl`).
     pub async fn acquire(&self, name: &str, ttl: Ttl) -> Result<Option<Lease>> {
         let key = self.key(name)?;
         let fence = format!("{key}:fence");
@@ -179,7 +312,11 @@ impl<C: Connection> Lock<C> {
         let usable = self.drift.usable(ttl);
         let mut conn = self.conn.clone();
         let sent_at = Instant::now();
-        let reply: Value = ACQUIRE
+        let script = match self.tokens {
+            Tokens::Counter => &*ACQUIRE,
+            Tokens::TimeFloored => &*ACQUIRE_FLOORED,
+        };
+        let reply: Value = script
             .key(&key)
             .key(&fence)
             .arg(owner.as_str())
@@ -192,7 +329,18 @@ impl<C: Connection> Lock<C> {
                 other => other,
             })?;
         let Some(token) = token_from_reply(reply, &fence)? else { return Ok(None) };
-        Ok(Some(Lease { name: name.to_string(), key, owner, token, ttl, sent_at, deadline: after(sent_at, usable) }))
+        let lease = Lease { name: name.to_string(), key, owner, token, ttl, sent_at, deadline: after(sent_at, usable) };
+        if let Some(ack) = self.ack {
+            // The same connection: WAIT counts this connection's writes.
+            if let Err(e) = ack.wait(&mut conn, &lease.key).await {
+                // A lease nobody will use: hand it back now rather than let
+                // it block the name for a TTL. Best effort; the error the
+                // caller needs is the acknowledgement's.
+                let _ = self.release(&lease).await;
+                return Err(e);
+            }
+        }
+        Ok(Some(lease))
     }
 
     /// Compare-and-delete. `Ok(false)` when the lease had already expired or
@@ -323,6 +471,8 @@ impl<C: Connection> Lock<C> {
             drift: self.drift,
             owners: self.owners.clone(),
             native: self.commands.enabled(),
+            ack: self.ack,
+            tokens: self.tokens,
         }
     }
 }

@@ -45,6 +45,8 @@ pub(crate) struct Builtin {
 
 pub(crate) const LOCK_ACQUIRE: Builtin =
     Builtin { name: "lock_acquire", text: include_str!("scripts/lock_acquire.lua") };
+pub(crate) const LOCK_ACQUIRE_FLOORED: Builtin =
+    Builtin { name: "lock_acquire_floored", text: include_str!("scripts/lock_acquire_floored.lua") };
 pub(crate) const LOCK_RELEASE: Builtin =
     Builtin { name: "lock_release", text: include_str!("scripts/lock_release.lua") };
 pub(crate) const LOCK_EXTEND: Builtin = Builtin { name: "lock_extend", text: include_str!("scripts/lock_extend.lua") };
@@ -59,6 +61,7 @@ pub(crate) const SLIDING_COUNTER: Builtin =
 #[cfg_attr(not(feature = "mutation-hooks"), allow(dead_code))]
 pub(crate) const ALL: &[Builtin] = &[
     LOCK_ACQUIRE,
+    LOCK_ACQUIRE_FLOORED,
     LOCK_RELEASE,
     LOCK_EXTEND,
     FENCED_WRITE,

@@ -27,12 +27,13 @@ use std::sync::Arc;
 use core::fmt;
 use core::time::Duration;
 
+use crate::acknowledgement::Acknowledgement;
 use crate::connection::Connection;
 use crate::drift::Drift;
 use crate::election::state::Demoted;
 use crate::election::Election;
 use crate::error::{Error, Result};
-use crate::lock::{Lock, LockBuilder};
+use crate::lock::{Lock, LockBuilder, Tokens};
 use crate::owner::OwnerSource;
 use crate::token::FencingToken;
 use crate::ttl::Ttl;
@@ -168,6 +169,39 @@ impl<C: Connection> ElectionBuilder<C> {
     /// seeded source; production keeps the default CSPRNG).
     pub fn owners(mut self, owners: OwnerSource) -> Self {
         self.lock = self.lock.owners(owners);
+        self
+    }
+
+    /// Makes every campaign wait for `ack.replicas()` replicas to confirm
+    /// the won lease (`WAIT`; see [`LockBuilder::acknowledged`]): a
+    /// campaign too few confirmed is not a win (its lease is handed back at
+    /// once, its epoch is skipped) and the node tries again at its next
+    /// campaign. Renewals do not wait. The wait comes out of the lease:
+    /// keep the acknowledgement timeout well below the lease's usable time.
+    ///
+    /// ```no_run
+    /// # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
+    /// use core::time::Duration;
+    /// use redis_primitives::election::Election;
+    /// use redis_primitives::{Acknowledgement, Tokens};
+    ///
+    /// let node = Election::builder(conn, "scheduler")
+    ///     .acknowledged(Acknowledgement::new(1, Duration::from_millis(200))?)
+    ///     .tokens(Tokens::TimeFloored)
+    ///     .build()?;
+    /// # let _ = node;
+    /// # Ok(()) }
+    /// ```
+    pub fn acknowledged(mut self, ack: Acknowledgement) -> Self {
+        self.lock = self.lock.acknowledged(ack);
+        self
+    }
+
+    /// How epochs are issued (default [`Tokens::Counter`]): an epoch is the
+    /// lease's fencing token, so [`Tokens::TimeFloored`] makes epochs
+    /// survive a counter rolled back by a failover (see [`Tokens`]).
+    pub fn tokens(mut self, tokens: Tokens) -> Self {
+        self.lock = self.lock.tokens(tokens);
         self
     }
 

@@ -128,7 +128,9 @@ impl<C: Connection> Election<C> {
     }
 
     /// Starts configuring a node of election `name` on an existing lock,
-    /// keeping its prefix, drift allowance and ownership source.
+    /// keeping its prefix, drift allowance, ownership source, acknowledgement
+    /// ([`crate::LockBuilder::acknowledged`]) and token issuing
+    /// ([`crate::Tokens`]).
     pub fn builder_on(lock: &Lock<C>, name: impl Into<String>) -> ElectionBuilder<C> {
         ElectionBuilder::new(lock.to_builder(), name.into())
     }

@@ -59,7 +59,10 @@ impl<C: Connection> Election<C> {
     /// expires by itself after its TTL), or, at once, if another `run()` of
     /// this node is already active. Campaign faults (timeouts, a lost
     /// connection, a Redis error) are not errors: the node simply tries
-    /// again at the next campaign interval. A campaign that finds the
+    /// again at the next campaign interval; so is a campaign too few
+    /// replicas confirmed ([`Error::NotAcknowledged`], with
+    /// [`crate::election::ElectionBuilder::acknowledged`]), whose lease was
+    /// handed back: it is not a win. A campaign that finds the
     /// election's keys unusable — [`Error::WrongType`] (a hash at
     /// `election:{name}`) or [`Error::CorruptState`] (a fence counter that
     /// is not a positive integer) — ends `run()` with that error: no later

@@ -13,4 +13,5 @@ mod lock;
 mod native;
 mod rate_limit;
 mod redlock;
+mod replication;
 mod retry;
