@@ -66,6 +66,23 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
         "if token >= 9007199254740991 then",
         "at 2^53 − 1 the Lua number is still exact, so reading the counter back returns the same token (as a string, which the client parses alike)",
     ),
+    // lock_acquire_floored.lua: the counter script's lines up to the floor,
+    // with the same equivalents.
+    (
+        "lock_acquire_floored",
+        "if string.sub(token.err, 0, 9) == 'WRONGTYPE' then",
+        "Lua's string.sub treats a start of 0 as 1: the same prefix",
+    ),
+    (
+        "lock_acquire_floored",
+        "if token >= 9007199254740993 then",
+        "the literal 2^53 + 1 is a Lua number and rounds to 2^53: the same test",
+    ),
+    (
+        "lock_acquire_floored",
+        "if token >= 9007199254740991 then",
+        "at 2^53 − 1 the Lua number is still exact, so reading the counter back returns the same token (as a string, which the client parses alike)",
+    ),
     // fenced_write.lua
     (
         "fenced_write",

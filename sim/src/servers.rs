@@ -205,7 +205,10 @@ impl ServerNode {
     pub fn start() -> Result<ServerNode, SetupError> {
         let lib = clock_library()?;
         let clock = Arc::new(ServerClock::create()?);
-        let config = ServerConfig { preload: Some(lib), env: vec![clock.env()], ..ServerConfig::default() };
+        // hz 100: a full sync's end is noticed on the server's timer, so a
+        // failover's rejoining replica is online in ~20 ms instead of ~150.
+        let args = vec!["--hz".to_string(), "100".to_string()];
+        let config = ServerConfig { preload: Some(lib), env: vec![clock.env()], args, ..ServerConfig::default() };
         let server = RedisServer::start_with(config.clone())?;
         let slot = register(server.pid());
         let node = ServerNode { server, clock, slot, config, replicas: Vec::new() };

@@ -12,8 +12,13 @@
 //! downstream system would: it keeps its highest token and refuses the
 //! reissued lower ones (a liveness loss), while a reissued token *equal* to
 //! its highest is accepted — the stale write fencing cannot stop here.
+//!
+//! `counter-loss-floored` is the same restart with time-floored tokens
+//! (`Tokens::TimeFloored`, ADR 0017): the counter is lost all the same, but
+//! the next token is the server's clock in µs, above every token issued
+//! before, so `fencing-tokens-increase` holds.
 
-use super::lock::{LockKind, LockWorkload, StoreKind};
+use super::lock::{LockKind, LockWorkload, Protection, StoreKind};
 use crate::checker::mutual_exclusion::Policy;
 use crate::nemesis::{Fault, FaultKind, Target};
 
@@ -45,4 +50,9 @@ pub fn workload() -> LockWorkload {
         modes: false,
         ..base
     }
+}
+
+/// The `counter-loss-floored` settings: the same restart, time-floored tokens.
+pub fn floored() -> LockWorkload {
+    LockWorkload { protection: Protection::TimeFloored, ..workload() }
 }

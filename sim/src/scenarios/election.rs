@@ -39,7 +39,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis_primitives::election::{Demotion, DemotionReason, Election, Leadership};
 use redis_primitives::naive::NaiveElection;
-use redis_primitives::{FencedStore, FencingToken, OwnerSource, WriteOutcome};
+use redis_primitives::{Acknowledgement, FencedStore, FencingToken, OwnerSource, Tokens, WriteOutcome};
 use serde::{Deserialize, Serialize};
 
 use crate::family::Family;
@@ -83,6 +83,15 @@ pub enum Variant {
     RenewOnly,
     /// [`NaiveElection`]: no epoch, unfenced writes.
     NoEpoch,
+    /// `election-failover`: [`Election`] on a primary whose replica is
+    /// promoted after a replication cut (`scenarios/lock_failover.rs` has
+    /// the story): epochs are reissued.
+    Failover,
+    /// `election-failover-acknowledged`: the same, campaigns acknowledged
+    /// by the replica (`WAIT 1`).
+    FailoverAcknowledged,
+    /// `election-failover-floored`: the same, time-floored epochs.
+    FailoverFloored,
 }
 
 impl Variant {
@@ -92,7 +101,21 @@ impl Variant {
             Variant::Election => "election",
             Variant::RenewOnly => "election-renew-only",
             Variant::NoEpoch => "election-no-epoch",
+            Variant::Failover => "election-failover",
+            Variant::FailoverAcknowledged => "election-failover-acknowledged",
+            Variant::FailoverFloored => "election-failover-floored",
         }
+    }
+
+    /// Whether nodes demote themselves at the lease's deadline
+    /// ([`Demotion::AtDeadline`], and what is judged of it).
+    fn at_deadline(self) -> bool {
+        matches!(self, Variant::Election | Variant::Failover | Variant::FailoverAcknowledged | Variant::FailoverFloored)
+    }
+
+    /// Whether the election's node has a replica, cut and failed over.
+    fn fails_over(self) -> bool {
+        matches!(self, Variant::Failover | Variant::FailoverAcknowledged | Variant::FailoverFloored)
     }
 }
 
@@ -364,7 +387,16 @@ fn build_node(
             })
     };
     Ok(match variant {
-        Variant::Election => Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) },
+        Variant::Election | Variant::Failover => {
+            Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) }
+        }
+        Variant::FailoverAcknowledged => {
+            let ack = Acknowledgement::new(1, Duration::from_millis(super::lock::ACK_TIMEOUT_MS))?;
+            Node::Fenced { election: builder.acknowledged(ack).build()?, store: FencedStore::new(conn) }
+        }
+        Variant::FailoverFloored => {
+            Node::Fenced { election: builder.tokens(Tokens::TimeFloored).build()?, store: FencedStore::new(conn) }
+        }
         Variant::RenewOnly => {
             Node::Fenced { election: builder.demotion(Demotion::OnRenewTick).build()?, store: FencedStore::new(conn) }
         }
@@ -578,8 +610,13 @@ async fn node_actor(
     Ok(())
 }
 
-fn world_config(seed: u64) -> WorldConfig {
-    WorldConfig::new(seed)
+fn world_config(seed: u64, variant: Variant) -> WorldConfig {
+    let config = WorldConfig::new(seed);
+    if variant.fails_over() {
+        config.replicas(0, 1)
+    } else {
+        config
+    }
 }
 
 /// Reads the resource once every node has stopped: `no-stale-overwrite`
@@ -684,6 +721,8 @@ pub struct ElectionSpace {
     pub length_ms: (u64, u64),
     /// What the workload does to the leader.
     pub leader: LeaderFaults,
+    /// Faults every plan gets (the cut and failover of `election-failover`).
+    pub placed: Vec<Fault>,
 }
 
 /// The faults an election workload injects into its leader.
@@ -694,6 +733,10 @@ pub enum LeaderFaults {
     /// Maybe a stall (at 200–2000 ms for 100–2000 ms) and maybe a `stop()`
     /// (at 300–3000 ms): each shrinks to none.
     Maybe,
+    /// Exactly this stall, nothing else (`election-failover`: a change of
+    /// leader inside the replication cut, so that an epoch is issued that
+    /// the replica never sees).
+    Stall(LeaderStall),
     /// The seeds' shape: a stall at 300–1200 ms for 500–1500 ms, a
     /// `stop()` after it when there is room before the quiet tail, and the
     /// edges (a stall between a write and its reply on half the plans,
@@ -716,6 +759,7 @@ impl ElectionSpace {
             campaign_ms: (10, 50),
             length_ms: (1500, 3500),
             leader: LeaderFaults::Maybe,
+            placed: Vec::new(),
         }
     }
 
@@ -730,6 +774,7 @@ impl ElectionSpace {
             campaign_ms: (CAMPAIGN_MS, CAMPAIGN_MS),
             length_ms: (SEED_LENGTH_MS, SEED_LENGTH_MS),
             leader: LeaderFaults::Seeded { quiet_tail_ms: QUIET_TAIL_MS },
+            placed: Vec::new(),
         }
     }
 
@@ -756,23 +801,24 @@ impl ElectionSpace {
             self.campaign_ms.0..=self.campaign_ms.1,
             self.length_ms.0..=self.length_ms.1,
         );
+        let placed = self.placed.clone();
         match self.leader {
-            LeaderFaults::None | LeaderFaults::Maybe => {
-                let (stall, stop) = if self.leader == LeaderFaults::Maybe {
-                    (
+            LeaderFaults::None | LeaderFaults::Maybe | LeaderFaults::Stall(_) => {
+                let (stall, stop) = match self.leader {
+                    LeaderFaults::Maybe => (
                         proptest::option::of((200..=2000u64, 100..=2000u64))
                             .prop_map(|s| s.map(|(at, ms)| LeaderStall { at, ms }))
                             .boxed(),
                         proptest::option::of(300..=3000u64).boxed(),
-                    )
-                } else {
-                    (Just(None).boxed(), Just(None).boxed())
+                    ),
+                    LeaderFaults::Stall(stall) => (Just(Some(stall)).boxed(), Just(None).boxed()),
+                    _ => (Just(None).boxed(), Just(None).boxed()),
                 };
                 (nodes, stall, stop, lease, div, campaign, length)
                     .prop_map(move |(nodes, stall, stop_at, lease_ms, div, campaign_ms, length_ms)| {
                         (
                             ElectionPlan { stall, stop_at, ..base(nodes, lease_ms, div, campaign_ms, length_ms) },
-                            Vec::new(),
+                            placed.clone(),
                         )
                     })
                     .boxed()
@@ -807,7 +853,7 @@ impl ElectionSpace {
                             slow_renewals: slow.map(|frac| 300 + (slowed_hi - 300) * frac / 1000),
                             ..base(nodes, lease_ms, div, campaign_ms, length_ms)
                         };
-                        (plan, Vec::new())
+                        (plan, placed.clone())
                     })
                     .boxed()
             }
@@ -855,7 +901,7 @@ pub fn run_planned(
     let schedule_end = schedule.faults.iter().map(crate::nemesis::Fault::end).max();
     let fault_spans = schedule.spans();
     let freeze_spans = schedule.freeze_spans();
-    let (run, mut markers) = run_plan(servers, seed, variant, planned, world_config(seed), schedule)?;
+    let (run, mut markers) = run_plan(servers, seed, variant, planned, world_config(seed, variant), schedule)?;
     // A held request disturbs the run until it has run, which may be long
     // after its injection (the node frozen in between).
     let held: Vec<u64> = run.executions[0].iter().filter(|x| x.held_ms > 0).map(|x| x.sim_ms).collect();
@@ -884,7 +930,7 @@ pub fn run_planned(
             lease_ms: planned.lease_ms,
             renew_ms: planned.renew_ms,
             campaign_ms: planned.campaign_ms,
-            at_deadline: variant == Variant::Election,
+            at_deadline: variant.at_deadline(),
             allowance: checker::lease_views::Allowance::DEFAULT,
             faults: &fault_spans,
             freezes: &freeze_spans,
@@ -898,7 +944,7 @@ pub fn run_planned(
         ];
         violations.extend(checker::key_lifetimes::check(0, &run.keys_at_end[0], &rules, &[]));
     }
-    if variant == Variant::Election {
+    if variant.at_deadline() {
         // Held renewals end the term at its deadline; the lease is handed
         // back once the late reply has landed. Judged only when nothing else
         // (a nemesis fault, a stall, a stop()) touches that span.
@@ -965,6 +1011,15 @@ pub fn run_planned(
     }
     outcome.violations.extend(violations);
     reach_from_history(&mut outcome, variant, &failovers, &handovers, &markers, planned.lease_ms);
+    if variant.fails_over() {
+        let promoted = fault_spans_of_failover(&outcome);
+        let elected_after = outcome.history.iter().any(|e| {
+            promoted.is_some_and(|t| e.time > t) && matches!(e.op, Op::ElectionCallback { elected: true, .. })
+        });
+        if elected_after {
+            outcome.reach(LEADER_AFTER_FAILOVER.name);
+        }
+    }
     outcome.histograms = h;
     Ok(outcome)
 }
@@ -1048,6 +1103,22 @@ pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
 /// What `election-no-epoch` exists to reach.
 pub const NO_EPOCH_SITUATIONS: &[Situation] = &[COMMON[0], COMMON[1]];
 
+const LEADER_AFTER_FAILOVER: Situation = Situation {
+    name: "leader-after-failover",
+    meaning: "a node was elected by the promoted replica (after the epoch counter it had went back)",
+};
+
+/// What the mitigated `election-failover-*` scenarios exist to reach.
+pub const FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOVER];
+
+/// When the failover's promotion happened, from the run's fault log.
+fn fault_spans_of_failover(outcome: &Outcome) -> Option<u64> {
+    outcome.history.iter().find_map(|e| match &e.op {
+        Op::Fault { description } if description.starts_with("promote ") => Some(e.time),
+        _ => None,
+    })
+}
+
 /// Situations recognised in the finished history.
 fn reach_from_history(
     outcome: &mut Outcome,
@@ -1071,7 +1142,7 @@ fn reach_from_history(
         }
         Marker::Stop { .. } | Marker::Slowed { .. } => false,
     });
-    if variant == Variant::Election && stalled_past_deadline {
+    if variant.at_deadline() && stalled_past_deadline {
         outcome.reach("stalled-leader-stopped-believing");
     }
     let mut refused = false;
@@ -1275,6 +1346,17 @@ impl Family for Variant {
     }
 
     fn seeds(&self) -> (ElectionSpace, FaultSpace) {
+        if self.fails_over() {
+            // The cut and the failover, the reference's settings, and the
+            // leader stalling past its lease inside the cut: its successor's
+            // epoch reaches the primary only.
+            let space = ElectionSpace {
+                leader: LeaderFaults::Stall(LeaderStall { at: 900, ms: 500 }),
+                placed: super::lock_failover::cut_and_failover_faults(),
+                ..ElectionSpace::seeds()
+            };
+            return (space, seed_faults());
+        }
         (ElectionSpace::seeds(), seed_faults())
     }
 

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use core::time::Duration;
 use rand::{Rng, SeedableRng};
 use redis_primitives::naive::{NaiveLock, UnfencedStore};
-use redis_primitives::{FencedStore, Lock, OwnerSource, Ttl, WriteOutcome};
+use redis_primitives::{Acknowledgement, FencedStore, Lock, OwnerSource, Tokens, Ttl, WriteOutcome};
 
 use super::Outcome;
 use crate::checker::key_lifetimes::{self, Life, Rule};
@@ -67,6 +67,23 @@ pub enum LockKind {
     /// `redis_primitives::naive::NaiveLock`: `SET NX PX`, bare `DEL`, no token.
     Naive,
 }
+
+/// Which failover mitigation the fenced lock is built with (issue 10;
+/// `lock-failover` and its variants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    /// The lock as `Lock::new` builds it.
+    None,
+    /// `LockBuilder::acknowledged`: an acquire is handed out only once the
+    /// node's replica has acknowledged it (`WAIT 1`).
+    Acknowledged,
+    /// `LockBuilder::tokens(Tokens::TimeFloored)`: tokens never fall below
+    /// the server's clock in µs.
+    TimeFloored,
+}
+
+/// How long an acknowledged acquire waits for its replica (ms).
+pub const ACK_TIMEOUT_MS: u64 = 50;
 
 /// Which resource the clients write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,6 +228,10 @@ pub struct LockWorkload {
     pub nodes: usize,
     /// Node holding the lock.
     pub lock_node: usize,
+    /// Replicas of the lock's node (0: a lone server).
+    pub replicas: usize,
+    /// The failover mitigation the fenced lock is built with.
+    pub protection: Protection,
     /// Node holding the resource (a different node models a resource that
     /// survives the lock server's failures).
     pub store_node: usize,
@@ -247,6 +268,8 @@ impl LockWorkload {
             plan: LockPlan { clients: 3, ttl_ms: 300, hold_ms: (20, 450), think_ms: (5, 80), length_ms, stall: None },
             nodes: 1,
             lock_node: 0,
+            replicas: 0,
+            protection: Protection::None,
             store_node: 0,
             seed_stall_ms: 900,
             lock: LockKind::Fenced,
@@ -278,7 +301,8 @@ impl LockWorkload {
 
     fn run_exact(&self, servers: &mut Servers, seed: u64, schedule: Schedule) -> Result<Outcome, SetupError> {
         let stall = self.plan.stall.filter(|s| s.ms > 0).map(|s| (s.client, s.hold));
-        let mut world = World::new(servers, WorldConfig::new(seed).nodes(self.nodes))?;
+        let config = WorldConfig::new(seed).nodes(self.nodes).replicas(self.lock_node, self.replicas);
+        let mut world = World::new(servers, config)?;
         let done = Arc::new(AtomicU32::new(0));
         for i in 0..self.plan.clients {
             let w = self.clone();
@@ -359,6 +383,9 @@ impl LockWorkload {
             outcome.violations.extend(live);
             reach_post_hoc(&mut outcome);
         }
+        if self.replicas > 0 {
+            super::lock_failover::reach(&mut outcome, &schedule);
+        }
         let mut h = Histograms::new();
         stats::record_acquire_latency(&outcome.history, &mut h);
         h.declare(UNSAFE);
@@ -383,6 +410,18 @@ pub enum Variant {
     Unfenced,
     /// `counter-loss`: `Lock` across a restart without persistence.
     CounterLoss,
+    /// `counter-loss-floored`: the same with time-floored tokens.
+    CounterLossFloored,
+    /// `lock-failover`: `Lock` on a primary whose replica is promoted after
+    /// a replication cut.
+    Failover,
+    /// `lock-failover-acknowledged`: the same with acknowledged acquires.
+    FailoverAcknowledged,
+    /// `lock-failover-floored`: the same with time-floored tokens.
+    FailoverFloored,
+    /// `lock-failover-clock-back`: time-floored tokens, and the promoted
+    /// server's clock is behind.
+    FailoverClockBack,
 }
 
 impl Variant {
@@ -394,6 +433,11 @@ impl Variant {
             Variant::Fencing => super::fencing::workload(),
             Variant::Unfenced => super::fencing_unfenced::workload(),
             Variant::CounterLoss => super::counter_loss::workload(),
+            Variant::CounterLossFloored => super::counter_loss::floored(),
+            Variant::Failover => super::lock_failover::workload(),
+            Variant::FailoverAcknowledged => super::lock_failover::acknowledged(),
+            Variant::FailoverFloored => super::lock_failover::floored(),
+            Variant::FailoverClockBack => super::lock_failover::clock_back(),
         }
     }
 }
@@ -516,9 +560,17 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let lock_conn = actor.connection(w.lock_node);
     let store_conn = if w.store_node == w.lock_node { lock_conn.clone() } else { actor.connection(w.store_node) };
     let lock = match w.lock {
-        LockKind::Fenced => AnyLock::Fenced(
-            Lock::builder(lock_conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(&w)?).build()?,
-        ),
+        LockKind::Fenced => {
+            let builder = Lock::builder(lock_conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(&w)?);
+            let builder = match w.protection {
+                Protection::None => builder,
+                Protection::Acknowledged => {
+                    builder.acknowledged(Acknowledgement::new(1, Duration::from_millis(ACK_TIMEOUT_MS))?)
+                }
+                Protection::TimeFloored => builder.tokens(Tokens::TimeFloored),
+            };
+            AnyLock::Fenced(builder.build()?)
+        }
         LockKind::Naive => AnyLock::Naive(NaiveLock::new(lock_conn)),
     };
     let fenced = FencedStore::new(store_conn.clone());
@@ -603,6 +655,15 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             Ok(Some(x)) => x,
             Ok(None) => {
                 actor.fail(id, acquire_op(None, None));
+                sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
+                continue;
+            }
+            // Refused for want of a replica's acknowledgement: the lease
+            // was not handed out (and was released), a refusal like `None`.
+            Err(e @ redis_primitives::Error::NotAcknowledged { .. }) => {
+                actor.fail(id, acquire_op(None, None));
+                actor.reached(super::lock_failover::situation::ACQUIRE_NOT_ACKNOWLEDGED);
+                actor.note(format!("acquire: {e}"));
                 sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
                 continue;
             }

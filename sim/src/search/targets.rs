@@ -94,6 +94,15 @@ pub fn with_restarts(scenario: &'static str) -> Space {
 pub fn counter_loss_space() -> Space {
     with_restarts("counter-loss")
 }
+/// The search space of `lock-failover`: the seeds' cut and failover, with
+/// the lock workload and client-side faults drawn around them.
+pub fn lock_failover_space() -> Space {
+    let workload = crate::scenarios::lock::LockSpace {
+        placed: crate::scenarios::lock_failover::cut_and_failover_faults(),
+        ..crate::scenarios::lock::LockSpace::search()
+    };
+    space::lock_with("lock-failover", CLIENT_SIDE, workload)
+}
 /// The search space of `lock-restart`.
 pub fn lock_restart_space() -> Space {
     with_restarts("lock")
