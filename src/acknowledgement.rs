@@ -135,12 +135,25 @@ impl Acknowledgement {
         self.timeout
     }
 
-    /// Sends `WAIT` on `conn` (the connection that just wrote) and checks the
-    /// count. `key` names the write in the error.
+    /// Sends `WAIT` on `conn` (the connection that just wrote `key`) and
+    /// checks the count. `key` names the write in the error.
+    ///
+    /// The `WAIT` travels in a pipeline behind `PTTL key`, whose reply is
+    /// ignored: on one connection that is the same round trip, and a
+    /// cluster connection sends a pipeline to the node of its first keyed
+    /// command, the node that ran the write. Alone, `WAIT` (no key) is sent
+    /// by redis-rs's cluster connection to every primary it knows, answering
+    /// with the minimum: a shard without its replica would refuse every
+    /// acquire on every shard, and a primary missing from a stale slot map
+    /// (the one just promoted) would not be asked at all
+    /// (`tests/cluster/mitigations.rs`).
     pub(crate) async fn wait(&self, conn: &mut impl redis::aio::ConnectionLike, key: &str) -> Result<()> {
         // Whole milliseconds, at most 2^53 − 1: checked by `new`.
         let timeout_ms = self.timeout.as_millis() as u64;
-        let acknowledged: i64 = redis::cmd("WAIT")
+        let (_, acknowledged): (redis::Value, i64) = redis::pipe()
+            .cmd("PTTL")
+            .arg(key)
+            .cmd("WAIT")
             .arg(self.replicas.get())
             .arg(timeout_ms)
             .query_async(conn)

@@ -100,6 +100,8 @@ pub mod guide {
     pub mod non_guarantees {}
     #[doc = include_str!("../docs/guide/replication.md")]
     pub mod replication {}
+    #[doc = include_str!("../docs/guide/cluster.md")]
+    pub mod cluster {}
     #[doc = include_str!("../docs/guide/performance.md")]
     pub mod performance {}
     #[doc = include_str!("../docs/guide/harness.md")]
