@@ -103,6 +103,20 @@ pub enum Planted {
         /// What the counter held.
         value: String,
     },
+    /// [`Planted::Counter`] for a lock with time-floored tokens: the token
+    /// is `max(counter + 1, the server's clock in µs)`, and the server's
+    /// clock read somewhere in `window_us` (simulated unix µs before the
+    /// acquire was sent and after it was answered).
+    FlooredCounter {
+        /// The lock key.
+        lock_key: String,
+        /// The fence counter's key.
+        fence_key: String,
+        /// What the counter held.
+        value: String,
+        /// The server's clock was in this range when it ran the acquire.
+        window_us: (u64, u64),
+    },
     /// `Lock::acquire` with the fence counter holding a hash.
     CounterHash {
         /// The lock key.

@@ -115,6 +115,41 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
                 None
             }
         },
+        Planted::FlooredCounter { fence_key, value, window_us: (from, to), .. } => match canonical_i64(value) {
+            Some(n) if (0..i64::MAX).contains(&n) => {
+                let next = n as u64 + 1;
+                let ProbeReply::Token(token) = *reply else {
+                    return Some(format!("floored acquire over counter {value:?} answered {reply:?}, not a token"));
+                };
+                // The counter + 1 when it is ahead of the clock, else the
+                // clock's reading, which lies in the window.
+                let expected = if next >= *to { token == next } else { token >= next.max(*from) && token <= *to };
+                if !expected {
+                    return Some(format!(
+                        "floored acquire over counter {value:?} answered token {token}, not max({next}, the clock in {from}..={to} µs)"
+                    ));
+                }
+                let a = after?;
+                if a.counter.as_deref() != Some(token.to_string().as_str()) || a.lock.is_none() {
+                    return Some(format!("floored acquire over counter {value:?} granted {token} but left {a:?}"));
+                }
+                None
+            }
+            _ => {
+                if !names(reply, fence_key) {
+                    return Some(format!(
+                        "floored acquire over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}"
+                    ));
+                }
+                let a = after?;
+                if a.counter.as_deref() != Some(value.as_str()) || a.lock.is_some() {
+                    return Some(format!(
+                        "floored acquire over counter {value:?} was refused but changed the keys: {a:?}"
+                    ));
+                }
+                None
+            }
+        },
         Planted::CounterHash { .. } | Planted::LockHash { .. } => {
             let what = if matches!(planted, Planted::CounterHash { .. }) { "counter" } else { "lock key" };
             if !matches!(reply, ProbeReply::WrongType { .. }) {
@@ -196,6 +231,35 @@ mod tests {
 
     fn corrupt(key: &str) -> ProbeReply {
         ProbeReply::CorruptState { key: key.into(), detail: format!("fence counter {key} is negative") }
+    }
+
+    #[test]
+    fn a_floored_counter_gets_the_clock_or_the_counter_plus_one() {
+        let floored = |value: &str| Planted::FlooredCounter {
+            lock_key: "lock:p".into(),
+            fence_key: "lock:p:fence".into(),
+            value: value.into(),
+            window_us: (1_000_000, 1_005_000),
+        };
+        let ok = |token: u64| lock_after(Some("o"), Some(&token.to_string()));
+        // Below the clock: a reading inside the window, stored.
+        assert_eq!(judge(&floored("7"), &ProbeReply::Token(1_002_000), ok(1_002_000).as_ref()), None);
+        assert!(judge(&floored("7"), &ProbeReply::Token(8), ok(8).as_ref()).is_some(), "the floor ignored");
+        assert!(
+            judge(&floored("7"), &ProbeReply::Token(1_006_000), ok(1_006_000).as_ref()).is_some(),
+            "a reading after the reply"
+        );
+        assert!(
+            judge(&floored("7"), &ProbeReply::Token(1_002_000), ok(8).as_ref()).is_some(),
+            "the floor returned but not stored"
+        );
+        // Ahead of the clock: exactly the counter + 1.
+        let ahead = (1u64 << 53) + 1;
+        assert_eq!(judge(&floored(&ahead.to_string()), &ProbeReply::Token(ahead + 1), ok(ahead + 1).as_ref()), None);
+        assert!(judge(&floored(&ahead.to_string()), &ProbeReply::Token(ahead), ok(ahead + 1).as_ref()).is_some());
+        // Corrupt: refused, naming the counter, keys untouched.
+        assert_eq!(judge(&floored("-5"), &corrupt("lock:p:fence"), lock_after(None, Some("-5")).as_ref()), None);
+        assert!(judge(&floored("-5"), &corrupt("lock:p"), lock_after(None, Some("-5")).as_ref()).is_some());
     }
 
     #[test]

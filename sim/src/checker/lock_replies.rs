@@ -365,6 +365,19 @@ fn frozen(events: &[Event], process: &str, from: Millis, to: Millis) -> bool {
 
 /// Checks every lock reply in `events`.
 pub fn check(events: &[Event]) -> Vec<Violation> {
+    check_tokens(events, None)
+}
+
+/// As [`check`], for a lock whose tokens are floored by the server's clock
+/// (`Tokens::TimeFloored`; the simulation started at `epoch_unix_ms`): a
+/// token is at most `max(the previous + 1, the clock)`, so the `k`-th
+/// acquire possibly granted by simulated time `t` issued at most
+/// `clock(t) + k`, the bound `current_token` is held to.
+pub fn check_floored(events: &[Event], epoch_unix_ms: u64) -> Vec<Violation> {
+    check_tokens(events, Some(epoch_unix_ms))
+}
+
+fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation> {
     let m = Model::new(events);
     let mut out = Vec::new();
     let mut push = |at: Millis, detail: String| out.push(Violation::new(LOCK_REPLIES, Some(at), detail));
@@ -454,6 +467,10 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                         matches!(a.op, Op::Acquire { name: n, .. } if n == name) && !a.failed() && a.invoked <= done
                     })
                     .count() as u64;
+                let upper = match floor_epoch_ms {
+                    Some(epoch) => (epoch + done) * 1000 + upper,
+                    None => upper,
+                };
                 if v < lower || v > upper {
                     push(done, format!(
                         "{}: current_token of {name} read {v} over [{}ms, {done}ms], outside [{lower}, {upper}] (grants completed before / acquires possibly granted by then)",

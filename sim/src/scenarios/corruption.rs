@@ -17,7 +17,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis::AsyncCommands;
-use redis_primitives::{Error, FencedStore, FencingToken, Lock, OwnerSource, Ttl, WriteOutcome};
+use redis_primitives::{Error, FencedStore, FencingToken, Lock, OwnerSource, Tokens, Ttl, WriteOutcome};
 
 use crate::history::{Op, Planted, ProbeAfter, ProbeReply};
 use crate::net::SimConnection;
@@ -32,9 +32,15 @@ const NOT_CANONICAL: &[&str] = &["007", "abc", "-3", "+4", "1e3", " 5", "00", ""
 const TWO_53: u64 = 1 << 53;
 
 /// Plants, calls and records every probe case on `node` (see the module docs).
-pub async fn probe(actor: &Actor, node: usize) -> ActorResult {
+///
+/// `tokens` is how the workload's lock issues tokens: the probe's lock
+/// issues them the same way, so the script under test is that lock's.
+pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
     let conn = actor.connection_expecting_errors(node);
-    let lock = Lock::builder(conn.clone()).owners(OwnerSource::seeded(actor.seed_for("corruption-owners"))).build()?;
+    let lock = Lock::builder(conn.clone())
+        .owners(OwnerSource::seeded(actor.seed_for("corruption-owners")))
+        .tokens(tokens)
+        .build()?;
     let store = FencedStore::new(conn.clone());
     let ttl = Ttl::from_millis(1000)?;
     let mut rng = StdRng::seed_from_u64(actor.seed_for("corruption"));
@@ -226,13 +232,22 @@ async fn probe_lock(
     if set.is_err() {
         return;
     }
+    let before = unix_us();
     let reply = match lock.acquire(name, ttl).await {
         Ok(Some(lease)) => ProbeReply::Token(lease.token().get()),
         Ok(None) => ProbeReply::NotAcquired,
         Err(e) => reply_of(e),
     };
+    // A floored lock's token depends on the server's clock: say when it ran.
+    let planted = match planted {
+        Planted::Counter { lock_key, fence_key, value } if lock.tokens() == Tokens::TimeFloored => {
+            Planted::FlooredCounter { lock_key, fence_key, value, window_us: (before, unix_us()) }
+        }
+        other => other,
+    };
     let (lock_key, fence_key) = match &planted {
         Planted::Counter { lock_key, fence_key, .. }
+        | Planted::FlooredCounter { lock_key, fence_key, .. }
         | Planted::CounterHash { lock_key, fence_key }
         | Planted::LockHash { lock_key, fence_key } => (lock_key.clone(), fence_key.clone()),
         _ => return,
@@ -245,6 +260,11 @@ async fn probe_lock(
     .await
     .ok();
     actor.observe(Op::StateProbe { planted, reply, after });
+}
+
+/// Simulated unix time in µs: what the bridge pins the server's clock to.
+fn unix_us() -> u64 {
+    turmoil::since_epoch().map_or(0, |d| d.as_micros() as u64)
 }
 
 /// The keys `Lock` documents for `name` with its default prefix:

@@ -47,7 +47,7 @@ use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
 use crate::space::{FaultSpace, WorkloadFault};
 use crate::stats::{self, Histograms, UNSAFE};
-use crate::world::{Actor, ActorResult, World, WorldConfig};
+use crate::world::{Actor, ActorResult, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 use serde::{Deserialize, Serialize};
@@ -346,7 +346,10 @@ impl LockWorkload {
         outcome.violations.extend(me.violations.iter().cloned());
         outcome.violations.extend(stale_overwrite::check(&outcome.history));
         if self.lock == LockKind::Fenced && self.modes {
-            outcome.violations.extend(lock_replies::check(&outcome.history));
+            outcome.violations.extend(match self.protection {
+                Protection::TimeFloored => lock_replies::check_floored(&outcome.history, DEFAULT_EPOCH_UNIX_MS),
+                _ => lock_replies::check(&outcome.history),
+            });
             outcome.violations.extend(guarded_body::check(
                 &outcome.history,
                 &schedule.spans(),
@@ -412,6 +415,8 @@ pub enum Variant {
     CounterLoss,
     /// `counter-loss-floored`: the same with time-floored tokens.
     CounterLossFloored,
+    /// `lock-floored`: the `lock` scenario with time-floored tokens.
+    Floored,
     /// `lock-failover`: `Lock` on a primary whose replica is promoted after
     /// a replication cut.
     Failover,
@@ -434,6 +439,7 @@ impl Variant {
             Variant::Unfenced => super::fencing_unfenced::workload(),
             Variant::CounterLoss => super::counter_loss::workload(),
             Variant::CounterLossFloored => super::counter_loss::floored(),
+            Variant::Floored => LockWorkload { protection: Protection::TimeFloored, ..LockWorkload::lock() },
             Variant::Failover => super::lock_failover::workload(),
             Variant::FailoverAcknowledged => super::lock_failover::acknowledged(),
             Variant::FailoverFloored => super::lock_failover::floored(),
@@ -800,7 +806,8 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
         },
     }
     if w.modes {
-        super::corruption::probe(&actor, w.lock_node).await?;
+        let tokens = if w.protection == Protection::TimeFloored { Tokens::TimeFloored } else { Tokens::Counter };
+        super::corruption::probe(&actor, w.lock_node, tokens).await?;
     }
     Ok(())
 }
