@@ -399,13 +399,22 @@ impl ServerNode {
             }
             return Ok(());
         }
-        if self.reset_replicated().is_err() {
-            // Start the node over: a fresh primary and fresh replicas.
+        if let Err(first) = self.reset_replicated() {
+            // Start the node over: a fresh primary and fresh replicas. If
+            // that fails too, both reasons are reported.
             let n = self.replicas.len();
-            self.set_replicas(0)?;
-            self.restart()?;
-            self.flush()?;
-            self.set_replicas(n)?;
+            let again = (|| {
+                self.set_replicas(0)?;
+                self.restart()?;
+                self.flush()?;
+                self.set_replicas(n)
+            })();
+            if let Err(second) = again {
+                return Err(SetupError::Server(ServerError::NotReady {
+                    port: self.server.port(),
+                    log: format!("resetting a replicated node failed ({first}), and starting it over too ({second})"),
+                }));
+            }
         }
         Ok(())
     }

@@ -43,11 +43,17 @@ const NO_SUCH_USER: &str = "rp-testkit-replication-cut";
 
 impl RedisServer {
     /// Starts a replica of `primary` with `config` (its binary, preload and
-    /// arguments; `--replicaof` is added) and waits until it holds every
-    /// write the primary had acknowledged.
-    pub fn start_replica_of(primary: &RedisServer, mut config: ServerConfig) -> Result<RedisServer, ServerError> {
-        config.args.extend(["--replicaof".to_string(), "127.0.0.1".to_string(), primary.port().to_string()]);
+    /// arguments) and waits until it holds every write the primary had
+    /// acknowledged.
+    ///
+    /// The role is given with `REPLICAOF` once the server runs, not with
+    /// `--replicaof` on its command line: a replica that is later promoted
+    /// and then restarted must come back as a primary (empty, as every
+    /// restart here), not as the replica of a server that may be its own
+    /// replica by then.
+    pub fn start_replica_of(primary: &RedisServer, config: ServerConfig) -> Result<RedisServer, ServerError> {
         let replica = RedisServer::start_with(config)?;
+        replica.expect_ok(&["REPLICAOF", "127.0.0.1", &primary.port().to_string()])?;
         primary.await_replicas(primary.connected_replicas()?.max(1))?;
         Ok(replica)
     }
@@ -228,6 +234,13 @@ mod tests {
         replica.promote().unwrap();
         assert_eq!(replica.command(&["GET", "lost"]).unwrap(), "$-1\r\n", "the promoted replica never had it");
         assert_eq!(replica.command(&["SET", "after", "1"]).unwrap(), "+OK\r\n", "and takes writes");
+
+        // A promoted replica that restarts comes back a primary, empty: its
+        // role was never on its command line.
+        let mut replica = replica;
+        replica.restart().unwrap();
+        assert_eq!(replica.command(&["SET", "restarted", "1"]).unwrap(), "+OK\r\n", "a primary again");
+        assert_eq!(replica.command(&["EXISTS", "after"]).unwrap(), ":0\r\n", "and empty");
     }
 
     /// Once `restore_replication` returns, a new write is acknowledged at
