@@ -375,17 +375,26 @@ fn answering_pid(port: u16) -> Option<u32> {
 /// Sends one command as a RESP array over a fresh connection and returns the
 /// reply's first line (enough for `+OK`, `:1`, `-ERR ...`, `$-1`).
 fn raw_command(port: u16, args: &[&str]) -> Result<String, ServerError> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(200))?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    let mut request = format!("*{}\r\n", args.len());
-    for a in args {
-        request.push_str(&format!("${}\r\n{}\r\n", a.len(), a));
-    }
-    stream.write_all(request.as_bytes())?;
-    let mut buf = vec![0u8; 4096];
-    let n = stream.read(&mut buf)?;
-    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    let exchange = || -> std::io::Result<String> {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(200))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let mut request = format!("*{}\r\n", args.len());
+        for a in args {
+            request.push_str(&format!("${}\r\n{}\r\n", a.len(), a));
+        }
+        stream.write_all(request.as_bytes())?;
+        let mut buf = vec![0u8; 4096];
+        let n = stream.read(&mut buf)?;
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    };
+    exchange().map_err(|e| in_context(e, port, args))
+}
+
+/// `e` with the command and the server it was sent to: "timed out" alone
+/// does not say which of a node's servers did not answer what.
+pub(crate) fn in_context(e: std::io::Error, port: u16, args: &[&str]) -> ServerError {
+    ServerError::Io(std::io::Error::new(e.kind(), format!("`{}` to 127.0.0.1:{port}: {e}", args.join(" "))))
 }
 
 #[cfg(test)]
