@@ -22,11 +22,29 @@
  * Only wall-clock reads are changed: clock_gettime(CLOCK_REALTIME[_COARSE]),
  * gettimeofday() and time(). Monotonic clocks (used by Redis for latency
  * measurement and timeouts) are passed straight to the kernel.
+ *
+ * One more thing, for Valkey 9.1 (docs/decisions/0018-valkey-on-the-posix-clock.md):
+ * while a control file is mapped, fopen("/proc/cpuinfo") fails with ENOENT.
+ * Valkey's monotonicInit() (src/monotonic.c) uses the processor clock (x86
+ * TSC) only if that file's flags line says constant_tsc, and its ustime() /
+ * mstime() (src/server.c) then call gettimeofday() once a millisecond and
+ * add a TSC delta in between, which no preload can reach: a pin would show
+ * up to 1 ms late, plus µs of real time. Without the file Valkey falls back
+ * to its POSIX monotonic clock (clock_gettime(CLOCK_MONOTONIC), passed to
+ * the kernel here like every monotonic read), and then every ustime() is a
+ * gettimeofday(), as in Redis. redis-server 7 never opens /proc/cpuinfo.
+ * Every other fopen() goes to the C library's own, found with
+ * dlsym(RTLD_NEXT) (fopen allocates and locks anyway: the no-allocation
+ * rule above is for the clock calls).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -123,4 +141,46 @@ time_t time(time_t *out) {
         *out = sec;
     }
     return sec;
+}
+
+/* ---- /proc/cpuinfo hidden from a governed server (see the header). ---- */
+
+typedef FILE *(*rp_fopen_fn)(const char *, const char *);
+
+static int rp_hides(const char *path) {
+    return rp_ctl != NULL && path != NULL && strcmp(path, "/proc/cpuinfo") == 0;
+}
+
+/* The C library's function behind `name`, looked up once. Two threads racing
+ * here both store the same pointer. */
+static FILE *rp_next_fopen(_Atomic(rp_fopen_fn) *slot, const char *name, const char *path, const char *mode) {
+    rp_fopen_fn next = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (next == NULL) {
+        next = (rp_fopen_fn)dlsym(RTLD_NEXT, name);
+        if (next == NULL) {
+            errno = ENOSYS;
+            return NULL;
+        }
+        __atomic_store_n(slot, next, __ATOMIC_RELEASE);
+    }
+    return next(path, mode);
+}
+
+static _Atomic(rp_fopen_fn) rp_real_fopen;
+static _Atomic(rp_fopen_fn) rp_real_fopen64;
+
+FILE *fopen(const char *restrict path, const char *restrict mode) {
+    if (rp_hides(path)) {
+        errno = ENOENT;
+        return NULL;
+    }
+    return rp_next_fopen(&rp_real_fopen, "fopen", path, mode);
+}
+
+FILE *fopen64(const char *restrict path, const char *restrict mode) {
+    if (rp_hides(path)) {
+        errno = ENOENT;
+        return NULL;
+    }
+    return rp_next_fopen(&rp_real_fopen64, "fopen64", path, mode);
 }

@@ -5,12 +5,18 @@
 //! library and gives the server its own control file). Tests that run in
 //! real time (offsets) use generous margins: they assert what the mechanism
 //! implies (a 10 s step moves time by 10 s), not scheduling precision.
+//!
+//! The `valkey_*` tests run on Valkey 9 whatever `REDIS_SERVER` says (they
+//! need `VALKEY_SERVER` or `valkey-server` on `PATH`, and fail with the
+//! install hint without one): Valkey's wall clock is exact under the
+//! library only because the library hides `/proc/cpuinfo` from it (ADR 0018).
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis_primitives_sim::{check_clock_library, clock_library, ServerClock, ServerNode, SetupError, CLOCK_FILE_ENV};
+use redis_primitives_testkit::{valkey_server_binary, RedisServer, ServerConfig};
 
 /// 2030-01-01T00:00:00.123Z in ms.
 const T: u64 = 1_893_456_000_123;
@@ -164,4 +170,120 @@ fn a_missing_library_is_a_clear_error() {
     assert!(matches!(err, SetupError::ClockLibraryMissing { .. }));
     let msg = err.to_string();
     assert!(msg.contains("RP_CLOCK_LIB") && msg.contains("cargo build -p redis-primitives-sim"), "{msg}");
+}
+
+/// A valkey-server with the clock library and its own control file, or the
+/// test fails with the install hint.
+fn start_valkey() -> (RedisServer, ServerClock, redis::Connection) {
+    let binary = valkey_server_binary().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ServerClock::create().unwrap();
+    let config = ServerConfig {
+        preload: Some(clock_library().unwrap()),
+        env: vec![clock.env()],
+        binary: Some(binary),
+        ..ServerConfig::default()
+    };
+    let server = RedisServer::start_with(config).unwrap_or_else(|e| panic!("{e}"));
+    let conn = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
+    (server, clock, conn)
+}
+
+/// The `monotonic_clock` line of `INFO server`, for failure messages.
+fn monotonic_clock(conn: &mut redis::Connection) -> String {
+    let info: String = redis::cmd("INFO").arg("server").query(conn).unwrap();
+    info.lines().find(|l| l.starts_with("monotonic_clock:")).unwrap_or("monotonic_clock: <absent>").to_string()
+}
+
+/// Valkey 9.1 picks the x86 TSC as its monotonic clock when /proc/cpuinfo
+/// says `constant_tsc`, and its `ustime()` then reads `gettimeofday()` once
+/// a millisecond and adds TSC time in between. Measured without the hiding
+/// (ADR 0018): every read below after a new pin answered an earlier pin (up
+/// to 117 simulated seconds behind) plus 1–997 µs, or the real time, and a
+/// pin held 3 ms answered the pin plus 4–28 µs. With the file hidden Valkey
+/// runs on its POSIX clock and every read is the pin. Pins here change
+/// faster than once a millisecond, so any cache shows.
+#[test]
+fn valkey_time_is_the_pin_exactly() {
+    let (_server, clock, mut c) = start_valkey();
+    // 2030-01-01T00:00:00.123456789Z, then steps of 1.000003007 s: every
+    // pin has another second, another µs, and a sub-µs part TIME drops.
+    let base = Duration::from_nanos(1_893_456_000_123_456_789);
+    let mut wrong = Vec::new();
+    for i in 0..200u64 {
+        let pin = base + Duration::from_nanos(i * 1_000_003_007);
+        clock.pin_at(pin);
+        let want = (pin.as_secs(), u64::from(pin.subsec_micros()));
+        let got = time(&mut c);
+        if got != want {
+            wrong.push(format!("pin {want:?}: TIME {got:?}"));
+        }
+    }
+    // Back and forth within one second, and Lua's TIME.
+    for us in [999_999u64, 0, 500_000, 1, 123_456] {
+        let pin = Duration::from_micros(1_893_456_000 * 1_000_000 + us);
+        clock.pin_at(pin);
+        let lua: Vec<u64> = redis::Script::new("return redis.call('TIME')").invoke(&mut c).unwrap();
+        if lua != [1_893_456_000, us] {
+            wrong.push(format!("pin (1893456000, {us}): Lua TIME {lua:?}"));
+        }
+    }
+    // Frozen: real time passes (past any 1 ms cache), the pin does not move.
+    let pin = base + Duration::from_micros(7);
+    clock.pin_at(pin);
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(3));
+        let got = time(&mut c);
+        if got != (pin.as_secs(), u64::from(pin.subsec_micros())) {
+            wrong.push(format!("pin held 3 ms: TIME {got:?}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of 210 reads off the pin ({}):\n  {}",
+        wrong.len(),
+        monotonic_clock(&mut c),
+        wrong.join("\n  ")
+    );
+}
+
+/// Key expiry on Valkey follows fast re-pins to the millisecond (the
+/// expiry check reads the command's time snapshot, taken from `ustime()`).
+#[test]
+fn valkey_pttl_follows_fast_pins() {
+    let (_server, clock, mut c) = start_valkey();
+    clock.pin(T);
+    let _: () = redis::cmd("SET").arg("k").arg("v").arg("PX").arg(5000).query(&mut c).unwrap();
+    for step in (0..=5000).step_by(250) {
+        clock.pin(T + step);
+        assert_eq!(pttl(&mut c, "k"), 5000 - step as i64, "{step} ms after SET ({})", monotonic_clock(&mut c));
+    }
+    clock.pin(T + 5001);
+    assert_eq!(pttl(&mut c, "k"), -2, "key still there after its expiry instant");
+}
+
+/// One seed of a scenario whose histories carry the server's µs (time-floored
+/// tokens are `max(counter + 1, TIME in µs)`), run on Valkey in two rp-sim
+/// processes: one digest, no violation. A Valkey with its cached TSC clock
+/// failed the servers' start-up clock check here.
+#[test]
+fn valkey_a_seed_gives_the_same_digest_twice() {
+    let valkey = valkey_server_binary().unwrap_or_else(|e| panic!("{e}"));
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_rp-sim"))
+            .args(["replay", "--scenario", "lock-floored", "--seed", "3"])
+            .env("REDIS_SERVER", &valkey)
+            .output()
+            .expect("run rp-sim");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "lock-floored seed 3 on Valkey:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout.lines().last().unwrap_or_default().to_string()
+    };
+    let (a, b) = (run(), run());
+    assert!(a.starts_with("digest: "), "no digest: {a}");
+    assert_eq!(a, b, "two rp-sim processes on Valkey disagree on lock-floored seed 3");
 }
