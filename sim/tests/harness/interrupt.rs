@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Pids of processes whose parent is `parent` and whose command is redis-server.
+/// Pids of processes whose parent is `parent` and whose command is redis-server
+/// (or valkey-server).
 fn redis_children(parent: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else { return out };
@@ -20,7 +21,8 @@ fn redis_children(parent: u32) -> Vec<u32> {
         let Some(close) = stat.rfind(')') else { continue };
         let comm = &stat[stat.find('(').map_or(0, |i| i + 1)..close];
         let ppid = stat[close + 1..].split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) && comm.starts_with("redis-server") {
+        // valkey-server too: `REDIS_SERVER` may name either.
+        if ppid == Some(parent) && (comm.starts_with("redis-server") || comm.starts_with("valkey-server")) {
             out.push(pid);
         }
     }
