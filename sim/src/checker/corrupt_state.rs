@@ -90,66 +90,48 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
                 _ => Some(format!("remaining_ttl of a lease set for {ms}ms answered {reply:?}")),
             },
         },
-        Planted::Counter { fence_key, value, .. } => match canonical_i64(value) {
-            Some(n) if (0..i64::MAX).contains(&n) => {
-                let next = n as u64 + 1;
-                if *reply != ProbeReply::Token(next) {
-                    return Some(format!("acquire over counter {value:?} answered {reply:?}, not token {next}"));
+        Planted::Counter { fence_key, value, .. } | Planted::FlooredCounter { fence_key, value, .. } => {
+            // A floored lock's token is max(counter + 1, the clock), and
+            // the clock read somewhere in the window.
+            let window = match planted {
+                Planted::FlooredCounter { window_us, .. } => Some(*window_us),
+                _ => None,
+            };
+            match canonical_i64(value) {
+                Some(n) if (0..i64::MAX).contains(&n) => {
+                    let next = n as u64 + 1;
+                    let (expected, want) = match (window, reply) {
+                        (None, &ProbeReply::Token(t)) => (t == next, next.to_string()),
+                        (Some((_, to)), &ProbeReply::Token(t)) if next >= to => (t == next, next.to_string()),
+                        (Some((from, to)), &ProbeReply::Token(t)) => {
+                            (t >= next.max(from) && t <= to, format!("max({next}, the clock in {from}..={to} µs)"))
+                        }
+                        _ => (false, "a token".to_string()),
+                    };
+                    if !expected {
+                        return Some(format!("acquire over counter {value:?} answered {reply:?}, not token {want}"));
+                    }
+                    let &ProbeReply::Token(token) = reply else { return None };
+                    let a = after?;
+                    if a.counter.as_deref() != Some(token.to_string().as_str()) || a.lock.is_none() {
+                        return Some(format!("acquire over counter {value:?} granted {token} but left {a:?}"));
+                    }
+                    None
                 }
-                let a = after?;
-                if a.counter.as_deref() != Some(next.to_string().as_str()) || a.lock.is_none() {
-                    return Some(format!("acquire over counter {value:?} granted {next} but left {a:?}"));
+                _ => {
+                    if !names(reply, fence_key) {
+                        return Some(format!(
+                            "acquire over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}"
+                        ));
+                    }
+                    let a = after?;
+                    if a.counter.as_deref() != Some(value.as_str()) || a.lock.is_some() {
+                        return Some(format!("acquire over counter {value:?} was refused but changed the keys: {a:?}"));
+                    }
+                    None
                 }
-                None
             }
-            _ => {
-                if !names(reply, fence_key) {
-                    return Some(format!(
-                        "acquire over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}"
-                    ));
-                }
-                let a = after?;
-                if a.counter.as_deref() != Some(value.as_str()) || a.lock.is_some() {
-                    return Some(format!("acquire over counter {value:?} was refused but changed the keys: {a:?}"));
-                }
-                None
-            }
-        },
-        Planted::FlooredCounter { fence_key, value, window_us: (from, to), .. } => match canonical_i64(value) {
-            Some(n) if (0..i64::MAX).contains(&n) => {
-                let next = n as u64 + 1;
-                let ProbeReply::Token(token) = *reply else {
-                    return Some(format!("floored acquire over counter {value:?} answered {reply:?}, not a token"));
-                };
-                // The counter + 1 when it is ahead of the clock, else the
-                // clock's reading, which lies in the window.
-                let expected = if next >= *to { token == next } else { token >= next.max(*from) && token <= *to };
-                if !expected {
-                    return Some(format!(
-                        "floored acquire over counter {value:?} answered token {token}, not max({next}, the clock in {from}..={to} µs)"
-                    ));
-                }
-                let a = after?;
-                if a.counter.as_deref() != Some(token.to_string().as_str()) || a.lock.is_none() {
-                    return Some(format!("floored acquire over counter {value:?} granted {token} but left {a:?}"));
-                }
-                None
-            }
-            _ => {
-                if !names(reply, fence_key) {
-                    return Some(format!(
-                        "floored acquire over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}"
-                    ));
-                }
-                let a = after?;
-                if a.counter.as_deref() != Some(value.as_str()) || a.lock.is_some() {
-                    return Some(format!(
-                        "floored acquire over counter {value:?} was refused but changed the keys: {a:?}"
-                    ));
-                }
-                None
-            }
-        },
+        }
         Planted::CounterHash { .. } | Planted::LockHash { .. } => {
             let what = if matches!(planted, Planted::CounterHash { .. }) { "counter" } else { "lock key" };
             if !matches!(reply, ProbeReply::WrongType { .. }) {
