@@ -95,13 +95,19 @@ pub fn counter_loss_space() -> Space {
     with_restarts("counter-loss")
 }
 /// The search space of `lock-failover`: the seeds' cut and failover, with
-/// the lock workload and client-side faults drawn around them.
+/// the lock workload, client-side faults and more cuts and failovers of the
+/// replicated node (node 0: node-targeted faults go there only) drawn
+/// around them.
 pub fn lock_failover_space() -> Space {
     let workload = crate::scenarios::lock::LockSpace {
         placed: crate::scenarios::lock_failover::cut_and_failover_faults(),
         ..crate::scenarios::lock::LockSpace::search()
     };
-    space::lock_with("lock-failover", CLIENT_SIDE, workload)
+    let mut classes = vec![FaultClass::CutReplication, FaultClass::Failover];
+    classes.extend_from_slice(CLIENT_SIDE);
+    let mut s = space::lock_with("lock-failover", &classes, workload);
+    s.faults.server_nodes = Some(1);
+    s
 }
 /// The search space of `lock-restart`.
 pub fn lock_restart_space() -> Space {
