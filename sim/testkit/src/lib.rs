@@ -270,7 +270,28 @@ fn server_dir(port: u16) -> PathBuf {
     std::env::temp_dir().join(format!("rp-testkit-{}-{port}", std::process::id()))
 }
 
+/// Removes the directories of servers whose process is gone. A process
+/// that exits without dropping its servers (a CLI that ends with
+/// `std::process::exit`, a Ctrl-C) cannot remove them itself: the next
+/// process that starts a server does, once.
+fn sweep_dead_dirs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix("rp-testkit-").and_then(|rest| rest.split('-').next()) else {
+                continue;
+            };
+            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+}
+
 fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, ServerError> {
+    sweep_dead_dirs();
     let dir = server_dir(port);
     // A snapshot a full sync left would be loaded at start: a restart
     // must come back empty.
