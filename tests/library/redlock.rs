@@ -422,8 +422,12 @@ async fn naive_redlock_without_the_gate_accepts_what_redlock_refuses() {
         fmt_ms(lease.elapsed()),
         fmt_ms(lease.valid_until().saturating_duration_since(theirs.acquired_at())),
     );
-    // The naive release is still a compare-and-delete: the other client's keys survive.
-    assert_eq!(naive.release(&lease).await.deleted, 0);
+    // The naive release is still a compare-and-delete: the other client's keys
+    // survive. It may still delete its own key on a master the other client
+    // did not need for its majority, if that key has not expired yet (the
+    // other client stops at the first majority), but never more than those.
+    let deleted = naive.release(&lease).await.deleted;
+    assert!(deleted <= slow.servers.len() - theirs.votes(), "deleted {deleted} with {} theirs", theirs.votes());
     let theirs_on = slow.servers.iter().filter(|s| get(s, KEY).as_deref() == Some(theirs.owner().as_str())).count();
     assert_eq!(theirs_on, theirs.votes());
 }
