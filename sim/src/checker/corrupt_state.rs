@@ -100,18 +100,21 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
             match canonical_i64(value) {
                 Some(n) if (0..i64::MAX).contains(&n) => {
                     let next = n as u64 + 1;
-                    let (expected, want) = match (window, reply) {
-                        (None, &ProbeReply::Token(t)) => (t == next, next.to_string()),
-                        (Some((_, to)), &ProbeReply::Token(t)) if next >= to => (t == next, next.to_string()),
-                        (Some((from, to)), &ProbeReply::Token(t)) => {
-                            (t >= next.max(from) && t <= to, format!("max({next}, the clock in {from}..={to} µs)"))
-                        }
-                        _ => (false, "a token".to_string()),
+                    let ProbeReply::Token(token) = *reply else {
+                        return Some(format!("acquire over counter {value:?} answered {reply:?}, not a token"));
+                    };
+                    // The counter + 1 when it is ahead of the clock (or
+                    // there is no clock), else the clock's reading.
+                    let (expected, want) = match window {
+                        Some((from, to)) if next < to => (
+                            token >= next.max(from) && token <= to,
+                            format!("max({next}, the clock in {from}..={to} µs)"),
+                        ),
+                        _ => (token == next, next.to_string()),
                     };
                     if !expected {
-                        return Some(format!("acquire over counter {value:?} answered {reply:?}, not token {want}"));
+                        return Some(format!("acquire over counter {value:?} answered token {token}, not {want}"));
                     }
-                    let &ProbeReply::Token(token) = reply else { return None };
                     let a = after?;
                     if a.counter.as_deref() != Some(token.to_string().as_str()) || a.lock.is_none() {
                         return Some(format!("acquire over counter {value:?} granted {token} but left {a:?}"));
