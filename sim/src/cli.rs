@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::explore::{coverage_table, explore_shard, histogram_table, operations_table, replay_command};
+use crate::placement::Placement;
 use crate::scenarios::{self, Expect, Scenario, SCENARIOS};
 use crate::servers::{self, Servers};
 
@@ -42,6 +43,13 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Where the simulation and its redis-servers run. `shared-core` (the
+    /// default) pins them to one CPU: they take turns, and a turn on one
+    /// core is a context switch instead of two cross-core wake-ups (2-3x
+    /// faster on a VM; the same histories either way). `anywhere` leaves
+    /// placement to the operating system.
+    #[arg(long, global = true, value_enum, default_value_t = Placement::SharedCore)]
+    pub placement: Placement,
 }
 
 /// The subcommands.
@@ -381,12 +389,17 @@ pub fn run(cli: Cli) -> i32 {
             }
             0
         }
-        Command::Explore(args) => explore_cmd(args),
-        Command::Replay(args) => replay_cmd(args),
+        Command::Explore(args) => explore_cmd(args, cli.placement),
+        Command::Replay(args) => replay_cmd(args, cli.placement),
         Command::Mutants(args) => mutants_cmd(args),
         Command::Merge(args) => merge_cmd(args),
-        Command::Check(args) => check_cmd(args),
-        Command::Report(args) => match crate::report::write_report(&args.out, args.seeds, args.mutation_seeds) {
+        Command::Check(args) => check_cmd(args, cli.placement),
+        Command::Report(args) => match crate::report::write_report(
+            &args.out,
+            args.seeds,
+            args.mutation_seeds,
+            Servers::with_placement(cli.placement),
+        ) {
             Ok(path) => {
                 println!("report written to {}", path.display());
                 0
@@ -399,12 +412,12 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
-fn explore_cmd(args: ExploreArgs) -> i32 {
+fn explore_cmd(args: ExploreArgs, placement: Placement) -> i32 {
     let scenario = match lookup(&args.scenario) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let mut servers = Servers::new();
+    let mut servers = Servers::with_placement(placement);
     let progress = crate::progress::Progress::for_stderr();
     let shard = args.shard.unwrap_or(crate::shard::Shard::WHOLE);
     let ex = match explore_shard(scenario, &mut servers, args.start_seed, args.seeds, shard, progress, args.fail_fast) {
@@ -442,7 +455,7 @@ fn explore_cmd(args: ExploreArgs) -> i32 {
     print_exploration(&ex, scenario, args.json)
 }
 
-fn check_cmd(args: CheckArgs) -> i32 {
+fn check_cmd(args: CheckArgs, placement: Placement) -> i32 {
     use crate::baseline::{compare, measure, Baseline};
     let mut chosen = Vec::new();
     for name in &args.scenario {
@@ -465,7 +478,7 @@ fn check_cmd(args: CheckArgs) -> i32 {
             }
         }
     };
-    let mut servers = Servers::new();
+    let mut servers = Servers::with_placement(placement);
     let now = match measure(&mut servers, &chosen) {
         Ok(b) => b,
         Err(e) => {
@@ -697,7 +710,7 @@ fn read_plan(arg: &str) -> Result<crate::plan::Plan, String> {
     crate::plan::Plan::from_json(&json)
 }
 
-fn replay_cmd(args: ReplayArgs) -> i32 {
+fn replay_cmd(args: ReplayArgs, placement: Placement) -> i32 {
     let scenario = match lookup(&args.scenario) {
         Ok(s) => s,
         Err(code) => return code,
@@ -709,7 +722,7 @@ fn replay_cmd(args: ReplayArgs) -> i32 {
             return 2;
         }
     };
-    let mut servers = Servers::new();
+    let mut servers = Servers::with_placement(placement);
     let result = match (&plan, args.seed) {
         (Some(plan), _) if plan.scenario != scenario.name => {
             eprintln!("rp-sim: the plan is for scenario {}, not {}", plan.scenario, scenario.name);

@@ -73,6 +73,7 @@
 //! | file | concept |
 //! |---|---|
 //! | `servers.rs` | real redis-server processes with the clock library preloaded; killed on drop, panic and Ctrl-C |
+//! | `placement.rs` | the simulation thread and its servers on one core: a ping-pong costs a context switch, not two wake-ups |
 //! | `clock.rs` | the memory-mapped control file of the `LD_PRELOAD` clock library (`sim/clock/rp_clock.c`) |
 //! | `bridge.rs` | a turmoil host per Redis node: simulated TCP in, the real server out, clock pinned per command |
 //! | `net.rs` | client connections over simulated TCP: connect and response timeouts, reconnect layer |
@@ -108,6 +109,7 @@ mod mutation;
 mod nemesis;
 mod net;
 mod pause;
+mod placement;
 mod plan;
 mod plot;
 mod progress;
@@ -131,6 +133,7 @@ pub use family::{Family, Runner, Workload};
 pub use history::{Digest, Event, EventKind, History, Millis, Op, OpId};
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
+pub use placement::Placement;
 pub use plan::Plan;
 pub use plot::{Curve, PlotFile};
 pub use progress::{stderr_is_terminal, Meter, Progress};

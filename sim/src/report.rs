@@ -205,9 +205,8 @@ pub fn benchmark(servers: &mut Servers, runs: u64) -> Result<Option<Benchmark>, 
 /// Returns the Markdown file's path.
 ///
 /// `mutation_seeds` base seeds of proptest's RNG feed the mutation table
-/// (`crate::mutation`); 0 leaves it out.
-pub fn write_report(out: &Path, seeds: u64, mutation_seeds: u64) -> Result<PathBuf, ReportError> {
-    let mut servers = Servers::new();
+/// (`crate::mutation`); 0 leaves it out. Every run uses `servers`.
+pub fn write_report(out: &Path, seeds: u64, mutation_seeds: u64, mut servers: Servers) -> Result<PathBuf, ReportError> {
     let progress = Progress::for_stderr();
     let mut rows = Vec::new();
     let mut explorations = Vec::new();

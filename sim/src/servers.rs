@@ -42,6 +42,7 @@ use std::sync::Arc;
 use redis_primitives_testkit::{RedisServer, ServerConfig, ServerError};
 
 use crate::clock::ServerClock;
+use crate::placement::{Pinning, Placement};
 
 /// A key a run left on a server ([`ServerNode::keys`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,7 +208,7 @@ impl ServerNode {
         let clock = Arc::new(ServerClock::create()?);
         // hz 100: a full sync's end is noticed on the server's timer, so a
         // failover's rejoining replica is online in ~20 ms instead of ~150.
-        let args = vec!["--hz".to_string(), "100".to_string()];
+        let args = ["--hz", "100", "--jemalloc-bg-thread", "no"].map(String::from).to_vec();
         let config = ServerConfig { preload: Some(lib), env: vec![clock.env()], args, ..ServerConfig::default() };
         let server = RedisServer::start_with(config.clone())?;
         let slot = register(server.pid());
@@ -471,15 +472,33 @@ impl Drop for ServerNode {
 }
 
 /// A pool of [`ServerNode`]s, reused across the runs of an exploration.
+///
+/// By default ([`Placement::SharedCore`]) the thread that prepares the pool
+/// and every server it starts share one CPU while the pool lives: the
+/// simulation and its servers take turns, and a turn on one core costs a
+/// context switch instead of two cross-core wake-ups (`placement.rs` says
+/// why, with the measured gain).
 #[derive(Debug, Default)]
 pub struct Servers {
     nodes: Vec<ServerNode>,
+    placement: Placement,
+    pinning: Pinning,
 }
 
 impl Servers {
     /// An empty pool; servers start on demand ([`Servers::ensure`]).
     pub fn new() -> Servers {
         Servers::default()
+    }
+
+    /// An empty pool placed as `placement` says.
+    pub fn with_placement(placement: Placement) -> Servers {
+        Servers { placement, ..Servers::default() }
+    }
+
+    /// The CPU this pool's thread and servers are pinned to, if any.
+    pub fn cpu(&self) -> Option<usize> {
+        self.pinning.cpu()
     }
 
     /// A pool with `n` running servers.
@@ -491,6 +510,8 @@ impl Servers {
 
     /// Starts servers until the pool holds at least `n`.
     pub fn ensure(&mut self, n: usize) -> Result<(), SetupError> {
+        // Before the first server starts: it inherits the thread's CPU.
+        self.pinning.enter(self.placement);
         while self.nodes.len() < n {
             self.nodes.push(ServerNode::start()?);
         }

@@ -83,3 +83,42 @@ fn the_same_seed_gives_the_same_digest_across_processes() {
     assert_eq!(here.digest.to_string(), a, "this process disagrees with rp-sim");
     println!("{scenario} seed {seed}: digest {a} in three processes");
 }
+
+/// The CPUs a process may run on, as `/proc/PID/status` lists them.
+fn cpus_allowed(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/PID/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+        .expect("Cpus_allowed_list")
+}
+
+#[test]
+fn placement_changes_the_speed_not_the_history() {
+    use redis_primitives_sim::Placement;
+    // Separate threads: a pool pins the thread that prepares it, and gives
+    // it back when dropped; this test's thread is left as it was.
+    let run = |placement: Placement| {
+        std::thread::spawn(move || {
+            let mut servers = Servers::with_placement(placement);
+            let digests: Vec<String> = SCENARIOS
+                .iter()
+                .map(|s| s.run(&mut servers, 5).unwrap_or_else(|e| panic!("{} seed 5: {e}", s.name)).digest.to_string())
+                .collect();
+            let pid = servers.node(0).and_then(|n| n.server().pid()).expect("a running server");
+            (digests, servers.cpu(), cpus_allowed(pid))
+        })
+        .join()
+        .expect("thread")
+    };
+    let (shared, cpu, allowed) = run(Placement::SharedCore);
+    let cpu = cpu.expect("a shared-core pool pins its thread");
+    assert_eq!(allowed, cpu.to_string(), "the pool's server runs on CPU {cpu} alone");
+    let (anywhere, none, _) = run(Placement::Anywhere);
+    assert_eq!(none, None, "an anywhere pool pins nothing");
+    for ((s, a), scenario) in shared.iter().zip(&anywhere).zip(SCENARIOS) {
+        assert_eq!(s, a, "{} seed 5: the placement changed the history", scenario.name);
+    }
+    println!("{} scenarios: the same digest on CPU {cpu} and anywhere", shared.len());
+}

@@ -1,0 +1,263 @@
+//! Where the simulation thread and its redis-servers run: on one core.
+//!
+//! A simulation talks to its servers in strict ping-pong: the bridge writes
+//! one command and blocks until the reply, and the server sleeps in
+//! `epoll_wait` until the next command arrives. Exactly one of the two is
+//! runnable at any instant. On different cores every exchange costs two
+//! cross-core wake-ups (an inter-processor interrupt and an idle core coming
+//! back), which on a virtual machine can take tens of microseconds each; on
+//! one core it is a context switch. Measured on this project's 2-core VMs:
+//! `explore --scenario lock --seeds 50` took 6.2 s with the scheduler free to
+//! place the processes and 2.9–3.1 s with both on one core
+//! (`reports/explore-speed.md` has the whole table). Nothing else changes:
+//! the placement is invisible to the simulation, so every seed gives the
+//! same history and digest either way (`sim/tests/harness/determinism.rs`).
+//!
+//! [`Placement::SharedCore`] (the default of [`crate::Servers`]) pins the
+//! thread that prepares a pool, and through it every server that thread
+//! starts (a child inherits the affinity of the thread that forks it), to
+//! one CPU of the process's allowed set. Pools in different threads (the
+//! property search runs one per thread) take different CPUs in turn,
+//! starting from the CPU the first one was running on, so that parallel
+//! searches and shards on one machine spread out. When the pool is dropped
+//! each pinned thread gets its previous affinity back: a caller's thread is
+//! only pinned while it owns a pool. [`Placement::Anywhere`] leaves the
+//! scheduler alone (`rp-sim --placement anywhere`), for a machine whose
+//! other work should not share a core with the simulation.
+//!
+//! Linux only (`sched_setaffinity`); elsewhere both placements leave the
+//! scheduler alone.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Where a [`crate::Servers`] pool runs its simulation thread and servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Placement {
+    /// The thread that prepares the pool and every server it starts share
+    /// one CPU (see the module docs for why, and the measured gain).
+    #[default]
+    SharedCore,
+    /// The operating system places every thread and server as it likes.
+    Anywhere,
+}
+
+/// The pinning a pool did, so that it can be undone.
+#[derive(Debug, Default)]
+pub(crate) struct Pinning {
+    /// The CPU this pool's threads and servers run on, once chosen.
+    cpu: Option<usize>,
+    /// Each thread pinned so far (kernel thread id) and the affinity it had.
+    threads: Vec<(i32, Affinity)>,
+}
+
+/// Pools taken so far in this process: the next pool takes the next CPU.
+static POOLS: AtomicUsize = AtomicUsize::new(0);
+/// The CPU the first pool of the process was running on, plus one (0: unset).
+static FIRST_CPU: AtomicUsize = AtomicUsize::new(0);
+
+impl Pinning {
+    /// Pins the calling thread to this pool's CPU (choosing it the first
+    /// time), unless it already is. A failure to pin is not an error: the
+    /// simulation is only slower, and gives the same histories.
+    pub(crate) fn enter(&mut self, placement: Placement) {
+        if placement == Placement::Anywhere {
+            return;
+        }
+        let tid = current_thread();
+        if self.threads.iter().any(|(t, _)| *t == tid) {
+            return;
+        }
+        let Some(before) = Affinity::of(tid) else { return };
+        let cpu = *self.cpu.get_or_insert_with(|| choose(&before));
+        if Affinity::only(cpu).apply(tid) {
+            self.threads.push((tid, before));
+        }
+    }
+
+    /// The CPU chosen, if a thread was pinned.
+    pub(crate) fn cpu(&self) -> Option<usize> {
+        self.cpu.filter(|_| !self.threads.is_empty())
+    }
+}
+
+impl Drop for Pinning {
+    fn drop(&mut self) {
+        for (tid, before) in self.threads.drain(..) {
+            // A thread that has ended answers ESRCH: nothing to undo.
+            before.apply(tid);
+        }
+    }
+}
+
+/// The next CPU in turn among those `allowed`, starting from the one the
+/// process's first pool was running on.
+fn choose(allowed: &Affinity) -> usize {
+    let cpus = allowed.cpus();
+    let Some(&first) = cpus.first() else { return 0 };
+    let start = match FIRST_CPU.load(Ordering::Acquire) {
+        0 => {
+            let here = running_on().filter(|c| cpus.contains(c)).unwrap_or(first);
+            match FIRST_CPU.compare_exchange(0, here + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => here,
+                Err(set) => set - 1,
+            }
+        }
+        set => set - 1,
+    };
+    let at = cpus.iter().position(|&c| c == start).unwrap_or(0);
+    let turn = POOLS.fetch_add(1, Ordering::AcqRel);
+    cpus[(at + turn) % cpus.len()]
+}
+
+#[cfg(target_os = "linux")]
+mod os {
+    /// A thread's CPU affinity mask.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Affinity(libc::cpu_set_t);
+
+    impl std::fmt::Debug for Affinity {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_list().entries(self.cpus()).finish()
+        }
+    }
+
+    impl Affinity {
+        /// The mask of thread `tid`, if the kernel answers.
+        pub(crate) fn of(tid: i32) -> Option<Affinity> {
+            // SAFETY: an all-zero cpu_set_t is a valid empty set, and the
+            // kernel writes at most size_of::<cpu_set_t>() bytes into it.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                (libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+                    .then_some(Affinity(set))
+            }
+        }
+
+        /// The mask holding `cpu` alone.
+        pub(crate) fn only(cpu: usize) -> Affinity {
+            // SAFETY: as above; CPU_SET ignores a CPU beyond the set's size.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                Affinity(set)
+            }
+        }
+
+        /// Sets thread `tid`'s mask; whether the kernel accepted it.
+        pub(crate) fn apply(&self, tid: i32) -> bool {
+            // SAFETY: the set is a valid cpu_set_t of the size passed.
+            unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &self.0) == 0 }
+        }
+
+        /// The CPUs in the mask, in order.
+        pub(crate) fn cpus(&self) -> Vec<usize> {
+            let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+            // SAFETY: CPU_ISSET reads the set within its size.
+            (0..max).filter(|&c| unsafe { libc::CPU_ISSET(c, &self.0) }).collect()
+        }
+    }
+
+    /// The calling thread's kernel id.
+    pub(crate) fn current_thread() -> i32 {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() }
+    }
+
+    /// The CPU the calling thread runs on now.
+    pub(crate) fn running_on() -> Option<usize> {
+        // SAFETY: sched_getcpu has no preconditions.
+        usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod os {
+    /// No affinity outside Linux: every call leaves the scheduler alone.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct Affinity;
+
+    impl Affinity {
+        pub(crate) fn of(_tid: i32) -> Option<Affinity> {
+            None
+        }
+        pub(crate) fn only(_cpu: usize) -> Affinity {
+            Affinity
+        }
+        pub(crate) fn apply(&self, _tid: i32) -> bool {
+            false
+        }
+        pub(crate) fn cpus(&self) -> Vec<usize> {
+            Vec::new()
+        }
+    }
+
+    pub(crate) fn current_thread() -> i32 {
+        0
+    }
+
+    pub(crate) fn running_on() -> Option<usize> {
+        None
+    }
+}
+
+use os::{current_thread, running_on, Affinity};
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_the_thread_and_gives_its_affinity_back() {
+        std::thread::spawn(|| {
+            let tid = current_thread();
+            let before = Affinity::of(tid).expect("affinity").cpus();
+            let mut pinning = Pinning::default();
+            pinning.enter(Placement::SharedCore);
+            let cpu = pinning.cpu().expect("pinned");
+            assert!(before.contains(&cpu), "chose {cpu}, allowed {before:?}");
+            assert_eq!(Affinity::of(tid).expect("affinity").cpus(), vec![cpu]);
+            // A second enter on the same thread changes nothing.
+            pinning.enter(Placement::SharedCore);
+            assert_eq!(pinning.threads.len(), 1);
+            drop(pinning);
+            assert_eq!(Affinity::of(tid).expect("affinity").cpus(), before);
+        })
+        .join()
+        .expect("thread");
+    }
+
+    #[test]
+    fn anywhere_leaves_the_thread_alone() {
+        std::thread::spawn(|| {
+            let tid = current_thread();
+            let before = Affinity::of(tid).expect("affinity").cpus();
+            let mut pinning = Pinning::default();
+            pinning.enter(Placement::Anywhere);
+            assert_eq!(pinning.cpu(), None);
+            assert_eq!(Affinity::of(tid).expect("affinity").cpus(), before);
+        })
+        .join()
+        .expect("thread");
+    }
+
+    #[test]
+    fn pools_take_the_allowed_cpus_in_turn() {
+        let allowed = Affinity::of(current_thread()).expect("affinity");
+        let cpus = allowed.cpus();
+        // Other tests may take turns in between, so draw until every CPU
+        // came up (a handful of draws without them), within a bound.
+        let mut seen = Vec::new();
+        for _ in 0..64 * cpus.len() {
+            let cpu = choose(&allowed);
+            assert!(cpus.contains(&cpu), "{cpu} not within {cpus:?}");
+            if !seen.contains(&cpu) {
+                seen.push(cpu);
+            }
+            if seen.len() == cpus.len() {
+                break;
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, cpus, "every allowed CPU is taken in turn");
+    }
+}
