@@ -372,7 +372,9 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
             kill_group(&mut child);
             return Err(ServerError::NotReady { port, log: "no PONG within 10 s".into() });
         }
-        std::thread::sleep(Duration::from_millis(5));
+        // A server is up within a few ms; a restart inside a simulation run
+        // (a crash, a failover's rejoining primary) waits for this poll.
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
