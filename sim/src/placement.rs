@@ -83,8 +83,11 @@ impl Pinning {
 impl Drop for Pinning {
     fn drop(&mut self) {
         for (tid, before) in self.threads.drain(..) {
-            // A thread that has ended answers ESRCH: nothing to undo.
-            before.apply(tid);
+            // Only a thread of this process: a thread id is reused once its
+            // thread has ended, possibly by another process's thread.
+            if still_ours(tid) {
+                before.apply(tid);
+            }
         }
     }
 }
@@ -168,6 +171,11 @@ mod os {
         // SAFETY: sched_getcpu has no preconditions.
         usize::try_from(unsafe { libc::sched_getcpu() }).ok()
     }
+
+    /// Whether thread `tid` is (still) a thread of this process.
+    pub(crate) fn still_ours(tid: i32) -> bool {
+        std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -198,9 +206,13 @@ mod os {
     pub(crate) fn running_on() -> Option<usize> {
         None
     }
+
+    pub(crate) fn still_ours(_tid: i32) -> bool {
+        false
+    }
 }
 
-use os::{current_thread, running_on, Affinity};
+use os::{current_thread, running_on, still_ours, Affinity};
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
