@@ -54,6 +54,29 @@ impl CompareCommands {
         }
     }
 
+    /// What a server's `INFO server` text says it has, by its version:
+    /// Valkey >= 9.0 has `DELIFEQ`, Redis >= 8.4 `DELEX` (and Valkey 9.2
+    /// both; `DELIFEQ` is preferred, as [`Self::from_command_info`] does).
+    /// `None` when the text names no version. A wrong guess costs nothing
+    /// but a round trip: a native command the server does not know is
+    /// answered `ERR unknown command`, runs nothing, and the script runs.
+    pub(crate) fn from_info_server(info: &str) -> Option<CompareCommands> {
+        let version = |field: &str| {
+            info.lines().find_map(|l| l.strip_prefix(field)).map(|v| {
+                let mut parts = v.trim().split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+                (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+            })
+        };
+        // Valkey also reports the Redis version it is compatible with (7.2.4).
+        match (version("valkey_version:"), version("redis_version:")) {
+            (Some(v), _) if v >= (9, 0) => Some(CompareCommands::DelIfEq),
+            (Some(_), _) => Some(CompareCommands::Scripts),
+            (None, Some(v)) if v >= (8, 4) => Some(CompareCommands::DelEx),
+            (None, Some(_)) => Some(CompareCommands::Scripts),
+            (None, None) => None,
+        }
+    }
+
     fn code(self) -> u8 {
         match self {
             CompareCommands::Scripts => SCRIPTS,
@@ -103,6 +126,12 @@ impl Detected {
         Detected { enabled, state: Arc::new(AtomicU8::new(UNKNOWN)) }
     }
 
+    /// Detection on, the answer already known (from `INFO server`, say):
+    /// nothing is asked unless a native command turns out to be unknown.
+    pub(crate) fn known(found: CompareCommands) -> Detected {
+        Detected { enabled: true, state: Arc::new(AtomicU8::new(found.code())) }
+    }
+
     /// The commands to use; asks the server the first time. A failed
     /// question answers [`CompareCommands::Scripts`] for this call only.
     pub(crate) async fn commands<C: redis::aio::ConnectionLike>(&self, conn: &mut C) -> CompareCommands {
@@ -141,6 +170,20 @@ impl Detected {
         T: redis::FromRedisValue,
         C: redis::aio::ConnectionLike,
     {
+        self.try_native(conn, native).await.map_err(|e| Error::from_redis(e, key))
+    }
+
+    /// [`Detected::run`] with redis-rs's error, for callers that judge it
+    /// themselves (Redlock counts a master's error as a vote).
+    pub(crate) async fn try_native<T, C>(
+        &self,
+        conn: &mut C,
+        native: Option<redis::Cmd>,
+    ) -> redis::RedisResult<Option<T>>
+    where
+        T: redis::FromRedisValue,
+        C: redis::aio::ConnectionLike,
+    {
         let Some(cmd) = native else { return Ok(None) };
         match cmd.query_async::<T>(conn).await {
             Ok(reply) => Ok(Some(reply)),
@@ -148,7 +191,7 @@ impl Detected {
                 self.state.store(UNKNOWN, Ordering::Relaxed);
                 Ok(None)
             }
-            Err(e) => Err(Error::from_redis(e, key)),
+            Err(e) => Err(e),
         }
     }
 }
@@ -175,6 +218,22 @@ mod tests {
         assert_eq!(CompareCommands::from_command_info(&info(Value::Nil, Value::Nil)), CompareCommands::Scripts);
         assert_eq!(CompareCommands::from_command_info(&Value::Nil), CompareCommands::Scripts);
         assert_eq!(CompareCommands::from_command_info(&Value::Array(vec![entry()])), CompareCommands::Scripts);
+    }
+
+    #[test]
+    fn info_server_names_the_native_command_by_version() {
+        let of = CompareCommands::from_info_server;
+        assert_eq!(
+            of("# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n"),
+            Some(CompareCommands::DelIfEq)
+        );
+        assert_eq!(of("redis_version:7.2.4\r\nvalkey_version:9.0.0\r\n"), Some(CompareCommands::DelIfEq));
+        assert_eq!(of("redis_version:7.2.4\r\nvalkey_version:8.1.1\r\n"), Some(CompareCommands::Scripts));
+        assert_eq!(of("redis_version:8.4.0\r\n"), Some(CompareCommands::DelEx));
+        assert_eq!(of("redis_version:8.2.3\r\n"), Some(CompareCommands::Scripts));
+        assert_eq!(of("redis_version:7.0.15\r\n"), Some(CompareCommands::Scripts));
+        assert_eq!(of("redis_version:10.0.0\r\n"), Some(CompareCommands::DelEx));
+        assert_eq!(of("run_id:abc\r\n"), None);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub struct RedlockConfig {
     pub(crate) handshake_timeout: Duration,
     pub(crate) prefix: String,
     pub(crate) owners: OwnerSource,
+    pub(crate) native_commands: bool,
 }
 
 impl RedlockConfig {
@@ -45,6 +46,7 @@ impl RedlockConfig {
             handshake_timeout: RedlockConfig::DEFAULT_HANDSHAKE_TIMEOUT,
             prefix: "redlock".to_string(),
             owners: OwnerSource::Random,
+            native_commands: true,
         }
     }
 
@@ -80,6 +82,15 @@ impl RedlockConfig {
     /// a seeded source is for the simulation only).
     pub fn owners(mut self, owners: OwnerSource) -> RedlockConfig {
         self.owners = owners;
+        self
+    }
+
+    /// Whether release and extend use a master's native compare-and-delete
+    /// and compare-and-set (`DELIFEQ` on Valkey 9, `DELEX … IFEQ` on Redis
+    /// 8.4, and `SET … IFEQ … PX`) where its `INFO server` says it has them
+    /// (default `true`; ADR 0013). `false` sends the scripts everywhere.
+    pub fn native_commands(mut self, on: bool) -> RedlockConfig {
+        self.native_commands = on;
         self
     }
 

@@ -99,6 +99,7 @@ use crate::drift::Drift;
 use crate::error::{Error, Result};
 use crate::instant::after;
 use crate::keys::Prefix;
+use crate::native::{CompareCommands, Detected};
 use crate::owner::{Owner, OwnerSource};
 use crate::retry::Retry;
 use crate::ttl::Ttl;
@@ -124,6 +125,9 @@ pub const OWNER_BYTES: usize = 20;
 #[derive(Debug, Clone)]
 pub struct Redlock<C> {
     masters: Vec<C>,
+    /// Per master: its native compare-and-delete / compare-and-pexpire, if
+    /// it has them (learnt from the handshake's `INFO server`).
+    commands: Vec<Detected>,
     run_ids: Vec<Option<String>>,
     prefix: Prefix,
     ttl: Ttl,
@@ -147,8 +151,21 @@ impl<C: Connection> Redlock<C> {
     pub async fn connect(masters: Vec<C>, config: RedlockConfig) -> Result<Redlock<C>> {
         let prefix = config.validate(masters.len())?;
         let handshake = config.handshake_timeout;
-        let identities =
-            join_all(masters.iter().cloned().map(|conn| identity::run_ids(conn, handshake)).collect()).await;
+        let answers = join_all(masters.iter().cloned().map(|conn| identity::identify(conn, handshake)).collect()).await;
+        // A master whose INFO said nothing of its version keeps the scripts:
+        // asking it separately would cost a round trip in every connect.
+        let commands = answers
+            .iter()
+            .map(|answer| match answer {
+                _ if !config.native_commands => Detected::new(false),
+                Some(identity) => Detected::known(identity.commands.unwrap_or(CompareCommands::Scripts)),
+                None => Detected::known(CompareCommands::Scripts),
+            })
+            .collect();
+        let identities: Vec<Option<Vec<String>>> = answers
+            .into_iter()
+            .map(|answer| answer.map(|identity| identity.run_ids).filter(|ids| !ids.is_empty()))
+            .collect();
         for (i, a) in identities.iter().enumerate() {
             for (j, b) in identities.iter().enumerate().skip(i + 1) {
                 if let (Some(a), Some(b)) = (a, b) {
@@ -168,6 +185,7 @@ impl<C: Connection> Redlock<C> {
         let quorum = masters.len() / 2 + 1;
         Ok(Redlock {
             masters,
+            commands,
             run_ids,
             prefix,
             ttl: config.ttl,
@@ -176,6 +194,21 @@ impl<C: Connection> Redlock<C> {
             owners: config.owners,
             quorum,
         })
+    }
+
+    /// Per master, the commands [`Redlock::release`] and [`Redlock::extend`]
+    /// send: the native `DELIFEQ` / `DELEX … IFEQ` and `SET … IFEQ` where
+    /// the master's `INFO server` (asked by [`Redlock::connect`]) named a
+    /// version that has them, the scripts otherwise (and for a master that
+    /// did not answer, or with [`RedlockConfig::native_commands`] off).
+    /// After a native command was answered `ERR unknown command` that master
+    /// is asked again with `COMMAND INFO`.
+    pub async fn compare_commands(&self) -> Vec<CompareCommands> {
+        let mut out = Vec::with_capacity(self.masters.len());
+        for (conn, commands) in self.masters.iter().zip(&self.commands) {
+            out.push(commands.commands(&mut conn.clone()).await);
+        }
+        out
     }
 
     /// The number of masters, N.
@@ -306,7 +339,7 @@ impl<C: Connection> Redlock<C> {
         let ttl_ms = self.ttl.as_millis();
         let round = {
             let (key, owner) = (lease.key.as_str(), lease.owner.as_str());
-            self.round(started, key, |conn| pexpire_if_owner(conn, key, owner, ttl_ms)).await
+            self.round(started, key, |conn, commands| pexpire_if_owner(conn, commands, key, owner, ttl_ms)).await
         };
         match self.decide(&round) {
             Ok(validity) => {
@@ -378,14 +411,14 @@ impl<C: Connection> Redlock<C> {
     /// Shared with the naive variant, which differs only in what it decides.
     pub(crate) async fn set_round(&self, started: Instant, key: &str, owner: &Owner) -> Round {
         let (owner, ttl_ms) = (owner.as_str(), self.ttl.as_millis());
-        self.round(started, key, |conn| set_nx_px(conn, key, owner, ttl_ms)).await
+        self.round(started, key, |conn, _| set_nx_px(conn, key, owner, ttl_ms)).await
     }
 
     /// Compare-and-delete on every master, each under the per-master timeout
     /// (a frozen master must not hold the caller hostage on the way out either).
     pub(crate) async fn release_key(&self, key: &str, owner: &Owner) -> Vec<MasterVote> {
         let owner = owner.as_str();
-        self.round(Instant::now(), key, |conn| delete_if_owner(conn, key, owner)).await.votes
+        self.round(Instant::now(), key, |conn, commands| delete_if_owner(conn, commands, key, owner)).await.votes
     }
 
     pub(crate) fn owners(&self) -> &OwnerSource {
@@ -393,17 +426,18 @@ impl<C: Connection> Redlock<C> {
     }
 
     /// Sends `request` to every master at once and collects one vote each.
-    async fn round<'a, F, Fut>(&self, started: Instant, key: &'a str, request: F) -> Round
+    async fn round<'a, F, Fut>(&'a self, started: Instant, key: &'a str, request: F) -> Round
     where
-        F: Fn(C) -> Fut,
+        F: Fn(C, &'a Detected) -> Fut,
         Fut: Future<Output = RedisResult<bool>> + 'a,
     {
         let timeout = self.master_timeout;
         let asks = self
             .masters
             .iter()
+            .zip(&self.commands)
             .enumerate()
-            .map(|(master, conn)| ask(master, started, timeout, key, request(conn.clone())))
+            .map(|(master, (conn, commands))| ask(master, started, timeout, key, request(conn.clone(), commands)))
             .collect();
         let votes = join_all(asks).await;
         Round { started, finished: Instant::now(), votes }
@@ -432,12 +466,30 @@ async fn set_nx_px<C: Connection>(mut conn: C, key: &str, owner: &str, ttl_ms: u
     Ok(reply.is_some())
 }
 
-async fn delete_if_owner<C: Connection>(mut conn: C, key: &str, owner: &str) -> RedisResult<bool> {
-    let n: i64 = redis::cmd("EVAL").arg(&**RELEASE).arg(1).arg(key).arg(owner).query_async(&mut conn).await?;
+/// The master's native compare-and-delete where it has one (ADR 0013), else
+/// the single-instance lock's script.
+async fn delete_if_owner<C: Connection>(mut conn: C, commands: &Detected, key: &str, owner: &str) -> RedisResult<bool> {
+    let native = commands.commands(&mut conn).await.delete(key, owner);
+    let n: i64 = match commands.try_native(&mut conn, native).await? {
+        Some(n) => n,
+        None => redis::cmd("EVAL").arg(&**RELEASE).arg(1).arg(key).arg(owner).query_async(&mut conn).await?,
+    };
     Ok(n == 1)
 }
 
-async fn pexpire_if_owner<C: Connection>(mut conn: C, key: &str, owner: &str, ttl_ms: u64) -> RedisResult<bool> {
+/// The master's native `SET … IFEQ … PX` (`OK` or nil) where it has one,
+/// else the single-instance lock's compare-and-pexpire script (1 or 0).
+async fn pexpire_if_owner<C: Connection>(
+    mut conn: C,
+    commands: &Detected,
+    key: &str,
+    owner: &str,
+    ttl_ms: u64,
+) -> RedisResult<bool> {
+    let native = commands.commands(&mut conn).await.extend(key, owner, ttl_ms);
+    if let Some(reply) = commands.try_native::<Option<String>, _>(&mut conn, native).await? {
+        return Ok(reply.is_some());
+    }
     let n: i64 =
         redis::cmd("EVAL").arg(&**EXTEND).arg(1).arg(key).arg(owner).arg(ttl_ms).query_async(&mut conn).await?;
     Ok(n == 1)

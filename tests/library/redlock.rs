@@ -905,3 +905,61 @@ async fn a_cluster_shaped_info_reply_is_read_and_a_shared_server_is_refused() {
     let lease = ok.acquire(NAME).await.unwrap().into_lease().expect("free");
     assert_eq!(ok.release(&lease).await.deleted, 2);
 }
+
+/// `calls` of `command` in `server`'s `INFO commandstats` (0 when never run).
+fn calls(server: &RedisServer, command: &str) -> u64 {
+    let stats = server.command(&["INFO", "commandstats"]).expect("INFO commandstats");
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().expect("a count"))
+}
+
+#[tokio::test]
+async fn redlock_uses_each_masters_native_commands() {
+    use redis_primitives::{CompareCommands, Lock};
+    // Two Valkey 9 masters and one of $REDIS_SERVER (Redis 7 here; Valkey
+    // too in .ci/run's second leg): what each gets is that master's own.
+    let masters = [
+        RedisServer::start_valkey().unwrap_or_else(|e| panic!("{e}")),
+        RedisServer::start_valkey().unwrap_or_else(|e| panic!("{e}")),
+        support::server(),
+    ];
+    let conns = connect_all(&masters).await;
+    // The server's own answer (`COMMAND INFO`, as the single-instance lock
+    // asks) is the oracle for what Redlock read from `INFO server`.
+    let mut want = Vec::new();
+    for c in &conns {
+        want.push(Lock::new(c.clone()).compare_commands().await);
+    }
+    assert_eq!(want[0], CompareCommands::DelIfEq, "the Valkey under test has DELIFEQ");
+    let redlock = Redlock::connect(conns.clone(), config(10_000)).await.unwrap();
+    assert_eq!(redlock.compare_commands().await, want);
+    let scripts = Redlock::connect(conns, config(10_000).native_commands(false)).await.unwrap();
+    assert_eq!(scripts.compare_commands().await, vec![CompareCommands::Scripts; 3]);
+
+    for (redlock, native) in [(&redlock, true), (&scripts, false)] {
+        for m in &masters {
+            m.command(&["CONFIG", "RESETSTAT"]).unwrap();
+        }
+        let mut lease = held(redlock.acquire(NAME).await.unwrap());
+        assert!(matches!(redlock.extend(&mut lease).await, Extension::Extended { .. }));
+        assert!(masters.iter().all(|m| pttl(m, KEY) > 9000), "every key re-armed");
+        assert_eq!(redlock.release(&lease).await.deleted, 3);
+        assert!(masters.iter().all(|m| !exists(m, KEY)), "every key deleted");
+        for (m, want) in masters.iter().zip(&want) {
+            let used = if native { *want } else { CompareCommands::Scripts };
+            let (delifeq, delex, eval) = (calls(m, "delifeq"), calls(m, "delex"), calls(m, "eval"));
+            match used {
+                CompareCommands::DelIfEq => assert_eq!((delifeq, delex, eval), (1, 0, 0)),
+                CompareCommands::DelEx => assert_eq!((delifeq, delex, eval), (0, 1, 0)),
+                // The compare-and-pexpire and the compare-and-delete.
+                _ => assert_eq!((delifeq, delex, eval), (0, 0, 2)),
+            }
+            // SET NX for the acquire, and SET … IFEQ for the extend natively.
+            assert_eq!(calls(m, "set"), if used == CompareCommands::Scripts { 1 } else { 2 });
+        }
+    }
+}
