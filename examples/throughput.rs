@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example throughput [-- --seconds 2 --rounds 3 --pinned --valkey PATH]
+//! cargo run --release --example throughput -- --only lock [--in-flight 1]   # one side alone, to profile
 //! ```
 //!
 //! Starts its own redis-server, then, for `--rounds` rounds (the order of
@@ -39,6 +40,9 @@
 //! from another run. With `--pinned`, the 1-in-flight pairs are measured a
 //! second time with client and server on one core (`taskset -c 0`), which
 //! shows the client's own cost rather than the machine's wake-up latency.
+//! Beside every figure: the CPU time each process spent per operation, and
+//! the client's heap allocations and context switches per operation (a
+//! counting global allocator, `/proc/self/task/*/status`).
 //! The table is printed and written to `reports/throughput.md` (or to
 //! `--out FILE`). Check that the machine is otherwise idle (`uptime`) first.
 
@@ -54,6 +58,58 @@ use redis_primitives::{Acknowledgement, CompareCommands, FencedStore, FencingTok
 use redis_primitives_testkit::{RedisServer, ServerConfig};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The system allocator, counting the allocations this process makes: the
+/// client's allocations per operation are one of the measures of its own
+/// cost (the speed issue, item 4). A relaxed atomic add per allocation is
+/// the whole overhead, paid by both sides of every comparison alike.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is forwarded unchanged to `System`, which upholds
+// `GlobalAlloc`'s contract; the counter has no effect on the memory.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's obligations are passed on as they are.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: as above.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Context switches of every thread of this process so far (voluntary and
+/// not): each is a thread going to sleep or being put off the CPU, so per
+/// operation it counts the client's wake-ups.
+fn context_switches() -> Result<u64, BoxError> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task")? {
+        // A thread may end between the listing and the read.
+        let Ok(status) = std::fs::read_to_string(task?.path().join("status")) else { continue };
+        for line in status.lines() {
+            if let Some(n) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += n.trim().parse::<u64>()?;
+            }
+        }
+    }
+    Ok(total)
+}
 
 /// What a user writes without a fencing token: the compare-and-delete
 /// release every Redis lock tutorial shows.
@@ -242,6 +298,10 @@ struct Measured {
     rate: f64,
     client_us: f64,
     server_us: f64,
+    /// Heap allocations (and reallocations) per operation, this process.
+    allocations: f64,
+    /// Context switches per operation, every thread of this process.
+    switches: f64,
 }
 
 /// Operations per second of `workload` with `in_flight` tasks on `conn`,
@@ -377,10 +437,12 @@ async fn run(
     tokio::time::sleep(Duration::from_millis(300)).await;
     let start_count = done.load(Ordering::Relaxed);
     let (client0, server0) = (cpu_seconds("self")?, cpu_seconds(server_pid)?);
+    let (allocations0, switches0) = (ALLOCATIONS.load(Ordering::Relaxed), context_switches()?);
     let start = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
     let ops = done.load(Ordering::Relaxed) - start_count;
     let elapsed = start.elapsed().as_secs_f64();
+    let (allocations1, switches1) = (ALLOCATIONS.load(Ordering::Relaxed), context_switches()?);
     let (client1, server1) = (cpu_seconds("self")?, cpu_seconds(server_pid)?);
     stop.store(true, Ordering::Relaxed);
     while let Some(r) = tasks.join_next().await {
@@ -391,6 +453,8 @@ async fn run(
         rate: ops as f64 / elapsed,
         client_us: per_op(client1 - client0),
         server_us: per_op(server1 - server0),
+        allocations: (allocations1 - allocations0) as f64 / ops.max(1) as f64,
+        switches: (switches1 - switches0) as f64 / ops.max(1) as f64,
     })
 }
 
@@ -444,30 +508,44 @@ fn fmt3((lo, mid, hi): (f64, f64, f64)) -> String {
 /// Per-round figures of one comparison at one in-flight count.
 #[derive(Default, Clone)]
 struct Rounds {
-    ours: Vec<f64>,
-    floor: Vec<f64>,
-    /// CPU µs per operation, (client, server), per round.
-    ours_cpu: Vec<(f64, f64)>,
-    floor_cpu: Vec<(f64, f64)>,
+    ours: Vec<Measured>,
+    floor: Vec<Measured>,
 }
 
 impl Rounds {
     fn push(&mut self, ours: Measured, floor: Measured) {
-        self.ours.push(ours.rate);
-        self.floor.push(floor.rate);
-        self.ours_cpu.push((ours.client_us, ours.server_us));
-        self.floor_cpu.push((floor.client_us, floor.server_us));
+        self.ours.push(ours);
+        self.floor.push(floor);
+    }
+
+    /// One figure of each round, this crate's side then the floor's.
+    fn each(&self, pick: fn(&Measured) -> f64) -> (Vec<f64>, Vec<f64>) {
+        (self.ours.iter().map(pick).collect(), self.floor.iter().map(pick).collect())
+    }
+
+    /// Median over the rounds of one figure, this crate's then the floor's.
+    fn medians(&self, pick: fn(&Measured) -> f64) -> (f64, f64) {
+        let (ours, floor) = self.each(pick);
+        (spread(&ours).1, spread(&floor).1)
     }
 
     /// "client + server" CPU µs per op, medians over the rounds, ours then the floor's.
     fn cpu(&self) -> String {
-        let median = |v: &[(f64, f64)], pick: fn(&(f64, f64)) -> f64| spread(&v.iter().map(pick).collect::<Vec<_>>()).1;
-        let side = |v: &[(f64, f64)]| format!("{:.1} + {:.1}", median(v, |c| c.0), median(v, |c| c.1));
-        format!("{} / {}", side(&self.ours_cpu), side(&self.floor_cpu))
+        let (oc, fc) = self.medians(|m| m.client_us);
+        let (os, fs) = self.medians(|m| m.server_us);
+        format!("{oc:.1} + {os:.1} / {fc:.1} + {fs:.1}")
+    }
+
+    /// The client's allocations and context switches per op, medians over
+    /// the rounds, ours then the floor's.
+    fn client(&self) -> String {
+        let (oa, fa) = self.medians(|m| m.allocations);
+        let (os, fs) = self.medians(|m| m.switches);
+        format!("{oa:.1}, {os:.2} / {fa:.1}, {fs:.2}")
     }
 
     fn ratio(&self) -> (f64, f64, f64) {
-        let r: Vec<f64> = self.ours.iter().zip(&self.floor).map(|(a, b)| a / b).collect();
+        let r: Vec<f64> = self.ours.iter().zip(&self.floor).map(|(a, b)| a.rate / b.rate).collect();
         spread(&r)
     }
 }
@@ -512,15 +590,27 @@ struct Args {
     /// Where the report goes (default `reports/throughput.md`).
     out: Option<std::path::PathBuf>,
     /// `--only lock|log|counter|store`: run this crate's side of one
-    /// comparison at 50 in flight and print its figures (to profile it,
-    /// e.g. under `perf record`), writing no report.
+    /// comparison at `--in-flight` requests in flight (default 50) and print
+    /// its figures (to profile it, e.g. under `perf record`), writing no
+    /// report.
     only: Option<Workload>,
+    /// Requests in flight for `--only`.
+    in_flight: usize,
     /// Internal: this process is the pinned half, against this server binary.
     child: Option<std::path::PathBuf>,
 }
 
 fn args() -> Result<Args, BoxError> {
-    let mut a = Args { seconds: 2.0, rounds: 3, pinned: false, valkey: None, out: None, only: None, child: None };
+    let mut a = Args {
+        seconds: 2.0,
+        rounds: 3,
+        pinned: false,
+        valkey: None,
+        out: None,
+        only: None,
+        in_flight: 50,
+        child: None,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -539,6 +629,13 @@ fn args() -> Result<Args, BoxError> {
                 }
             }
             "--pinned" => a.pinned = true,
+            "--in-flight" => {
+                let v = it.next().ok_or("--in-flight expects a count")?;
+                a.in_flight = v.parse().map_err(|_| format!("--in-flight expects a count, got {v:?}"))?;
+                if a.in_flight == 0 {
+                    return Err("--in-flight must be at least 1".into());
+                }
+            }
             "--only" => {
                 a.only = Some(match it.next().as_deref() {
                     Some("lock") => Workload::LockPairs,
@@ -570,7 +667,7 @@ fn args() -> Result<Args, BoxError> {
                 a.child = Some(std::path::PathBuf::from(it.next().ok_or("--pinned-child expects a server binary")?))
             }
             other => {
-                let known = "--seconds S, --rounds N, --pinned, --valkey PATH, --only W, --out FILE";
+                let known = "--seconds S, --rounds N, --pinned, --valkey PATH, --only W, --in-flight N, --out FILE";
                 return Err(format!("unknown argument {other:?} ({known})").into());
             }
         }
@@ -598,10 +695,18 @@ fn pinned(a: &Args, binary: &std::path::Path, pairs: &[Pair]) -> Result<Vec<Roun
         let w: Vec<&str> = line.split_whitespace().collect();
         if let ["PINNED", k, numbers @ ..] = w.as_slice() {
             let n = numbers.iter().map(|x| x.parse::<f64>()).collect::<Result<Vec<_>, _>>()?;
-            let [o, f, oc, os, fc, fs] = n.as_slice() else { return Err("a malformed PINNED line".into()) };
+            let [o, oc, os, oa, ow, f, fc, fs, fa, fw] = n.as_slice() else {
+                return Err("a malformed PINNED line".into());
+            };
             let slot = rounds.get_mut(k.parse::<usize>()?).ok_or("the pinned run reported an unknown comparison")?;
-            let m = |rate: f64, client_us: f64, server_us: f64| Measured { rate, client_us, server_us };
-            slot.push(m(*o, *oc, *os), m(*f, *fc, *fs));
+            let m = |rate: &f64, client_us: &f64, server_us: &f64, allocations: &f64, switches: &f64| Measured {
+                rate: *rate,
+                client_us: *client_us,
+                server_us: *server_us,
+                allocations: *allocations,
+                switches: *switches,
+            };
+            slot.push(m(o, oc, os, oa, ow), m(f, fc, fs, fa, fw));
         }
     }
     if rounds.iter().any(|r| r.ours.len() != a.rounds) {
@@ -674,20 +779,22 @@ async fn section(a: &Args, binary: &std::path::Path) -> Result<String, BoxError>
     );
     let mut table = |title: &str, intro: &str, pairs: &[Pair], rows: &[Rounds], ceiling: bool| {
         m.push_str(&format!(
-            "### {title}\n\n{intro}| operation | this crate | floor | beside it | ratio (min / **median** / max) | CPU µs per op, client + server: this crate / floor (medians) |{}\n|---|---|---|---|---|---|{}\n",
+            "### {title}\n\n{intro}| operation | this crate | floor | beside it | ratio (min / **median** / max) | CPU µs per op, client + server: this crate / floor (medians) | per op in the client, allocations, context switches: this crate / floor (medians) |{}\n|---|---|---|---|---|---|---|{}\n",
             if ceiling { " share of the EVALSHA ceiling (median) |" } else { "" },
             if ceiling { "---|" } else { "" }
         ));
         for ((ours, _, label, floor, scripts), r) in pairs.iter().zip(rows) {
             let pair = matches!(ours, Workload::LockPairs | Workload::FlooredPairs | Workload::AcknowledgedPairs);
             let scripts = if pair { 1.0 + release_scripts } else { *scripts };
-            let (_, mid, _) = spread(&r.ours);
+            let (ours_rates, floor_rates) = r.each(|m| m.rate);
+            let (_, mid, _) = spread(&ours_rates);
             let (lo, rmid, hi) = r.ratio();
             m.push_str(&format!(
-                "| {label} | {} | {} | {floor} | {lo:.2}× / **{rmid:.2}×** / {hi:.2}× | {} |{}\n",
-                fmt3(spread(&r.ours)),
-                fmt3(spread(&r.floor)),
+                "| {label} | {} | {} | {floor} | {lo:.2}× / **{rmid:.2}×** / {hi:.2}× | {} | {} |{}\n",
+                fmt3(spread(&ours_rates)),
+                fmt3(spread(&floor_rates)),
                 r.cpu(),
+                r.client(),
                 if ceiling { format!(" {:.0} % |", 100.0 * mid * scripts / evalsha) } else { String::new() }
             ));
         }
@@ -719,13 +826,17 @@ async fn main() -> Result<(), BoxError> {
         let server = start(&binary)?;
         let conn = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
         let pid = server.pid().ok_or("the server is not running")?.to_string();
-        let m = run(conn, workload, 50, a.seconds, &pid).await?;
+        let m = run(conn, workload, a.in_flight, a.seconds, &pid).await?;
         println!(
-            "{}: {:.0} ops/s at 50 in flight; CPU µs per op: client {:.1}, server {:.1}",
+            "{}: {:.0} ops/s at {} in flight; CPU µs per op: client {:.1}, server {:.1}; \
+             per op in the client: {:.1} allocations, {:.2} context switches",
             version(&server)?,
             m.rate,
+            a.in_flight,
             m.client_us,
-            m.server_us
+            m.server_us,
+            m.allocations,
+            m.switches
         );
         return Ok(());
     }
@@ -735,9 +846,11 @@ async fn main() -> Result<(), BoxError> {
         let pairs = pairs_for(Lock::new(conn.clone()).compare_commands().await);
         let one = compare(&server, &conn, &pairs, 1, a.seconds, a.rounds).await?;
         for (k, r) in one.iter().enumerate() {
-            for i in 0..r.ours.len() {
-                let ((oc, os), (fc, fs)) = (r.ours_cpu[i], r.floor_cpu[i]);
-                println!("PINNED {k} {} {} {oc} {os} {fc} {fs}", r.ours[i], r.floor[i]);
+            for (o, f) in r.ours.iter().zip(&r.floor) {
+                let side = |m: &Measured| {
+                    format!("{} {} {} {} {}", m.rate, m.client_us, m.server_us, m.allocations, m.switches)
+                };
+                println!("PINNED {k} {} {}", side(o), side(f));
             }
         }
         return Ok(());

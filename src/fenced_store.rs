@@ -104,9 +104,9 @@ impl<C: Connection> FencedStore<C> {
         let rkey = self.redis_key(key)?;
         let mut conn = self.conn.clone();
         let (accepted, highest): (i64, String) = WRITE
-            .key(&rkey)
+            .call([&rkey])
             .arg(value.as_ref())
-            .arg(token.get().to_string())
+            .arg(token.get())
             .invoke_async(&mut conn)
             .await
             .map_err(|e| Error::from_redis(e, &rkey))?;

@@ -435,9 +435,7 @@ impl<C: Connection> JobQueue<C> {
         let pending = self.pending_key();
         let mut conn = self.conn.clone();
         let added: i64 = ENQUEUE_SCRIPT
-            .key(&job)
-            .key(&pending)
-            .key(self.seq_key())
+            .call([&job, &pending, &self.seq_key()])
             .arg(id)
             .arg(payload.as_ref())
             .invoke_async(&mut conn)
@@ -462,8 +460,7 @@ impl<C: Connection> JobQueue<C> {
         let mut conn = self.conn.clone();
         let sent_at = Instant::now();
         let reply: Value = CLAIM_SCRIPT
-            .key(&pending)
-            .key(self.active_key())
+            .call([&pending, &self.active_key()])
             .arg(self.job_prefix())
             .arg(lease.as_millis())
             .invoke_async(&mut conn)
@@ -510,10 +507,9 @@ impl<C: Connection> JobQueue<C> {
         self.check_claim(claim)?;
         let mut conn = self.conn.clone();
         let reply: Value = COMPLETE_SCRIPT
-            .key(&claim.key)
-            .key(self.active_key())
+            .call([&claim.key, &self.active_key()])
             .arg(&claim.id)
-            .arg(claim.attempt.get().to_string())
+            .arg(claim.attempt.get())
             .invoke_async(&mut conn)
             .await
             .map_err(|e| script_error(e, &claim.key))?;
@@ -558,10 +554,9 @@ impl<C: Connection> JobQueue<C> {
         let mut conn = self.conn.clone();
         let sent_at = Instant::now();
         let reply: Value = EXTEND_SCRIPT
-            .key(&claim.key)
-            .key(self.active_key())
+            .call([&claim.key, &self.active_key()])
             .arg(&claim.id)
-            .arg(claim.attempt.get().to_string())
+            .arg(claim.attempt.get())
             .arg(lease.as_millis())
             .invoke_async(&mut conn)
             .await
@@ -584,8 +579,7 @@ impl<C: Connection> JobQueue<C> {
         let active = self.active_key();
         let mut conn = self.conn.clone();
         let ids: Vec<Vec<u8>> = REAP_SCRIPT
-            .key(&active)
-            .key(self.pending_key())
+            .call([&active, &self.pending_key()])
             .arg(self.job_prefix())
             .invoke_async(&mut conn)
             .await

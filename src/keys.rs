@@ -35,8 +35,20 @@ impl Prefix {
     /// `prefix:{name}` after validating `name`.
     pub fn key(&self, name: &str) -> Result<String> {
         validate_name(name)?;
-        Ok(format!("{}:{{{}}}", self.0, name))
+        Ok(concat(&[&self.0, ":{", name, "}"]))
     }
+}
+
+/// `parts` joined, in one allocation of the exact size. `format!` starts
+/// from an empty string when the text begins with an argument and grows it
+/// two or three times: on the hot path of every primitive, that was most
+/// of the library's own allocations (the speed issue, item 4).
+pub(crate) fn concat(parts: &[&str]) -> String {
+    let mut s = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        s.push_str(part);
+    }
+    s
 }
 
 /// Checks that `name` is usable inside a hash tag.

@@ -267,7 +267,7 @@ impl<C: Connection> Lock<C> {
 
     /// The key of the fence counter for `name`.
     pub fn fence_key(&self, name: &str) -> Result<String> {
-        Ok(format!("{}:fence", self.prefix.key(name)?))
+        Ok(crate::keys::concat(&[&self.prefix.key(name)?, ":fence"]))
     }
 
     /// The drift allowance in force.
@@ -304,7 +304,7 @@ impl<C: Connection> Lock<C> {
     /// the release gets through, and otherwise expires after `ttl`).
     pub async fn acquire(&self, name: &str, ttl: Ttl) -> Result<Option<Lease>> {
         let key = self.key(name)?;
-        let fence = format!("{key}:fence");
+        let fence = crate::keys::concat(&[&key, ":fence"]);
         let owner = self.owners.next_owner(16);
         // Everything that depends only on the input is computed before the
         // request is sent: nothing after the send may fail except parsing
@@ -317,8 +317,7 @@ impl<C: Connection> Lock<C> {
             Tokens::TimeFloored => &*ACQUIRE_FLOORED,
         };
         let reply: Value = script
-            .key(&key)
-            .key(&fence)
+            .call([&key, &fence])
             .arg(owner.as_str())
             .arg(ttl.as_millis())
             .invoke_async(&mut conn)
@@ -351,7 +350,9 @@ impl<C: Connection> Lock<C> {
         let native = self.commands.commands(&mut conn).await.delete(key, owner);
         let n: i64 = match self.commands.run(&mut conn, native, key).await? {
             Some(n) => n,
-            None => RELEASE.key(key).arg(owner).invoke_async(&mut conn).await.map_err(|e| Error::from_redis(e, key))?,
+            None => {
+                RELEASE.call([key]).arg(owner).invoke_async(&mut conn).await.map_err(|e| Error::from_redis(e, key))?
+            }
         };
         Ok(n == 1)
     }
@@ -373,7 +374,7 @@ impl<C: Connection> Lock<C> {
             Some(reply) => reply.is_some(),
             None => {
                 let n: i64 = EXTEND
-                    .key(key)
+                    .call([key])
                     .arg(owner)
                     .arg(ttl.as_millis())
                     .invoke_async(&mut conn)

@@ -88,7 +88,7 @@ pub(crate) async fn run_script<C: Connection>(
     let now = now_arg(now_ms)?;
     let mut conn = conn.clone();
     let reply: Vec<i64> = script
-        .key(key)
+        .call([key])
         .arg(limit.max().get())
         .arg(limit.window().as_millis())
         .arg(now)
