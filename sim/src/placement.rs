@@ -218,9 +218,15 @@ use os::{current_thread, running_on, still_ours, Affinity};
 mod tests {
     use super::*;
 
+    /// Runs `check` on a thread of its own: pinning changes the calling
+    /// thread's affinity, which must not leak into the test runner's.
+    fn on_a_fresh_thread(check: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(check).join().expect("thread");
+    }
+
     #[test]
     fn pins_the_thread_and_gives_its_affinity_back() {
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let tid = current_thread();
             let before = Affinity::of(tid).expect("affinity").cpus();
             let mut pinning = Pinning::default();
@@ -233,23 +239,19 @@ mod tests {
             assert_eq!(pinning.threads.len(), 1);
             drop(pinning);
             assert_eq!(Affinity::of(tid).expect("affinity").cpus(), before);
-        })
-        .join()
-        .expect("thread");
+        });
     }
 
     #[test]
     fn anywhere_leaves_the_thread_alone() {
-        std::thread::spawn(|| {
+        on_a_fresh_thread(|| {
             let tid = current_thread();
             let before = Affinity::of(tid).expect("affinity").cpus();
             let mut pinning = Pinning::default();
             pinning.enter(Placement::Anywhere);
             assert_eq!(pinning.cpu(), None);
             assert_eq!(Affinity::of(tid).expect("affinity").cpus(), before);
-        })
-        .join()
-        .expect("thread");
+        });
     }
 
     #[test]

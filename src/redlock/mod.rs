@@ -156,10 +156,12 @@ impl<C: Connection> Redlock<C> {
         // asking it separately would cost a round trip in every connect.
         let commands = answers
             .iter()
-            .map(|answer| match answer {
-                _ if !config.native_commands => Detected::new(false),
-                Some(identity) => Detected::known(identity.commands.unwrap_or(CompareCommands::Scripts)),
-                None => Detected::known(CompareCommands::Scripts),
+            .map(|answer| {
+                if !config.native_commands {
+                    return Detected::new(false);
+                }
+                let found = answer.as_ref().and_then(|identity| identity.commands);
+                Detected::known(found.unwrap_or(CompareCommands::Scripts))
             })
             .collect();
         let identities: Vec<Option<Vec<String>>> = answers
