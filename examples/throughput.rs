@@ -883,7 +883,10 @@ async fn main() -> Result<(), BoxError> {
          op is each process's user + system time over the counted seconds (`/proc/PID/stat`, clock-tick \
          resolution) divided by the operations counted: the client's includes the tokio runtime, \
          redis-rs's connection task and the kernel's work for both (wake-ups, socket calls), which grows per \
-         op when the server answers more slowly; the server's is everything it did meanwhile.\n",
+         op when the server answers more slowly; the server's is everything it did meanwhile. Allocations \
+         are the client process's heap allocations and reallocations per op (a counting global allocator: \
+         the library, redis-rs, tokio and the benchmark's own key names alike, on both sides); context \
+         switches are its threads' voluntary and involuntary switches per op (`/proc/self/task/*/status`).\n",
     );
     println!("{m}");
     let out = match &a.out {
