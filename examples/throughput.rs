@@ -304,6 +304,18 @@ struct Measured {
     switches: f64,
 }
 
+impl Measured {
+    /// The figures in the order a `PINNED` line carries them.
+    fn figures(&self) -> [f64; 5] {
+        [self.rate, self.client_us, self.server_us, self.allocations, self.switches]
+    }
+
+    /// The inverse of [`Measured::figures`].
+    fn from_figures([rate, client_us, server_us, allocations, switches]: [f64; 5]) -> Measured {
+        Measured { rate, client_us, server_us, allocations, switches }
+    }
+}
+
 /// Operations per second of `workload` with `in_flight` tasks on `conn`,
 /// and the CPU both processes spent per operation meanwhile.
 async fn run(
@@ -437,12 +449,16 @@ async fn run(
     tokio::time::sleep(Duration::from_millis(300)).await;
     let start_count = done.load(Ordering::Relaxed);
     let (client0, server0) = (cpu_seconds("self")?, cpu_seconds(server_pid)?);
-    let (allocations0, switches0) = (ALLOCATIONS.load(Ordering::Relaxed), context_switches()?);
+    // The allocation count is read last before the window and first after
+    // it, so that reading /proc (which allocates) is not counted.
+    let switches0 = context_switches()?;
+    let allocations0 = ALLOCATIONS.load(Ordering::Relaxed);
     let start = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
     let ops = done.load(Ordering::Relaxed) - start_count;
     let elapsed = start.elapsed().as_secs_f64();
-    let (allocations1, switches1) = (ALLOCATIONS.load(Ordering::Relaxed), context_switches()?);
+    let allocations1 = ALLOCATIONS.load(Ordering::Relaxed);
+    let switches1 = context_switches()?;
     let (client1, server1) = (cpu_seconds("self")?, cpu_seconds(server_pid)?);
     stop.store(true, Ordering::Relaxed);
     while let Some(r) = tasks.join_next().await {
@@ -695,18 +711,12 @@ fn pinned(a: &Args, binary: &std::path::Path, pairs: &[Pair]) -> Result<Vec<Roun
         let w: Vec<&str> = line.split_whitespace().collect();
         if let ["PINNED", k, numbers @ ..] = w.as_slice() {
             let n = numbers.iter().map(|x| x.parse::<f64>()).collect::<Result<Vec<_>, _>>()?;
-            let [o, oc, os, oa, ow, f, fc, fs, fa, fw] = n.as_slice() else {
+            if n.len() != 10 {
                 return Err("a malformed PINNED line".into());
-            };
+            }
             let slot = rounds.get_mut(k.parse::<usize>()?).ok_or("the pinned run reported an unknown comparison")?;
-            let m = |rate: &f64, client_us: &f64, server_us: &f64, allocations: &f64, switches: &f64| Measured {
-                rate: *rate,
-                client_us: *client_us,
-                server_us: *server_us,
-                allocations: *allocations,
-                switches: *switches,
-            };
-            slot.push(m(o, oc, os, oa, ow), m(f, fc, fs, fa, fw));
+            let side = |figures: &[f64]| figures.try_into().map(Measured::from_figures);
+            slot.push(side(&n[..5])?, side(&n[5..])?);
         }
     }
     if rounds.iter().any(|r| r.ours.len() != a.rounds) {
@@ -847,10 +857,8 @@ async fn main() -> Result<(), BoxError> {
         let one = compare(&server, &conn, &pairs, 1, a.seconds, a.rounds).await?;
         for (k, r) in one.iter().enumerate() {
             for (o, f) in r.ours.iter().zip(&r.floor) {
-                let side = |m: &Measured| {
-                    format!("{} {} {} {} {}", m.rate, m.client_us, m.server_us, m.allocations, m.switches)
-                };
-                println!("PINNED {k} {} {}", side(o), side(f));
+                let figures: Vec<String> = o.figures().iter().chain(&f.figures()).map(f64::to_string).collect();
+                println!("PINNED {k} {}", figures.join(" "));
             }
         }
         return Ok(());

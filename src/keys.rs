@@ -41,8 +41,8 @@ impl Prefix {
 
 /// `parts` joined, in one allocation of the exact size. `format!` starts
 /// from an empty string when the text begins with an argument and grows it
-/// two or three times: on the hot path of every primitive, that was most
-/// of the library's own allocations (the speed issue, item 4).
+/// two or three times, on the hot path of every primitive (the speed issue,
+/// item 4).
 pub(crate) fn concat(parts: &[&str]) -> String {
     let mut s = String::with_capacity(parts.iter().map(|p| p.len()).sum());
     for part in parts {
