@@ -7,7 +7,7 @@
 # test command: a mutant is killed when a checker reports a violation there.
 #
 #   cargo install cargo-mutants --locked
-#   sim/cargo-mutants.sh              # every group, about 1-2 h on 2 cores
+#   sim/cargo-mutants.sh              # every group, about 2-3 h on 2 cores
 #   sim/cargo-mutants.sh lock         # one group
 #   sim/cargo-mutants.sh --recheck lock  # only what lock's last run missed
 #   cargo run --release -p redis-primitives-sim -- mutants --cargo-mutants target/mutants --out reports/mutants.md
@@ -69,7 +69,10 @@ fi
 sel=("$@")
 run() { local name=$1; shift; if [ ${#sel[@]} -eq 0 ] || [[ " ${sel[*]} " == *" $name "* ]]; then group "$name" "$@"; fi; }
 
-run lock lock,fencing src/lock.rs src/lease.rs src/guard.rs src/fenced_store.rs
+run lock lock,fencing src/lock.rs src/lease.rs src/guard.rs src/fenced_store.rs \
+  src/token.rs src/ttl.rs src/release.rs src/owner.rs src/keys.rs src/retry.rs src/script_source.rs
 run election election,election-renew-only 'src/election/*.rs'
 run rate-limit rate-limit,rate-limit-counter 'src/rate_limit/*.rs'
-run redlock redlock 'src/redlock/*.rs'
+run redlock redlock 'src/redlock/*.rs' src/drift.rs
+run acknowledged lock,lock-failover-acknowledged,election-failover-acknowledged src/acknowledgement.rs
+run job-queue job-queue src/job_queue.rs

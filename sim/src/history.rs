@@ -297,6 +297,33 @@ pub enum Validation {
         /// The lock's drift allowance.
         drift: (u32, u64),
     },
+    /// A key built from a custom prefix and a name: `Lock::builder(..)
+    /// .prefix(prefix).build()` then `key(name)` / `fence_key(name)`, or
+    /// `FencedStore::with_prefix(.., prefix)` then `redis_key(name)`.
+    KeyName {
+        /// Which constructor and key method.
+        on: KeyedOn,
+        /// What the prefix was.
+        prefix: KeyText,
+        /// What the name was.
+        name: KeyText,
+    },
+    /// `Ttl::new(Duration::from_millis(ms) + Duration::from_nanos(extra_ns))`.
+    Ttl {
+        /// Whole milliseconds.
+        ms: u64,
+        /// Nanoseconds past them (below a millisecond).
+        extra_ns: u32,
+    },
+    /// `Acknowledgement::new(replicas, Duration::from_millis(ms) + Duration::from_nanos(extra_ns))`.
+    Acknowledgement {
+        /// Replicas to wait for.
+        replicas: u32,
+        /// Whole milliseconds of the timeout.
+        ms: u64,
+        /// Nanoseconds past them (below a millisecond).
+        extra_ns: u32,
+    },
     /// `Redlock::connect` with `masters` masters and this configuration.
     Redlock {
         /// Masters given.
@@ -310,6 +337,31 @@ pub enum Validation {
         /// Handshake timeout.
         handshake_ms: u64,
     },
+}
+
+/// The kind of text the validation probe gave as a key prefix or name
+/// (the text itself is drawn from the seed; the rule depends only on this).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeyText {
+    /// Letters, digits and colons: usable.
+    Plain,
+    /// The empty string.
+    Empty,
+    /// Plain text with a `{` somewhere in it.
+    OpenBrace,
+    /// Plain text with a `}` somewhere in it.
+    CloseBrace,
+}
+
+/// Which key the validation probe asked for (see [`Validation::KeyName`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeyedOn {
+    /// `Lock::key`.
+    LockKey,
+    /// `Lock::fence_key`.
+    FenceKey,
+    /// `FencedStore::redis_key`.
+    StoreKey,
 }
 
 /// A rate limiter's answer.

@@ -57,6 +57,26 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
         "only the naive limiters (broken on purpose) read the server's time this way; the correct ones read TIME inside their script",
     ),
     (
+        "src/script_source.rs",
+        "replace == with != in text",
+        "the test hook that swaps a script's text acts only when RP_MUTANT_SCRIPT is set, and the gate never sets it: unset, both comparisons are false",
+    ),
+    (
+        "src/script_source.rs",
+        "replace + with * in Script::call",
+        "a capacity hint for the command's buffer: a wrong size costs a reallocation, the bytes sent are the same",
+    ),
+    (
+        "src/script_source.rs",
+        "replace + with - in Script::call",
+        "a capacity hint for the command's buffer: a wrong size costs a reallocation, the bytes sent are the same",
+    ),
+    (
+        "src/owner.rs",
+        "replace <= with > in OwnerSource::next_owner",
+        "the buffer on the stack or on the heap: the library asks 16 (a lock) or 20 (Redlock) bytes, and both paths draw the same bytes for those; the at-least-16 rule for smaller requests is pinned by src/owner.rs's unit tests",
+    ),
+    (
         "src/election/run.rs",
         "replace match guard fenced && Instant::now() >= deadline with false in Election<C>::renew",
         "the renewal already races its deadline in a biased select, which wins whenever both are ready: a confirmation can pass the deadline only inside the sub-millisecond rounding of tokio's timer, which the simulation's 1 ms ticks (and the self-fencing check's resolution) never reach; kept as defence in depth",

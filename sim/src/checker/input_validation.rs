@@ -5,7 +5,9 @@
 //! "Configuration through types that make bad values unrepresentable;
 //! validation at construction" is a promise with numbers in it: a renew
 //! interval at most half of the usable lease, a keep-alive interval shorter
-//! than the usable TTL, `max × window ≤ 2^52`, a pinned instant below 2^53.
+//! than the usable TTL, `max × window ≤ 2^52`, a pinned instant below 2^53,
+//! a TTL or acknowledgement timeout of 1 ms to 2^53 − 1 ms in whole
+//! milliseconds, no brace and no empty text in a key's prefix or name.
 //! An off-by-one in one of those comparisons passes every run that uses
 //! comfortable values. The validation probe (`scenarios/validation.rs`)
 //! tries values on both sides of each edge; this checker states the
@@ -13,7 +15,7 @@
 //! or a refusal that is not `InvalidInput`.
 
 use super::{Violation, INPUT_VALIDATION};
-use crate::history::{Event, Op, Validation};
+use crate::history::{Event, KeyText, Op, Validation};
 
 const MS: u128 = 1_000_000;
 /// `Ttl`'s largest value, 2^53 − 1 ms.
@@ -59,6 +61,12 @@ pub fn must_accept(case: &Validation) -> bool {
         Validation::KeepAlive { ttl_ms, every_ms, drift } => {
             every_ms > 0 && u128::from(every_ms) * MS < usable_ns(ttl_ms, drift)
         }
+        // Every key of one primitive carries the name as its hash tag, so
+        // neither part may be empty or hold a brace.
+        Validation::Ttl { ms, extra_ns } => extra_ns == 0 && ttl_ok(ms),
+        // The same range as a TTL: the server adds its clock to the timeout.
+        Validation::Acknowledgement { replicas, ms, extra_ns } => replicas >= 1 && extra_ns == 0 && ttl_ok(ms),
+        Validation::KeyName { prefix, name, .. } => prefix == KeyText::Plain && name == KeyText::Plain,
         Validation::Redlock { masters, ttl_ms, drift, master_timeout_ms, handshake_ms } => {
             masters >= 1
                 && allowance_ns(ttl_ms, drift) < u128::from(ttl_ms) * MS
@@ -102,6 +110,7 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::KeyedOn;
 
     #[test]
     fn the_edges_are_where_the_documentation_puts_them() {
@@ -126,5 +135,17 @@ mod tests {
             handshake_ms: 100,
         };
         assert!(must_accept(&rl(299)) && !must_accept(&rl(300)) && !must_accept(&rl(0)));
+        let ttl = |ms, extra_ns| Validation::Ttl { ms, extra_ns };
+        assert!(must_accept(&ttl(1, 0)) && must_accept(&ttl(TTL_MAX_MS, 0)));
+        assert!(!must_accept(&ttl(0, 0)) && !must_accept(&ttl(TTL_MAX_MS + 1, 0)) && !must_accept(&ttl(5, 1)));
+        let ack = |replicas, ms| Validation::Acknowledgement { replicas, ms, extra_ns: 0 };
+        assert!(must_accept(&ack(1, TTL_MAX_MS)) && !must_accept(&ack(1, TTL_MAX_MS + 1)) && !must_accept(&ack(0, 5)));
+        let key = |prefix, name| Validation::KeyName { on: KeyedOn::FenceKey, prefix, name };
+        assert!(must_accept(&key(KeyText::Plain, KeyText::Plain)));
+        assert!(
+            !must_accept(&key(KeyText::Empty, KeyText::Plain)) && !must_accept(&key(KeyText::Plain, KeyText::Empty))
+        );
+        assert!(!must_accept(&key(KeyText::OpenBrace, KeyText::Plain)));
+        assert!(!must_accept(&key(KeyText::Plain, KeyText::CloseBrace)));
     }
 }

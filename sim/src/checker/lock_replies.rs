@@ -41,8 +41,9 @@
 //! 5. `remaining_ttl` never exceeds the largest TTL requested so far;
 //!    `None` only if no lease was definitely present, `Some` only if one
 //!    could have been.
-//! 6. `Retry::run` gave up (no deadline set) only after making all its
-//!    attempts, and a grant it reports is its last attempt's.
+//! 6. `Retry::run` made its first attempt whatever its deadline, gave up
+//!    (no deadline set) only after making all its attempts, and a grant it
+//!    reports is its last attempt's.
 //!
 //! Rules 2, 3 (refusals) and 5 (`None`) assume no server restart and no
 //! clock step in the history (both end leases early); they are skipped
@@ -525,6 +526,12 @@ fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation>
                             && a.done_at() <= done
                     })
                     .collect();
+                if inner.is_empty() {
+                    push(done, format!(
+                        "{}: Retry::run on {name} returned at {done}ms without an attempt (the first is always made; a deadline counts from it)",
+                        c.process
+                    ));
+                }
                 if kind == EventKind::Fail && deadline_ms.is_none() && (inner.len() as u32) < *attempts {
                     push(done, format!(
                         "{}: Retry::run gave up on {name} at {done}ms after {} of its {attempts} attempts (no deadline set)",

@@ -140,6 +140,9 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
     let reads = [
         (None, None),
         (Some(t.clone()), Some("planted".to_string())),
+        // Token 0 is a valid write (a token from another system may start
+        // there), so "0" is canonical: the one-digit edge of the parse.
+        (Some("0".to_string()), Some("planted".to_string())),
         (Some(t), None),
         (None, Some("planted".to_string())),
         (Some(bad.to_string()), Some("planted".to_string())),

@@ -565,6 +565,8 @@ enum Held {
 async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorResult {
     let lock_conn = actor.connection(w.lock_node);
     let store_conn = if w.store_node == w.lock_node { lock_conn.clone() } else { actor.connection(w.store_node) };
+    // Only the validation probe's key names use it: nothing is sent on it.
+    let names_conn = store_conn.clone();
     let lock = match w.lock {
         LockKind::Fenced => {
             let builder = Lock::builder(lock_conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(&w)?);
@@ -585,6 +587,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
         if actor.index() == 0 {
             super::validation::keep_alive(&actor, l, (DRIFT.per_mille as u32, DRIFT.constant_ms))?;
+            super::validation::key_names(&actor, &names_conn);
+            super::validation::lock_settings(&actor, &names_conn)?;
+            super::validation::durations(&actor);
         }
         let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
         actor.configured(
@@ -1370,6 +1375,15 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 }
                 (Ok(redis_primitives::LockOutcome::Ran { output, release, .. }), Some((rid, _))) => {
                     *cx.holds += 1;
+                    // Reported only when it differs: the accessor user code
+                    // decides with must agree with the variant.
+                    let released = matches!(release, redis_primitives::Release::Released);
+                    if release.is_released() != released {
+                        cx.actor.configured(
+                            "Release",
+                            &[("Release::is_released", release.is_released().to_string(), released.to_string())],
+                        );
+                    }
                     match release {
                         redis_primitives::Release::Released => cx.actor.ok(rid, rel(output)),
                         redis_primitives::Release::AlreadyGone => cx.actor.fail(rid, rel(output)),
@@ -1529,6 +1543,18 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
         Mode::Retry => {
             let attempts = cx.rng.random_range(2..=6u32);
             let deadline_ms = cx.rng.random_bool(0.3).then(|| cx.rng.random_range(50..=400u64));
+            // Drawn from their own stream (the workload's draws stay as they
+            // were): now and then a zero deadline (the first attempt is still
+            // made, and nothing after it), and, with a deadline, a pause (a
+            // GC, a descheduled thread) in the backoff after a refusal, so
+            // the sleep ends past the deadline and no attempt may follow.
+            let mut edges =
+                rand::rngs::StdRng::seed_from_u64(cx.actor.seed_for(&format!("retry-edges-{}", cx.actor.now())));
+            let deadline_ms = if edges.random_bool(0.1) { Some(0) } else { deadline_ms };
+            // (Not after a zero deadline: no sleep follows its first attempt,
+            // and the pause would land in whatever the client does next.)
+            let stall_ms =
+                deadline_ms.filter(|&d| d > 0 && edges.random_bool(0.3)).map(|d| edges.random_range(d / 2..=d + 50));
             let mut retry = redis_primitives::Retry::new(
                 core::num::NonZeroU32::new(attempts).expect("at least 2"),
                 Duration::from_millis(5),
@@ -1537,6 +1563,11 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             .seeded(cx.actor.seed_for(&format!("retry-{}", cx.actor.now())));
             if let Some(d) = deadline_ms {
                 retry = retry.deadline(Duration::from_millis(d));
+            }
+            // Reported only when it differs: what the retry says it will do.
+            if retry.attempts().get() != attempts {
+                cx.actor
+                    .configured("Retry", &[("Retry::attempts", retry.attempts().to_string(), attempts.to_string())]);
             }
             let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token };
             let rid = cx.actor.call("Retry::run", rop(None));
@@ -1560,7 +1591,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                             Ok(Some(l)) => {
                                 actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline()))))
                             }
-                            Ok(None) => actor.fail(id, op(None, None)),
+                            Ok(None) => {
+                                actor.fail(id, op(None, None));
+                                if let (Some(ms), 1) = (stall_ms, t2.get()) {
+                                    actor.stall(ms, "in Retry::run's backoff after a refusal");
+                                }
+                            }
                             Err(e) => actor.errored(id, op(None, None), e),
                         }
                         r

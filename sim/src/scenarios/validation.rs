@@ -14,9 +14,9 @@ use rand::{Rng, SeedableRng};
 use redis_primitives::election::Election;
 use redis_primitives::rate_limit::Limit;
 use redis_primitives::redlock::{Redlock, RedlockConfig};
-use redis_primitives::{Drift, Error, KeepAlive, Lock, Ttl};
+use redis_primitives::{Acknowledgement, Drift, Error, FencedStore, KeepAlive, Lock, OwnerSource, Tokens, Ttl};
 
-use crate::history::{Op, Validation};
+use crate::history::{KeyText, KeyedOn, Op, Validation};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -95,6 +95,7 @@ pub fn election(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
         .drift(drift(d)?)
         .build();
     record(actor, Validation::ElectionDefaults { lease_ms, drift: d }, &built);
+    election_on_a_lock(actor, conn, &mut rng)?;
     if let Ok(e) = &built {
         let third = Duration::from_millis(lease_ms) / 3;
         actor.configured(
@@ -105,6 +106,34 @@ pub fn election(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
             ],
         );
     }
+    Ok(())
+}
+
+/// `Election::builder_on(lock, ..)` keeps the lock's prefix, drift,
+/// acknowledgement and token issuing: the election's lock must report
+/// each of them (a dropped acknowledgement loses a promoted replica's
+/// epochs without a word).
+fn election_on_a_lock(actor: &Actor, conn: &SimConnection, rng: &mut StdRng) -> Result<(), Error> {
+    let prefix = key_text(rng, KeyText::Plain);
+    let d = drift(drift_of(rng))?;
+    let ack = Acknowledgement::new(rng.random_range(1..=3), Duration::from_millis(rng.random_range(1..=500)))?;
+    let lock = Lock::builder(conn.clone())
+        .prefix(prefix.as_str())
+        .drift(d)
+        .acknowledged(ack)
+        .tokens(Tokens::TimeFloored)
+        .build()?;
+    let election = Election::builder_on(&lock, "validation").lease_ttl(Duration::from_millis(1000)).build()?;
+    let on = election.lock();
+    actor.configured(
+        "Election::builder_on",
+        &[
+            ("Lock::key", on.key("validation")?, format!("{prefix}:{{validation}}")),
+            ("Lock::drift", format!("{:?}", on.drift()), format!("{d:?}")),
+            ("Lock::acknowledgement", format!("{:?}", on.acknowledgement()), format!("{:?}", Some(ack))),
+            ("Lock::tokens", format!("{:?}", on.tokens()), format!("{:?}", Tokens::TimeFloored)),
+        ],
+    );
     Ok(())
 }
 
@@ -120,6 +149,154 @@ pub fn keep_alive(actor: &Actor, lock: &Lock<SimConnection>, d: (u32, u64)) -> R
         record(actor, Validation::KeepAlive { ttl_ms, every_ms, drift: d }, &r);
     }
     Ok(())
+}
+
+/// A text of `kind` drawn from `rng`: letters, digits and colons, with a
+/// brace at a random place for the brace kinds.
+fn key_text(rng: &mut StdRng, kind: KeyText) -> String {
+    const PLAIN: &[u8] = b"abcxyz019:";
+    let len = rng.random_range(1..=8usize);
+    let mut text: String = (0..len).map(|_| char::from(PLAIN[rng.random_range(0..PLAIN.len())])).collect();
+    let at = rng.random_range(0..=text.len());
+    match kind {
+        KeyText::Plain => {}
+        KeyText::Empty => text.clear(),
+        KeyText::OpenBrace => text.insert(at, '{'),
+        KeyText::CloseBrace => text.insert(at, '}'),
+    }
+    text
+}
+
+/// Key prefixes and names, good and bad, on the lock's and the fenced
+/// store's key methods; a key that is built must read `prefix:{name}`
+/// (the lock's fence key with `:fence` after it).
+pub fn key_names(actor: &Actor, conn: &SimConnection) {
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-key-names"));
+    let kinds = [KeyText::Plain, KeyText::Empty, KeyText::OpenBrace, KeyText::CloseBrace];
+    let mut cases: Vec<(KeyText, KeyText)> = kinds.iter().map(|&k| (k, KeyText::Plain)).collect();
+    cases.extend(kinds[1..].iter().map(|&k| (KeyText::Plain, k)));
+    for on in [KeyedOn::LockKey, KeyedOn::FenceKey, KeyedOn::StoreKey] {
+        for &(prefix_kind, name_kind) in &cases {
+            let (prefix, name) = (key_text(&mut rng, prefix_kind), key_text(&mut rng, name_kind));
+            let key = match on {
+                KeyedOn::LockKey => {
+                    Lock::builder(conn.clone()).prefix(prefix.as_str()).build().and_then(|l| l.key(&name))
+                }
+                KeyedOn::FenceKey => {
+                    Lock::builder(conn.clone()).prefix(prefix.as_str()).build().and_then(|l| l.fence_key(&name))
+                }
+                KeyedOn::StoreKey => {
+                    FencedStore::with_prefix(conn.clone(), prefix.as_str()).and_then(|s| s.redis_key(&name))
+                }
+            };
+            record(actor, Validation::KeyName { on, prefix: prefix_kind, name: name_kind }, &key);
+            if let Ok(key) = key {
+                let suffix = if on == KeyedOn::FenceKey { ":fence" } else { "" };
+                actor.configured(
+                    &format!("{on:?} of prefix {prefix:?}, name {name:?}"),
+                    &[("key", key, format!("{prefix}:{{{name}}}{suffix}"))],
+                );
+            }
+        }
+    }
+}
+
+/// A lock built with settings the workload's own lock may not use (a drift
+/// and an acknowledgement drawn from the seed, time-floored tokens) must
+/// report each of them back: an accessor is what user code decides with.
+pub fn lock_settings(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-lock-settings"));
+    let d = drift(drift_of(&mut rng))?;
+    let ack = Acknowledgement::new(rng.random_range(1..=3), Duration::from_millis(rng.random_range(1..=500)))?;
+    // Not the default (the second lock below reports that one).
+    let tokens = Tokens::TimeFloored;
+    let lock = Lock::builder(conn.clone()).drift(d).acknowledged(ack).tokens(tokens).build()?;
+    actor.configured(
+        "Lock (every setting given)",
+        &[
+            ("Lock::drift", format!("{:?}", lock.drift()), format!("{d:?}")),
+            ("Lock::acknowledgement", format!("{:?}", lock.acknowledgement()), format!("{:?}", Some(ack))),
+            ("Lock::tokens", format!("{:?}", lock.tokens()), format!("{tokens:?}")),
+        ],
+    );
+    // An owner is a capability: its Debug shows only a prefix.
+    let owner = OwnerSource::seeded(rng.random()).next_owner(16);
+    actor.configured("Owner", &[("Debug", format!("{owner:?}"), format!("Owner({}…)", &owner.as_str()[..8]))]);
+    election_on_a_lock(actor, conn, &mut rng)?;
+    let plain = Lock::new(conn.clone());
+    actor.configured(
+        "Lock (defaults)",
+        &[
+            ("Lock::acknowledgement", format!("{:?}", plain.acknowledgement()), "None".to_string()),
+            ("Lock::tokens", format!("{:?}", plain.tokens()), format!("{:?}", Tokens::Counter)),
+        ],
+    );
+    Ok(())
+}
+
+/// `Ttl::new` and `Acknowledgement::new` at both ends of 1 ..= 2^53 − 1 ms
+/// and off the millisecond, and what an accepted one reports; a token's
+/// `Display` and `u64`.
+pub fn durations(actor: &Actor) {
+    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-durations"));
+    let max = Ttl::MAX_MILLIS;
+    let some = rng.random_range(1..=100_000u64);
+    let cases = [
+        (0, 0),
+        (1, 0),
+        (some, 0),
+        (max, 0),
+        (max + 1, 0),
+        (u64::MAX, 0),
+        (0, rng.random_range(1..1_000_000u32)),
+        (some, rng.random_range(1..1_000_000u32)),
+    ];
+    for (ms, extra_ns) in cases {
+        let ttl = Ttl::new(Duration::from_millis(ms) + Duration::from_nanos(u64::from(extra_ns)));
+        record(actor, Validation::Ttl { ms, extra_ns }, &ttl);
+        if let Ok(t) = ttl {
+            actor.configured(
+                "Ttl",
+                &[
+                    ("as_millis", t.as_millis().to_string(), ms.to_string()),
+                    ("Display", t.to_string(), format!("{ms} ms")),
+                ],
+            );
+        }
+    }
+    let replicas = rng.random_range(2..=5u32);
+    let acks = [
+        (replicas, some, 0),
+        (1, 1, 0),
+        (1, max, 0),
+        (1, max + 1, 0),
+        (1, u64::MAX, 0),
+        (0, some, 0),
+        (replicas, 0, 0),
+        (replicas, some, rng.random_range(1..1_000_000u32)),
+    ];
+    for (replicas, ms, extra_ns) in acks {
+        let ack = Acknowledgement::new(replicas, Duration::from_millis(ms) + Duration::from_nanos(u64::from(extra_ns)));
+        record(actor, Validation::Acknowledgement { replicas, ms, extra_ns }, &ack);
+        if let Ok(a) = ack {
+            actor.configured(
+                "Acknowledgement",
+                &[
+                    ("replicas", a.replicas().to_string(), replicas.to_string()),
+                    ("timeout", format!("{:?}", a.timeout()), format!("{:?}", Duration::from_millis(ms))),
+                ],
+            );
+        }
+    }
+    let raw = rng.random::<u64>();
+    let token = redis_primitives::FencingToken::new(raw);
+    actor.configured(
+        "FencingToken",
+        &[
+            ("Display", token.to_string(), raw.to_string()),
+            ("u64::from", u64::from(token).to_string(), raw.to_string()),
+        ],
+    );
 }
 
 /// `Limit::new` around `max × window ≤ 2^52` and its zero cases.
