@@ -4,7 +4,9 @@
 # cargo-mutants mutates the library's Rust code, one mutant at a time, and
 # runs the simulation's pinned clean seeds (sim/tests/harness/scenarios.rs,
 # seeds 0..24 of every correct scenario of the mutated file's family) as the
-# test command: a mutant is killed when a checker reports a violation there.
+# test command: a mutant is killed when a checker reports a violation there,
+# or when one seed of those scenarios gives two digests (run twice in-process
+# and once by `rp-sim replay`): a change that draws from unseeded randomness.
 #
 #   cargo install cargo-mutants --locked
 #   sim/cargo-mutants.sh              # every group, about 2-3 h on 2 cores
@@ -27,7 +29,7 @@ group() {
   # own tests there, not the simulation's.
   RP_GATE_SCENARIOS="$scenarios" cargo mutants -j 2 -p redis-primitives --test-package redis-primitives-sim \
     --baseline=skip --timeout 300 --build-timeout 900 "${files[@]}" -o "target/mutants/$name" \
-    -- --test harness -- scenarios::correct_scenarios || true
+    -- --test harness -- scenarios::correct_scenarios scenarios::same_seed_same_digest || true
 }
 
 # --recheck GROUP...: re-run only the mutants that group's last run missed
@@ -61,7 +63,7 @@ if [ "${1:-}" = "--recheck" ]; then
     mkdir -p "target/mutants/$name-recheck"
     RP_GATE_SCENARIOS="$scen" cargo mutants -j 2 -p redis-primitives --test-package redis-primitives-sim \
       --baseline=skip --timeout 300 --build-timeout 900 "${files[@]}" "${res[@]}" -o "target/mutants/$name-recheck" \
-      -- --test harness -- scenarios::correct_scenarios || true
+      -- --test harness -- scenarios::correct_scenarios scenarios::same_seed_same_digest || true
   done
   exit 0
 fi
@@ -73,6 +75,8 @@ run lock lock,fencing src/lock.rs src/lease.rs src/guard.rs src/fenced_store.rs 
   src/token.rs src/ttl.rs src/release.rs src/owner.rs src/keys.rs src/retry.rs src/script_source.rs
 run election election,election-renew-only 'src/election/*.rs'
 run rate-limit rate-limit,rate-limit-counter 'src/rate_limit/*.rs'
-run redlock redlock 'src/redlock/*.rs' src/drift.rs
+# drift.rs: Redlock's allowance, and the usable time of every other lease
+# (the lock's scenarios judge that one).
+run redlock redlock,lock 'src/redlock/*.rs' src/drift.rs
 run acknowledged lock,lock-failover-acknowledged,election-failover-acknowledged src/acknowledgement.rs
 run job-queue job-queue src/job_queue.rs

@@ -337,6 +337,13 @@ pub enum Validation {
         /// Handshake timeout.
         handshake_ms: u64,
     },
+    /// `Redlock::connect` given one master twice (and another once).
+    RedlockTwice {
+        /// The connect was accepted and left one of the two copies
+        /// unverified (its `INFO` did not answer in time): a duplicate it
+        /// could not see. `false` when refused.
+        unverified: bool,
+    },
 }
 
 /// The kind of text the validation probe gave as a key prefix or name

@@ -81,6 +81,61 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
         "replace match guard fenced && Instant::now() >= deadline with false in Election<C>::renew",
         "the renewal already races its deadline in a biased select, which wins whenever both are ready: a confirmation can pass the deadline only inside the sub-millisecond rounding of tokio's timer, which the simulation's 1 ms ticks (and the self-fencing check's resolution) never reach; kept as defence in depth",
     ),
+    (
+        "src/redlock/mod.rs",
+        "@160:20 delete ! in Redlock<C>::connect",
+        "swaps `native_commands` on and off: on the gate's Redis 7.0.15, which has neither DELIFEQ nor DELEX, both choices send the scripts. On Valkey 9 the validation probe's `Redlock::compare_commands` read-back kills it (the simulation's Valkey leg in .ci/run), as does tests/library/redlock.rs::redlock_uses_each_masters_native_commands",
+    ),
+    (
+        "src/job_queue.rs",
+        "replace > with >= in JobQueue<C>::claim",
+        "the claim script accepts only an attempt of 0 or a canonical positive decimal and returns it after HINCRBY, so never below 1: the guard only defends against a reply this library's script cannot give",
+    ),
+    (
+        "src/job_queue.rs",
+        "replace match guard named.starts_with(\"jobq:{\") with true in script_error",
+        "every CORRUPT reply of the queue's scripts names a `jobq:{…}` key first, so the guard is always true: it defends against a reply they cannot give",
+    ),
+    (
+        "src/job_queue.rs",
+        "delete match arm Value::Int(n) in lease_until_from",
+        "the claim and extend scripts both return the lease's end as decimal text (`string.format('%.0f', …)`), never as an integer reply",
+    ),
+    (
+        "src/redlock/identity.rs",
+        "replace match guard each.iter().all(|c| c == first) with true in Identity::of",
+        "the nodes of one reply can disagree only behind a cluster connection (several INFO texts); every master the simulation bridges is one server with one text",
+    ),
+    (
+        "src/redlock/identity.rs",
+        "replace match guard each.iter().all(|c| c == first) with false in Identity::of",
+        "turns a single server's native commands into the scripts: on the gate's Redis 7.0.15, which has none, that is what it names anyway. On Valkey 9 the validation probe's `Redlock::compare_commands` read-back kills it (the simulation's Valkey leg in .ci/run)",
+    ),
+    (
+        "src/redlock/identity.rs",
+        "replace == with != in Identity::of",
+        "turns a single server's native commands into the scripts: on the gate's Redis 7.0.15, which has none, that is what it names anyway. On Valkey 9 the validation probe's `Redlock::compare_commands` read-back kills it (the simulation's Valkey leg in .ci/run)",
+    ),
+    (
+        "src/redlock/identity.rs",
+        "delete match arm Value::SimpleString(text) | Value::VerbatimString{text, ..} in collect_infos",
+        "INFO's reply is a bulk string under RESP2, which the simulation's connections speak; a verbatim string is RESP3's form of it",
+    ),
+    (
+        "src/redlock/identity.rs",
+        "delete match arm Value::Array(items) | Value::Set(items) in collect_infos",
+        "only a connection that fans INFO out to several nodes (a cluster connection) answers with a collection; the simulation bridges single servers. tests/library/redlock.rs::a_cluster_shaped_info_reply_is_read_and_a_shared_server_is_refused covers the cluster shape",
+    ),
+    (
+        "src/redlock/identity.rs",
+        "delete match arm Value::Map(pairs) in collect_infos",
+        "only a connection that fans INFO out to several nodes (a cluster connection) answers with a map; the simulation bridges single servers. tests/library/redlock.rs::a_cluster_shaped_info_reply_is_read_and_a_shared_server_is_refused covers the cluster shape",
+    ),
+    (
+        "src/redlock/mod.rs",
+        "replace Redlock<C>::is_empty -> bool with false",
+        "connect refuses an empty list of masters, so no Redlock is ever empty",
+    ),
 ];
 
 /// One mutant as cargo-mutants reported it.
@@ -100,6 +155,12 @@ impl Outcome {
         self.name.splitn(4, ':').nth(3).map_or(self.name.as_str(), str::trim)
     }
 
+    /// `line:col` of the mutation.
+    fn location(&self) -> Option<&str> {
+        let after_file = self.name.strip_prefix(self.file.as_str())?.strip_prefix(':')?;
+        after_file.split_once(": ").map(|(at, _)| at)
+    }
+
     fn killed(&self) -> bool {
         matches!(self.summary.as_str(), "CaughtMutant" | "Timeout")
     }
@@ -110,11 +171,19 @@ impl Outcome {
 
     /// The reason it is harmless, if listed.
     pub fn equivalence(&self) -> Option<&'static str> {
-        let matches = |d: &str| match d.strip_prefix('*') {
-            // `*…`: every mutant whose description ends so (one function's
-            // whole family of operator swaps).
-            Some(tail) => self.description().ends_with(tail),
-            None => d == self.description(),
+        let matches = |d: &str| {
+            if let Some(tail) = d.strip_prefix('*') {
+                // `*…`: every mutant whose description ends so (one
+                // function's whole family of operator swaps).
+                return self.description().ends_with(tail);
+            }
+            // `@line:col …`: one mutant where cargo-mutants gives two the
+            // same description. When the code moves the entry stops
+            // matching and the mutant shows as a survivor: never hidden.
+            match d.strip_prefix('@').and_then(|d| d.split_once(' ')) {
+                Some((at, d)) => self.location() == Some(at) && d == self.description(),
+                None => d == self.description(),
+            }
         };
         EQUIVALENT.iter().find(|(f, d, _)| *f == self.file && matches(d)).map(|(_, _, r)| *r)
     }
@@ -239,6 +308,10 @@ mod tests {
         ];
         assert_eq!(all[3].description(), "replace > with >= in token_from_reply");
         assert!(all[3].equivalence().is_some() && all[4].equivalence().is_none());
+        // Located entries match their line:col only.
+        let at = |name| o(name, "MissedMutant").equivalence().is_some();
+        assert!(at("src/redlock/mod.rs:160:20: delete ! in Redlock<C>::connect"));
+        assert!(!at("src/redlock/mod.rs:169:80: delete ! in Redlock<C>::connect"));
         let md = markdown(&all);
         assert!(md.contains("| `src/lock.rs` | 4 | 2 | 1 | 1 | 50.0 % | 1 |"), "{md}");
         assert!(md.contains("`src/lock.rs:13:5: replace g with h` — **survived**"), "{md}");

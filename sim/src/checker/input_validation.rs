@@ -7,7 +7,8 @@
 //! interval at most half of the usable lease, a keep-alive interval shorter
 //! than the usable TTL, `max × window ≤ 2^52`, a pinned instant below 2^53,
 //! a TTL or acknowledgement timeout of 1 ms to 2^53 − 1 ms in whole
-//! milliseconds, no brace and no empty text in a key's prefix or name.
+//! milliseconds, no brace and no empty text in a key's prefix or name, no
+//! Redlock master listed twice.
 //! An off-by-one in one of those comparisons passes every run that uses
 //! comfortable values. The validation probe (`scenarios/validation.rs`)
 //! tries values on both sides of each edge; this checker states the
@@ -74,6 +75,9 @@ pub fn must_accept(case: &Validation) -> bool {
                 && master_timeout_ms < ttl_ms
                 && handshake_ms > 0
         }
+        // Masters that are one server count one failure twice; only a copy
+        // whose identity could not be read may slip through.
+        Validation::RedlockTwice { unverified } => unverified,
     }
 }
 
@@ -135,6 +139,8 @@ mod tests {
             handshake_ms: 100,
         };
         assert!(must_accept(&rl(299)) && !must_accept(&rl(300)) && !must_accept(&rl(0)));
+        let twice = |unverified| Validation::RedlockTwice { unverified };
+        assert!(!must_accept(&twice(false)) && must_accept(&twice(true)));
         let ttl = |ms, extra_ns| Validation::Ttl { ms, extra_ns };
         assert!(must_accept(&ttl(1, 0)) && must_accept(&ttl(TTL_MAX_MS, 0)));
         assert!(!must_accept(&ttl(0, 0)) && !must_accept(&ttl(TTL_MAX_MS + 1, 0)) && !must_accept(&ttl(5, 1)));

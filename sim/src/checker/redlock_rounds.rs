@@ -8,7 +8,8 @@
 //! So, from the answers the client recorded:
 //!
 //! - every acquire, extend, release and cleanup round has one answer per
-//!   master (N);
+//!   master (N), and a master that timed out (by our timer or by the
+//!   connection's own) answered `TimedOut`, not an error;
 //! - a call takes at most one per-master timeout per round it sends (plus a
 //!   tick), unless its client was paused meanwhile (a frozen process's
 //!   timers fire late): an acquire one round (two when refused: the cleanup),
@@ -17,10 +18,17 @@
 //!
 //! `acquire_with_retry` sleeps between attempts, so only the last attempt's
 //! own elapsed time is bounded.
+//!
+//! `connect` asks every master for its `run_id` (the duplicate check): a
+//! master it reports unverified must have had a fault on that client's link
+//! to it by the time connect returned. On a quiet link `INFO` answers, and a
+//! master left unverified there is a duplicate nobody checked.
+
+use std::collections::BTreeMap;
 
 use super::redlock_calls::{calls, CallKind, RedlockSetup};
 use super::{Violation, REDLOCK_ROUNDS};
-use crate::history::{Event, EventKind};
+use crate::history::{Event, EventKind, Millis, Op};
 
 /// Slack on top of the per-master timeout: one simulation tick.
 const SLACK_MS: u64 = 2;
@@ -28,7 +36,7 @@ const SLACK_MS: u64 = 2;
 /// Checks the answers and durations of every Redlock round in `events`.
 pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let n = setup.masters as usize;
-    let mut out = Vec::new();
+    let mut out = unverified_without_a_fault(events, setup);
     for c in calls(events) {
         let Some(r) = c.round else { continue };
         if c.outcome == EventKind::Info {
@@ -49,6 +57,16 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                 r.answers.len(),
                 r.answers
             ));
+        }
+        // "A master that does not answer counts as a miss": a timeout is a
+        // timed-out vote, whichever timer (ours or the connection's) fired.
+        for (round, answers) in [("", Some(&r.answers)), ("cleanup ", r.cleanup.as_ref())] {
+            if let Some(m) = answers.and_then(|a| a.find('u')) {
+                bad(format!(
+                    "{who}: master {m}'s {round}answer is a timeout reported as an error [{}]",
+                    answers.map_or("", |a| a.as_str())
+                ));
+            }
         }
         if refused {
             match &r.cleanup {
@@ -84,6 +102,41 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     out
 }
 
+/// Every master a `connect` left unverified although no fault had touched
+/// that client's link to it by the time connect returned.
+fn unverified_without_a_fault(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
+    let mut invoked: BTreeMap<u64, Millis> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        let Op::RedlockConnect { unverified, .. } = &e.op else { continue };
+        if e.kind == EventKind::Invoke {
+            invoked.insert(e.op_id.0, e.time);
+            continue;
+        }
+        let Some(invoke) = invoked.remove(&e.op_id.0) else { continue };
+        let (EventKind::Ok, Some(unverified)) = (e.kind, unverified) else { continue };
+        for &m in unverified {
+            let touched = setup.faults.iter().any(|f| {
+                f.from <= e.time
+                    && f.client.as_deref().is_none_or(|c| c == e.process)
+                    && f.node.is_none_or(|n| n == m as usize)
+            });
+            if !touched && out.len() < 5 {
+                out.push(Violation::new(
+                    REDLOCK_ROUNDS,
+                    Some(e.time),
+                    format!(
+                        "{} connect [{invoke}ms, {}ms] left master {m} unverified, yet no fault had touched \
+                         its link to it: INFO answers on a quiet link, so a duplicate master went unchecked",
+                        e.process, e.time
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,9 +165,36 @@ mod tests {
         let mut h = B::default();
         let a = h.acquire("a", 0, 250, EventKind::Ok, granted("yyyyt", 0, 250, 295), false);
         h.release("a", a, 260, 270, "yyyy");
+        h.release("a", a, 280, 290, "yyyuy");
         let v = check(&h.events, &setup());
         assert!(v.iter().any(|v| v.detail.contains("one round took 250ms")), "{v:?}");
         assert!(v.iter().any(|v| v.detail.contains("4 answers [yyyy] from 5 masters")), "{v:?}");
-        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v.iter().any(|v| v.detail.contains("master 3's answer is a timeout reported as an error")), "{v:?}");
+        assert_eq!(v.len(), 3, "{v:?}");
+    }
+
+    #[test]
+    fn an_unverified_master_needs_a_fault_on_its_link() {
+        use crate::checker::redlock_calls::FaultWindow;
+        use crate::history::OpId;
+        let connect = |time, kind, unverified| Event {
+            index: 0,
+            time,
+            process: "a".into(),
+            kind,
+            op_id: OpId(7),
+            op: Op::RedlockConnect { masters: 5, unverified },
+            api: None,
+        };
+        let events = [connect(10, EventKind::Invoke, None), connect(110, EventKind::Ok, Some(vec![2, 4]))];
+        let mut s = setup();
+        // Master 2's link was cut before connect returned; master 4's only after.
+        s.faults.push(FaultWindow { from: 50, to: 400, client: Some("a".into()), node: Some(2) });
+        s.faults.push(FaultWindow { from: 111, to: 400, client: None, node: Some(4) });
+        let v = check(&events, &s);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("left master 4 unverified"), "{v:?}");
+        s.faults.push(FaultWindow { from: 0, to: 5, client: Some("a".into()), node: None });
+        assert_eq!(check(&events, &s), vec![]);
     }
 }

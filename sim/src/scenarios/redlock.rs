@@ -6,8 +6,16 @@
 //! [`redis_primitives::naive::NaiveRedlock`]): TTL 300 ms, default drift.
 //! Every library call is recorded with `actor.call` (`Redlock::connect`,
 //! `acquire`, `acquire_with_retry`, `extend`, `release`) and, on completion,
-//! with its round: each master's answer (`y`/`n`/`e`/`t`), the elapsed time,
-//! the validity and `valid_until`, the refusal reason and the cleanup.
+//! with its round: each master's answer (`y`/`n`/`e`/`t`, `u` for a timeout
+//! reported as an error), the elapsed time, the validity and `valid_until`,
+//! the refusal reason and the cleanup. What user code decides with (an
+//! `Acquisition`'s and an `Extension`'s accessors, a lease's votes and
+//! quorum, a refusal's `validity_left`, a timed-out vote's latency) is read
+//! after every call and recorded only when it disagrees.
+//! Client-0 first runs the validation probe (`validation.rs`): bad
+//! configurations, one master listed twice, and a Redlock with a drift and
+//! an owner source of its own, whose settings, commands per master and
+//! lease it reads back.
 //!
 //! Checkers: `redlock-mutual-exclusion` (no two clients inside their
 //! validity, extensions included), `redlock-validity` (validity ≤ TTL −
@@ -15,7 +23,8 @@
 //! refusals), `redlock-votes` (quorum for grants and extensions, no
 //! no-majority refusal with a majority, each yes/no consistent with the keys
 //! a master can hold), `redlock-rounds` (every master asked, no round past
-//! the per-master timeout) and, in `redlock`, `liveness` after the faults.
+//! the per-master timeout, no master left unverified by `connect` on a link
+//! no fault touched) and, in `redlock`, `liveness` after the faults.
 //!
 //! - `redlock`: client-0 waits up to 299 ms per master, the others 80 ms.
 //!   Phase 1 (0–1.5 s) aims at the elapsed-time gate: client-0's links are
@@ -149,15 +158,19 @@ fn acquire_op(votes: Option<u32>, validity_ms: Option<u64>, round: Option<Redloc
 }
 
 fn letter(v: &MasterVote) -> char {
-    match v.vote {
+    match &v.vote {
         Vote::Yes => 'y',
         Vote::No => 'n',
+        // A timeout the connection noticed, reported as an error instead
+        // of `TimedOut` (`redlock-rounds` convicts it).
+        Vote::Error(e) if matches!(**e, redis_primitives::Error::OutcomeUnknown { .. }) => 'u',
         Vote::Error(_) => 'e',
         Vote::TimedOut => 't',
     }
 }
 
-/// One letter per master in index order: `y`, `n`, `e`, `t`. When the
+/// One letter per master in index order: `y`, `n`, `e`, `t` (`u`: an error
+/// that says the request timed out). When the
 /// library did not report exactly one answer per master, the answers are
 /// listed as reported, so the length shows the gap (`redlock-rounds`).
 fn answers(votes: &[MasterVote]) -> String {
@@ -275,9 +288,15 @@ async fn client(
         Variant::NoValidity => ("NaiveRedlock::connect", None),
         _ => ("Redlock::connect", Some(())),
     };
-    if variant == Variant::Correct && actor.index() == 0 {
-        super::validation::redlock(&actor, &masters).await?;
-    }
+    // The validation probe runs beside client-0's workload, on connections
+    // of its own (the same links, so the same faults): its waits on slow
+    // links must not take phase 1's time from client-0's rounds.
+    let probe = (variant == Variant::Correct && actor.index() == 0).then(|| {
+        let own: Vec<SimConnection> =
+            (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect();
+        let a = actor.clone();
+        actor.spawn(async move { super::validation::redlock(&a, &own).await })
+    });
     let id = actor.call(api, connect_op(None));
     let client = match client {
         None => match NaiveRedlock::connect(masters, config).await {
@@ -305,6 +324,12 @@ async fn client(
                         ("quorum", r.quorum().to_string(), (MASTERS / 2 + 1).to_string()),
                         ("ttl", r.ttl().to_string(), Ttl::from_millis(timing.ttl_ms)?.to_string()),
                         ("drift", format!("{:?}", r.drift()), format!("{:?}", redis_primitives::Drift::DEFAULT)),
+                        ("drift factor_per_mille", r.drift().factor_per_mille().to_string(), "10".to_string()),
+                        (
+                            "drift constant",
+                            format!("{:?}", r.drift().constant()),
+                            format!("{:?}", Duration::from_millis(2)),
+                        ),
                         ("drift_allowance", format!("{:?}", r.drift_allowance()), format!("{allowance:?}")),
                         (
                             "master_timeout",
@@ -360,6 +385,11 @@ async fn client(
         }
         tokio::time::sleep(Duration::from_millis(rng.random_range(10..=30))).await;
     }
+    // Long finished by now; its error (a constructor refusing what it must
+    // take) fails the run like the workload's own.
+    if let Some(probe) = probe {
+        probe.await.map_err(|e| format!("the validation probe panicked: {e}"))??;
+    }
     Ok(())
 }
 
@@ -368,6 +398,38 @@ async fn sleep_until_shifted(at: Instant, shift_ms: i64) {
     let shift = Duration::from_millis(shift_ms.unsigned_abs());
     let when = if shift_ms >= 0 { at + shift } else { at.checked_sub(shift).unwrap_or(at) };
     tokio::time::sleep_until(when).await;
+}
+
+/// The accessors user code decides with, against the variant and the
+/// masters' answers; reported (as a `configuration` read-back) only when
+/// one differs, so a correct run's history does not grow with them.
+fn check_accessors(actor: &Actor, a: &Acquisition) {
+    let mut wrong: Vec<(&str, String, String)> = Vec::new();
+    let mut expect = |name, got: String, want: String| {
+        if got != want {
+            wrong.push((name, got, want));
+        }
+    };
+    let held = matches!(a, Acquisition::Held(_));
+    expect("Acquisition::is_held", a.is_held().to_string(), held.to_string());
+    expect("Acquisition::into_lease", a.clone().into_lease().is_some().to_string(), held.to_string());
+    expect("Acquisition::refusal", a.refusal().is_some().to_string(), (!held).to_string());
+    match a {
+        Acquisition::Held(lease) => {
+            let yes = lease.masters().iter().filter(|v| v.vote.is_yes()).count();
+            expect("RedlockLease::votes", lease.votes().to_string(), yes.to_string());
+            expect("RedlockLease::quorum", lease.quorum().to_string(), (MASTERS / 2 + 1).to_string());
+        }
+        Acquisition::Refused(r) => {
+            // TTL − elapsed − drift, when positive.
+            let left = r.ttl.as_duration().checked_sub(r.elapsed).and_then(|d| d.checked_sub(r.drift));
+            let left = left.filter(|d| !d.is_zero());
+            expect("Refusal::validity_left", format!("{:?}", r.validity_left()), format!("{left:?}"));
+        }
+    }
+    if !wrong.is_empty() {
+        actor.configured("Acquisition", &wrong);
+    }
 }
 
 /// One `acquire` (or `acquire_with_retry`) of the production Redlock, and
@@ -386,6 +448,13 @@ async fn correct_attempt(
     let api = if with_retry { "Redlock::acquire_with_retry" } else { "Redlock::acquire" };
     let id = actor.call(api, acquire_op(None, None, None));
     let result = if with_retry { r.acquire_with_retry(NAME, retry).await } else { r.acquire(NAME).await };
+    if let Ok(a) = &result {
+        check_accessors(actor, a);
+        match a {
+            Acquisition::Held(lease) => check_timeouts(actor, r, &[lease.masters()]),
+            Acquisition::Refused(refusal) => check_timeouts(actor, r, &[&refusal.masters, &refusal.cleanup]),
+        }
+    }
     let lease = match result {
         Ok(Acquisition::Held(lease)) => lease,
         Ok(Acquisition::Refused(refusal)) => {
@@ -484,7 +553,29 @@ async fn hold(
 async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLease, lease_id: u64) -> bool {
     let op = |round| Op::RedlockExtend { name: NAME.into(), lease: lease_id, round };
     let id = actor.call("Redlock::extend", op(None));
-    match r.extend(lease).await {
+    let extension = r.extend(lease).await;
+    match &extension {
+        Extension::Extended { .. } => check_timeouts(actor, r, &[lease.masters()]),
+        Extension::Refused(refusal) => check_timeouts(actor, r, &[&refusal.masters, &refusal.cleanup]),
+    }
+    // Reported only when they differ (as `check_accessors`): the variant,
+    // its accessor, and the validity it names against the lease's own.
+    let extended = match &extension {
+        Extension::Extended { validity } => Some(*validity),
+        Extension::Refused(_) => None,
+    };
+    let checks = [
+        ("Extension::is_extended", extension.is_extended().to_string(), extended.is_some().to_string()),
+        (
+            "RedlockLease::validity after an extend",
+            format!("{:?}", extended.map(|_| lease.validity())),
+            format!("{extended:?}"),
+        ),
+    ];
+    if checks.iter().any(|(_, got, want)| got != want) {
+        actor.configured("Extension", &checks);
+    }
+    match extension {
         Extension::Extended { .. } => {
             actor.reached("extension-confirmed");
             actor.ok(id, op(Some(lease_round(actor, lease))));
@@ -517,7 +608,25 @@ async fn release(actor: &Actor, r: &Redlock<SimConnection>, lease: &RedlockLease
     }
     let id = actor.call("Redlock::release", op(None));
     let released = r.release(lease).await;
+    check_timeouts(actor, r, &[&released.masters]);
     actor.ok(id, op(Some(RedlockRound { answers: answers(&released.masters), ..RedlockRound::default() })));
+}
+
+/// A `TimedOut` vote comes from a timer: the connection's response timeout
+/// (`net_for`: 2 ms before the per-master timeout) or the library's own, so
+/// never sooner than the first of them after the round started. An error
+/// that is not a timeout (a dropped connection) reported as one would hide
+/// a master that answered. Reported only when one differs.
+fn check_timeouts(actor: &Actor, r: &Redlock<SimConnection>, rounds: &[&[MasterVote]]) {
+    let first_timer = r.master_timeout().saturating_sub(Duration::from_millis(2)).max(Duration::from_millis(1));
+    for v in rounds.iter().flat_map(|votes| votes.iter()) {
+        if matches!(v.vote, Vote::TimedOut) && v.latency < first_timer {
+            actor.configured(
+                &format!("MasterVote of master {}", v.master),
+                &[("TimedOut after at least", format!("{:?}", v.latency), format!("{first_timer:?}"))],
+            );
+        }
+    }
 }
 
 /// One attempt of the naive Redlock: acquire, work until shortly before

@@ -13,8 +13,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use redis_primitives::election::Election;
 use redis_primitives::rate_limit::Limit;
-use redis_primitives::redlock::{Redlock, RedlockConfig};
-use redis_primitives::{Acknowledgement, Drift, Error, FencedStore, KeepAlive, Lock, OwnerSource, Tokens, Ttl};
+use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig, OWNER_BYTES};
+use redis_primitives::{
+    Acknowledgement, CompareCommands, Drift, Error, FencedStore, KeepAlive, Lock, OwnerSource, Tokens, Ttl,
+};
 
 use crate::history::{KeyText, KeyedOn, Op, Validation};
 use crate::net::SimConnection;
@@ -25,9 +27,31 @@ const MS: u128 = 1_000_000;
 fn record<T>(actor: &Actor, case: Validation, r: &Result<T, Error>) {
     let (accepted, invalid, refusal) = match r {
         Ok(_) => (true, false, None),
-        Err(e) => (false, matches!(e, Error::InvalidInput { .. }), Some(e.to_string())),
+        Err(e) => (false, matches!(e, Error::InvalidInput { .. }), Some(without_run_ids(&e.to_string()))),
     };
     actor.observe(Op::Validated { case, accepted, invalid, refusal });
+}
+
+/// `ms` milliseconds and `extra_ns` nanoseconds: a duration off the
+/// millisecond when `extra_ns > 0`.
+fn ms_and_ns(ms: u64, extra_ns: u32) -> Duration {
+    Duration::from_millis(ms) + Duration::from_nanos(u64::from(extra_ns))
+}
+
+/// `text` with every server `run_id` (40 hex digits, random per process)
+/// masked: a refusal naming one would make the history differ between
+/// replays of one seed.
+fn without_run_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(|c: char| c.is_ascii_hexdigit()) {
+        out.push_str(&rest[..at]);
+        let run = rest[at..].find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(rest.len() - at);
+        out.push_str(if run == 40 { "<run_id>" } else { &rest[at..at + run] });
+        rest = &rest[at + run..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn drift_of(rng: &mut StdRng) -> (u32, u64) {
@@ -95,7 +119,8 @@ pub fn election(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
         .drift(drift(d)?)
         .build();
     record(actor, Validation::ElectionDefaults { lease_ms, drift: d }, &built);
-    election_on_a_lock(actor, conn, &mut rng)?;
+    let (lock, given) = lock_with_every_setting(conn, &mut rng)?;
+    election_on_a_lock(actor, &lock, &given)?;
     if let Ok(e) = &built {
         let third = Duration::from_millis(lease_ms) / 3;
         actor.configured(
@@ -109,32 +134,55 @@ pub fn election(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
     Ok(())
 }
 
+/// The settings a lock was built with, as its accessors must report them.
+struct Given {
+    prefix: String,
+    drift: (u32, u64),
+    ack: Acknowledgement,
+}
+
+/// A lock built with every setting given, each drawn from `rng` and none
+/// the default (time-floored tokens, an acknowledgement, a prefix).
+fn lock_with_every_setting(conn: &SimConnection, rng: &mut StdRng) -> Result<(Lock<SimConnection>, Given), Error> {
+    let prefix = key_text(rng, KeyText::Plain);
+    let d = drift_of(rng);
+    let ack = Acknowledgement::new(rng.random_range(1..=3), Duration::from_millis(rng.random_range(1..=500)))?;
+    let lock = Lock::builder(conn.clone())
+        .prefix(prefix.as_str())
+        .drift(drift(d)?)
+        .acknowledged(ack)
+        .tokens(Tokens::TimeFloored)
+        .build()?;
+    Ok((lock, Given { prefix, drift: d, ack }))
+}
+
+/// What `lock`'s accessors report against what it was built with: an
+/// accessor is what user code decides with.
+fn read_back(actor: &Actor, what: &str, lock: &Lock<SimConnection>, given: &Given) -> Result<(), Error> {
+    actor.configured(
+        what,
+        &[
+            ("Lock::key", lock.key("validation")?, format!("{}:{{validation}}", given.prefix)),
+            ("Drift::factor_per_mille", lock.drift().factor_per_mille().to_string(), given.drift.0.to_string()),
+            (
+                "Drift::constant",
+                format!("{:?}", lock.drift().constant()),
+                format!("{:?}", Duration::from_millis(given.drift.1)),
+            ),
+            ("Lock::acknowledgement", format!("{:?}", lock.acknowledgement()), format!("{:?}", Some(given.ack))),
+            ("Lock::tokens", format!("{:?}", lock.tokens()), format!("{:?}", Tokens::TimeFloored)),
+        ],
+    );
+    Ok(())
+}
+
 /// `Election::builder_on(lock, ..)` keeps the lock's prefix, drift,
 /// acknowledgement and token issuing: the election's lock must report
 /// each of them (a dropped acknowledgement loses a promoted replica's
 /// epochs without a word).
-fn election_on_a_lock(actor: &Actor, conn: &SimConnection, rng: &mut StdRng) -> Result<(), Error> {
-    let prefix = key_text(rng, KeyText::Plain);
-    let d = drift(drift_of(rng))?;
-    let ack = Acknowledgement::new(rng.random_range(1..=3), Duration::from_millis(rng.random_range(1..=500)))?;
-    let lock = Lock::builder(conn.clone())
-        .prefix(prefix.as_str())
-        .drift(d)
-        .acknowledged(ack)
-        .tokens(Tokens::TimeFloored)
-        .build()?;
-    let election = Election::builder_on(&lock, "validation").lease_ttl(Duration::from_millis(1000)).build()?;
-    let on = election.lock();
-    actor.configured(
-        "Election::builder_on",
-        &[
-            ("Lock::key", on.key("validation")?, format!("{prefix}:{{validation}}")),
-            ("Lock::drift", format!("{:?}", on.drift()), format!("{d:?}")),
-            ("Lock::acknowledgement", format!("{:?}", on.acknowledgement()), format!("{:?}", Some(ack))),
-            ("Lock::tokens", format!("{:?}", on.tokens()), format!("{:?}", Tokens::TimeFloored)),
-        ],
-    );
-    Ok(())
+fn election_on_a_lock(actor: &Actor, lock: &Lock<SimConnection>, given: &Given) -> Result<(), Error> {
+    let election = Election::builder_on(lock, "validation").lease_ttl(Duration::from_millis(1000)).build()?;
+    read_back(actor, "Election::builder_on", election.lock(), given)
 }
 
 /// `KeepAlive::new` around its edge: an interval just below, at and above
@@ -201,28 +249,17 @@ pub fn key_names(actor: &Actor, conn: &SimConnection) {
     }
 }
 
-/// A lock built with settings the workload's own lock may not use (a drift
-/// and an acknowledgement drawn from the seed, time-floored tokens) must
-/// report each of them back: an accessor is what user code decides with.
+/// A lock built with settings the workload's own lock may not use must
+/// report each of them back, and so must an election built on it; a lock
+/// built with none reports the defaults.
 pub fn lock_settings(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
     let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-lock-settings"));
-    let d = drift(drift_of(&mut rng))?;
-    let ack = Acknowledgement::new(rng.random_range(1..=3), Duration::from_millis(rng.random_range(1..=500)))?;
-    // Not the default (the second lock below reports that one).
-    let tokens = Tokens::TimeFloored;
-    let lock = Lock::builder(conn.clone()).drift(d).acknowledged(ack).tokens(tokens).build()?;
-    actor.configured(
-        "Lock (every setting given)",
-        &[
-            ("Lock::drift", format!("{:?}", lock.drift()), format!("{d:?}")),
-            ("Lock::acknowledgement", format!("{:?}", lock.acknowledgement()), format!("{:?}", Some(ack))),
-            ("Lock::tokens", format!("{:?}", lock.tokens()), format!("{tokens:?}")),
-        ],
-    );
+    let (lock, given) = lock_with_every_setting(conn, &mut rng)?;
+    read_back(actor, "Lock (every setting given)", &lock, &given)?;
+    election_on_a_lock(actor, &lock, &given)?;
     // An owner is a capability: its Debug shows only a prefix.
     let owner = OwnerSource::seeded(rng.random()).next_owner(16);
     actor.configured("Owner", &[("Debug", format!("{owner:?}"), format!("Owner({}…)", &owner.as_str()[..8]))]);
-    election_on_a_lock(actor, conn, &mut rng)?;
     let plain = Lock::new(conn.clone());
     actor.configured(
         "Lock (defaults)",
@@ -252,7 +289,7 @@ pub fn durations(actor: &Actor) {
         (some, rng.random_range(1..1_000_000u32)),
     ];
     for (ms, extra_ns) in cases {
-        let ttl = Ttl::new(Duration::from_millis(ms) + Duration::from_nanos(u64::from(extra_ns)));
+        let ttl = Ttl::new(ms_and_ns(ms, extra_ns));
         record(actor, Validation::Ttl { ms, extra_ns }, &ttl);
         if let Ok(t) = ttl {
             actor.configured(
@@ -276,7 +313,7 @@ pub fn durations(actor: &Actor) {
         (replicas, some, rng.random_range(1..1_000_000u32)),
     ];
     for (replicas, ms, extra_ns) in acks {
-        let ack = Acknowledgement::new(replicas, Duration::from_millis(ms) + Duration::from_nanos(u64::from(extra_ns)));
+        let ack = Acknowledgement::new(replicas, ms_and_ns(ms, extra_ns));
         record(actor, Validation::Acknowledgement { replicas, ms, extra_ns }, &ack);
         if let Ok(a) = ack {
             actor.configured(
@@ -324,12 +361,15 @@ where
 }
 
 /// `Redlock::connect`'s validation: no masters, a drift as long as the
-/// TTL, a master timeout at and just below the TTL, zero timeouts. Only
-/// the last valid case connects for real.
+/// TTL, a master timeout at and just below the TTL, zero timeouts, one
+/// master listed twice. The valid cases connect for real.
 pub async fn redlock(actor: &Actor, masters: &[SimConnection]) -> Result<(), Error> {
     let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-redlock"));
-    let ttl_ms = rng.random_range(10..=1000u64);
-    let d = drift_of(&mut rng);
+    // A whole-millisecond allowance (ttl × ‰ a multiple of 1000), so that
+    // `valid_until` falls on a tick and the lease can be read there.
+    let ttl_ms = 200 * rng.random_range(1..=5u64);
+    let d = (5 * rng.random_range(0..=10u32), rng.random_range(0..=5u64));
+    let owners: u64 = rng.random();
     let cases = [
         (0, ttl_ms, d, ttl_ms / 2, 100),
         (masters.len() as u32, ttl_ms, (0, ttl_ms), ttl_ms / 2, 100),
@@ -342,7 +382,8 @@ pub async fn redlock(actor: &Actor, masters: &[SimConnection]) -> Result<(), Err
         let config = RedlockConfig::new(Ttl::from_millis(ttl_ms)?)
             .drift(drift(d)?)
             .master_timeout(Duration::from_millis(master_timeout_ms))
-            .handshake_timeout(Duration::from_millis(handshake_ms));
+            .handshake_timeout(Duration::from_millis(handshake_ms))
+            .owners(OwnerSource::seeded(owners));
         let given = masters[..n as usize].to_vec();
         let r = Redlock::connect(given, config).await;
         // A valid configuration connects; a fault in that handshake is not
@@ -352,6 +393,113 @@ pub async fn redlock(actor: &Actor, masters: &[SimConnection]) -> Result<(), Err
         }
         let case = Validation::Redlock { masters: n, ttl_ms, drift: d, master_timeout_ms, handshake_ms };
         record(actor, case, &r);
+        if let Ok(rl) = &r {
+            redlock_read_back(actor, rl, &masters[..n as usize], (ttl_ms, d, master_timeout_ms), owners).await?;
+        }
+    }
+    // One server listed twice: refused once both copies told their run_id.
+    let twice = vec![masters[0].clone(), masters[1].clone(), masters[0].clone()];
+    let config = RedlockConfig::new(Ttl::from_millis(ttl_ms)?)
+        .drift(drift(d)?)
+        .master_timeout(Duration::from_millis(ttl_ms / 2))
+        .handshake_timeout(Duration::from_millis(100));
+    let r = Redlock::connect(twice, config).await;
+    if matches!(&r, Err(e) if e.outcome_is_unknown()) {
+        return Ok(());
+    }
+    let unverified = r.as_ref().is_ok_and(|rl| rl.unverified_masters().iter().any(|&i| i == 0 || i == 2));
+    record(actor, Validation::RedlockTwice { unverified }, &r);
+    Ok(())
+}
+
+/// What a connected Redlock reports against what it was given (`ttl_ms`,
+/// drift and master timeout; a drift no scenario's Redlock uses), the
+/// commands it sends each master against that master's own answer to
+/// `COMMAND INFO` (as a single-instance lock asks it), and a granted
+/// lease's owner against the first one the seeded source `owners` draws.
+async fn redlock_read_back(
+    actor: &Actor,
+    rl: &Redlock<SimConnection>,
+    given: &[SimConnection],
+    (ttl_ms, d, master_timeout_ms): (u64, Drift2, u64),
+    owners: u64,
+) -> Result<(), Error> {
+    let dr = drift(d)?;
+    actor.configured(
+        "Redlock (validation)",
+        &[
+            ("len", rl.len().to_string(), given.len().to_string()),
+            ("is_empty", rl.is_empty().to_string(), given.is_empty().to_string()),
+            ("quorum", rl.quorum().to_string(), (given.len() / 2 + 1).to_string()),
+            ("ttl", rl.ttl().to_string(), Ttl::from_millis(ttl_ms)?.to_string()),
+            ("drift", format!("{:?}", rl.drift()), format!("{dr:?}")),
+            (
+                "drift_allowance",
+                format!("{:?}", rl.drift_allowance()),
+                format!("{:?}", dr.allowance(Duration::from_millis(ttl_ms))),
+            ),
+            (
+                "master_timeout",
+                format!("{:?}", rl.master_timeout()),
+                format!("{:?}", Duration::from_millis(master_timeout_ms)),
+            ),
+        ],
+    );
+    let got = rl.compare_commands().await;
+    actor.configured("Redlock::compare_commands", &[("answers", got.len().to_string(), given.len().to_string())]);
+    let unverified = rl.unverified_masters();
+    for (i, (conn, got)) in given.iter().zip(&got).enumerate() {
+        // A master left unverified keeps the scripts. Otherwise the
+        // master's own answer, when it names a native command: a question
+        // that failed (a fault on the link) answers Scripts too.
+        let want = if unverified.contains(&i) {
+            CompareCommands::Scripts
+        } else {
+            match Lock::new(conn.clone()).compare_commands().await {
+                CompareCommands::Scripts => continue,
+                native => native,
+            }
+        };
+        actor.configured(
+            &format!("Redlock::compare_commands, master {i}"),
+            &[("commands", format!("{got:?}"), format!("{want:?}"))],
+        );
+    }
+    // Under a fault the probe's acquire may be refused: nothing to read.
+    if let Ok(Acquisition::Held(lease)) = rl.acquire("validation").await {
+        let want = OwnerSource::seeded(owners).next_owner(OWNER_BYTES);
+        actor.configured(
+            "RedlockLease (validation)",
+            &[
+                ("owner", lease.owner().as_str().to_string(), want.as_str().to_string()),
+                ("name", lease.name().to_string(), "validation".to_string()),
+                ("key", lease.key().to_string(), rl.key("validation")?),
+                ("is_trusted", lease.is_trusted().to_string(), true.to_string()),
+                // The validity less what has passed since T2.
+                (
+                    "remaining",
+                    format!("{:?}", lease.remaining()),
+                    format!("{:?}", lease.validity().saturating_sub(lease.acquired_at().elapsed())),
+                ),
+            ],
+        );
+        rl.release(&lease).await;
+        // From `valid_until` on (at it exactly, unless the actor was paused
+        // past it) the lease is no longer trusted. Checked beside the
+        // workload, which must not wait for it; a run that ends first drops
+        // the check.
+        let (a, until) = (actor.clone(), lease.valid_until());
+        drop(actor.spawn(async move {
+            tokio::time::sleep_until(until).await;
+            let at = if until.elapsed().is_zero() { "at valid_until" } else { "after valid_until" };
+            a.configured(
+                &format!("RedlockLease {at}"),
+                &[
+                    ("is_trusted", lease.is_trusted().to_string(), false.to_string()),
+                    ("remaining", format!("{:?}", lease.remaining()), format!("{:?}", Duration::ZERO)),
+                ],
+            );
+        }));
     }
     Ok(())
 }

@@ -469,6 +469,9 @@ async fn claim(actor: &Actor, q: &Queue, lease: Ttl) -> Option<Held> {
                 ..JobCall::default()
             };
             actor.ok(op, record(CLAIM, call));
+            if let Held::Fenced(c) = &h {
+                check_trust(actor, c);
+            }
             Some(h)
         }
         Ok(None) => {
@@ -480,6 +483,25 @@ async fn claim(actor: &Actor, q: &Queue, lease: Ttl) -> Option<Held> {
             None
         }
     }
+}
+
+/// A claim is trusted until its local deadline and not from then on: read
+/// now, and again at the deadline (or later, if the worker was paused)
+/// beside the workload, which must not wait for it. Recorded (as a
+/// `configuration` read-back) only when it says otherwise.
+fn check_trust(actor: &Actor, c: &redis_primitives::Claim) {
+    let report = |actor: &Actor, c: &redis_primitives::Claim, want: bool| {
+        if c.is_trusted() != want {
+            let at = format!("{}ms, local deadline {}ms", actor.now(), actor.millis_of(c.local_deadline()));
+            actor.configured("Claim", &[("is_trusted", c.is_trusted().to_string(), format!("{want} at {at}"))]);
+        }
+    };
+    report(actor, c, tokio::time::Instant::now() < c.local_deadline());
+    let (a, c) = (actor.clone(), c.clone());
+    drop(actor.spawn(async move {
+        tokio::time::sleep_until(c.local_deadline()).await;
+        report(&a, &c, false);
+    }));
 }
 
 /// One recorded completion.
@@ -534,6 +556,9 @@ async fn extend(actor: &Actor, q: &Queue, held: &mut Held, lease: Ttl) {
         Ok(extended) => {
             let lease_until = extended.then(|| sim_ms(c.lease_until_ms()));
             actor.ok(op, record(EXTEND, JobCall { accepted: Some(extended), lease_until, ..call }));
+            if extended {
+                check_trust(actor, c);
+            }
         }
         Err(e) => actor.errored(op, record(EXTEND, call), &e),
     }

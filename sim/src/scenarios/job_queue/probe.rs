@@ -1,15 +1,16 @@
 //! The job queue's probe: what faults never plant.
 //!
-//! Random faults never corrupt a key, enqueue an id twice or let a hundred
-//! leases lapse at once, so the scripts' refusal branches and batch bound
-//! would go unjudged. The probe (one actor, before the nemesis starts, each
+//! Random faults never corrupt a key, enqueue an id twice, let a hundred
+//! leases lapse at once or hand one queue's claim to another, so the
+//! scripts' refusal branches and batch bound would go unjudged. The probe (one actor, before the nemesis starts, each
 //! case on its own queue) plants each such state with raw commands, calls
 //! the library, and records what it answered and whether the keys changed:
 //! `Op::Custom` `job-probe` events that [`super::check`] judges. Each case
 //! names what the library's docs promise for it.
 
+use core::time::Duration;
 use redis::aio::ConnectionLike;
-use redis_primitives::{Completion, Enqueued, Error, FencingToken, JobQueue, JobState, Ttl};
+use redis_primitives::{Completion, Drift, Enqueued, Error, FencingToken, JobQueue, JobState, Ttl};
 use serde::{Deserialize, Serialize};
 
 use crate::net::SimConnection;
@@ -40,12 +41,13 @@ pub struct Probed {
 /// timeout, a lost connection): not judged.
 pub const UNKNOWN: &str = "unknown";
 
-/// An answer in the probe's words: `corrupt <key>`, `wrongtype`, what the
-/// call returned, or [`UNKNOWN`].
+/// An answer in the probe's words: `corrupt <key>`, `wrongtype`,
+/// `invalid <what>`, what the call returned, or [`UNKNOWN`].
 fn said<T>(r: &Result<T, Error>, ok: impl Fn(&T) -> String) -> String {
     match r {
         Ok(v) => ok(v),
         Err(e) if e.outcome_is_unknown() => UNKNOWN.to_string(),
+        Err(Error::InvalidInput { what, .. }) => format!("invalid {what}"),
         Err(Error::CorruptState { key, .. }) => format!("corrupt {key}"),
         Err(Error::WrongType { .. }) => "wrongtype".to_string(),
         Err(e) => format!("error {e}"),
@@ -109,7 +111,8 @@ impl Case<'_> {
 /// Runs every case (see the module docs); a case whose planting fails (a
 /// fault cut it short) is skipped, not judged.
 pub async fn probe(actor: Actor) -> ActorResult {
-    for n in 0..16u32 {
+    settings(&actor)?;
+    for n in 0..17u32 {
         // Its planted states make the scripts answer with error replies:
         // expected here, so not recorded for `unexpected-errors`.
         let conn = actor.connection_expecting_errors(0);
@@ -121,6 +124,36 @@ pub async fn probe(actor: Actor) -> ActorResult {
             actor.note(format!("job probe case {n}: planting failed, skipped"));
         }
     }
+    Ok(())
+}
+
+/// A queue built with a name and a drift of the seed's reports them back,
+/// and names its keys as documented (`jobq:{name}:…`): what user code and
+/// operators go by. Nothing is sent.
+fn settings(actor: &Actor) -> Result<(), Error> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(actor.seed_for("job-probe-settings"));
+    let name = format!("settings-{}", rng.random_range(0..1000u32));
+    // Never the default (10 ‰ + 2 ms): a reading of the default would pass.
+    let (per_mille, constant_ms) = (rng.random_range(11..=50u32), rng.random_range(0..=5u64));
+    let drift = Drift::new(per_mille, Duration::from_millis(constant_ms))?;
+    let queue = JobQueue::new(actor.connection(0), &name)?.with_drift(drift);
+    let base = format!("jobq:{{{name}}}");
+    actor.configured(
+        "JobQueue",
+        &[
+            ("name", queue.name().to_string(), name.clone()),
+            ("drift", format!("{:?}", queue.drift()), format!("{drift:?}")),
+            ("pending_key", queue.pending_key(), format!("{base}:pending")),
+            ("active_key", queue.active_key(), format!("{base}:active")),
+            ("seq_key", queue.seq_key(), format!("{base}:seq")),
+            ("job_key", queue.job_key("j")?, format!("{base}:job:j")),
+            // Ids follow the rules of names: neither empty nor holding a brace.
+            ("job_key(\"\")", said(&queue.job_key(""), String::clone), "invalid job id".into()),
+            ("job_key(\"a{b\")", said(&queue.job_key("a{b"), String::clone), "invalid job id".into()),
+            ("job_key(\"a}b\")", said(&queue.job_key("a}b"), String::clone), "invalid job id".into()),
+        ],
+    );
     Ok(())
 }
 
@@ -251,6 +284,21 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
                 Completion::Rejected { current_attempt: Some(FencingToken::new(2)), state: Some(JobState::Active) }
             );
             c.record("complete: a stale claim while the next is active", expected, said(&r, |x| format!("{x:?}")), b)
+                .await;
+        }
+        16 => {
+            // A claim handed out by another queue: refused before anything
+            // is sent (it would address this queue's job with its key).
+            c.queue.enqueue("j", "p").await?;
+            let Some(mut claim) = c.queue.claim(lease).await? else { return Ok(()) };
+            let other = JobQueue::new(c.conn.clone(), &format!("{}-other", c.queue.name()))?;
+            let b = c.before().await;
+            let r = other.complete(&claim).await;
+            c.record("complete: a claim of another queue", "invalid claim".into(), said(&r, |x| format!("{x:?}")), b)
+                .await;
+            let b = c.before().await;
+            let r = other.extend(&mut claim, lease).await;
+            c.record("extend: a claim of another queue", "invalid claim".into(), said(&r, |x| format!("{x:?}")), b)
                 .await;
         }
         _ => {
