@@ -413,7 +413,8 @@ pub async fn redlock(actor: &Actor, masters: &[SimConnection]) -> Result<(), Err
 }
 
 /// What a connected Redlock reports against what it was given (`ttl_ms`,
-/// drift and master timeout; a drift no scenario's Redlock uses), the
+/// drift and master timeout; a drift drawn from the seed, rarely the
+/// default the scenario's own Redlock uses), the
 /// commands it sends each master against that master's own answer to
 /// `COMMAND INFO` (as a single-instance lock asks it), and a granted
 /// lease's owner against the first one the seeded source `owners` draws.
