@@ -420,6 +420,18 @@ impl Actor {
         self.observe(Op::Configured { primitive: primitive.to_string(), fields });
     }
 
+    /// As [`Actor::configured`], keeping only the fields whose reported and
+    /// configured texts differ, and recording nothing when none does: for
+    /// read-backs checked on every operation, so that a correct run's
+    /// history does not grow with them.
+    pub fn configured_if_differs(&self, primitive: &str, fields: &[(&str, String, String)]) {
+        let differing: Vec<_> =
+            fields.iter().filter(|(_, reported, configured)| reported != configured).cloned().collect();
+        if !differing.is_empty() {
+            self.configured(primitive, &differing);
+        }
+    }
+
     /// Freezes this actor for `ms` from its next await (a GC pause the
     /// workload aims at a chosen moment), recorded as an [`Op::Paused`] so
     /// that the schedule lists it and checkers know the actor was frozen.

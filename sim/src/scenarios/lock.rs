@@ -1375,15 +1375,13 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 }
                 (Ok(redis_primitives::LockOutcome::Ran { output, release, .. }), Some((rid, _))) => {
                     *cx.holds += 1;
-                    // Reported only when it differs: the accessor user code
-                    // decides with must agree with the variant.
+                    // The accessor user code decides with must agree with
+                    // the variant.
                     let released = matches!(release, redis_primitives::Release::Released);
-                    if release.is_released() != released {
-                        cx.actor.configured(
-                            "Release",
-                            &[("Release::is_released", release.is_released().to_string(), released.to_string())],
-                        );
-                    }
+                    cx.actor.configured_if_differs(
+                        "Release",
+                        &[("Release::is_released", release.is_released().to_string(), released.to_string())],
+                    );
                     match release {
                         redis_primitives::Release::Released => cx.actor.ok(rid, rel(output)),
                         redis_primitives::Release::AlreadyGone => cx.actor.fail(rid, rel(output)),

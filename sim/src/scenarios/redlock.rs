@@ -404,32 +404,26 @@ async fn sleep_until_shifted(at: Instant, shift_ms: i64) {
 /// masters' answers; reported (as a `configuration` read-back) only when
 /// one differs, so a correct run's history does not grow with them.
 fn check_accessors(actor: &Actor, a: &Acquisition) {
-    let mut wrong: Vec<(&str, String, String)> = Vec::new();
-    let mut expect = |name, got: String, want: String| {
-        if got != want {
-            wrong.push((name, got, want));
-        }
-    };
     let held = matches!(a, Acquisition::Held(_));
-    expect("Acquisition::is_held", a.is_held().to_string(), held.to_string());
-    expect("Acquisition::into_lease", a.clone().into_lease().is_some().to_string(), held.to_string());
-    expect("Acquisition::refusal", a.refusal().is_some().to_string(), (!held).to_string());
+    let mut fields = vec![
+        ("Acquisition::is_held", a.is_held().to_string(), held.to_string()),
+        ("Acquisition::into_lease", a.clone().into_lease().is_some().to_string(), held.to_string()),
+        ("Acquisition::refusal", a.refusal().is_some().to_string(), (!held).to_string()),
+    ];
     match a {
         Acquisition::Held(lease) => {
             let yes = lease.masters().iter().filter(|v| v.vote.is_yes()).count();
-            expect("RedlockLease::votes", lease.votes().to_string(), yes.to_string());
-            expect("RedlockLease::quorum", lease.quorum().to_string(), (MASTERS / 2 + 1).to_string());
+            fields.push(("RedlockLease::votes", lease.votes().to_string(), yes.to_string()));
+            fields.push(("RedlockLease::quorum", lease.quorum().to_string(), (MASTERS / 2 + 1).to_string()));
         }
         Acquisition::Refused(r) => {
             // TTL − elapsed − drift, when positive.
             let left = r.ttl.as_duration().checked_sub(r.elapsed).and_then(|d| d.checked_sub(r.drift));
             let left = left.filter(|d| !d.is_zero());
-            expect("Refusal::validity_left", format!("{:?}", r.validity_left()), format!("{left:?}"));
+            fields.push(("Refusal::validity_left", format!("{:?}", r.validity_left()), format!("{left:?}")));
         }
     }
-    if !wrong.is_empty() {
-        actor.configured("Acquisition", &wrong);
-    }
+    actor.configured_if_differs("Acquisition", &fields);
 }
 
 /// One `acquire` (or `acquire_with_retry`) of the production Redlock, and
@@ -558,23 +552,23 @@ async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLe
         Extension::Extended { .. } => check_timeouts(actor, r, &[lease.masters()]),
         Extension::Refused(refusal) => check_timeouts(actor, r, &[&refusal.masters, &refusal.cleanup]),
     }
-    // Reported only when they differ (as `check_accessors`): the variant,
-    // its accessor, and the validity it names against the lease's own.
+    // As `check_accessors`: the variant, its accessor, and the validity it
+    // names against the lease's own.
     let extended = match &extension {
         Extension::Extended { validity } => Some(*validity),
         Extension::Refused(_) => None,
     };
-    let checks = [
-        ("Extension::is_extended", extension.is_extended().to_string(), extended.is_some().to_string()),
-        (
-            "RedlockLease::validity after an extend",
-            format!("{:?}", extended.map(|_| lease.validity())),
-            format!("{extended:?}"),
-        ),
-    ];
-    if checks.iter().any(|(_, got, want)| got != want) {
-        actor.configured("Extension", &checks);
-    }
+    actor.configured_if_differs(
+        "Extension",
+        &[
+            ("Extension::is_extended", extension.is_extended().to_string(), extended.is_some().to_string()),
+            (
+                "RedlockLease::validity after an extend",
+                format!("{:?}", extended.map(|_| lease.validity())),
+                format!("{extended:?}"),
+            ),
+        ],
+    );
     match extension {
         Extension::Extended { .. } => {
             actor.reached("extension-confirmed");
@@ -613,12 +607,13 @@ async fn release(actor: &Actor, r: &Redlock<SimConnection>, lease: &RedlockLease
 }
 
 /// A `TimedOut` vote comes from a timer: the connection's response timeout
-/// (`net_for`: 2 ms before the per-master timeout) or the library's own, so
-/// never sooner than the first of them after the round started. An error
-/// that is not a timeout (a dropped connection) reported as one would hide
-/// a master that answered. Reported only when one differs.
+/// (`net_for`) or the library's own, so never sooner than the first of them
+/// after the round started. An error that is not a timeout (a dropped
+/// connection) reported as one would hide a master that answered. Reported
+/// only when one differs.
 fn check_timeouts(actor: &Actor, r: &Redlock<SimConnection>, rounds: &[&[MasterVote]]) {
-    let first_timer = r.master_timeout().saturating_sub(Duration::from_millis(2)).max(Duration::from_millis(1));
+    let master_timeout_ms = u64::try_from(r.master_timeout().as_millis()).unwrap_or(u64::MAX);
+    let first_timer = net_for(master_timeout_ms).response_timeout.min(r.master_timeout());
     for v in rounds.iter().flat_map(|votes| votes.iter()) {
         if matches!(v.vote, Vote::TimedOut) && v.latency < first_timer {
             actor.configured(
