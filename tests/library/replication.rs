@@ -153,6 +153,10 @@ fn acknowledgement_new_refuses_what_wait_cannot_do() {
     refused(1, Duration::from_nanos(1), "acknowledgement timeout");
     let max = Acknowledgement::MAX_TIMEOUT_MILLIS;
     refused(1, Duration::from_millis(max + 1), "acknowledgement timeout");
+    // The documented bound itself, 2^53 − 1 ms, spelled out: the constant
+    // above could move without any of these comparisons noticing.
+    refused(1, Duration::from_millis(1 << 53), "acknowledgement timeout");
+    assert!(Acknowledgement::new(1, Duration::from_millis((1 << 53) - 1)).is_ok());
     refused(1, Duration::from_millis(i64::MAX as u64), "acknowledgement timeout");
     refused(1, Duration::from_millis(i64::MAX as u64 + 1), "acknowledgement timeout");
     refused(1, Duration::MAX, "acknowledgement timeout");
