@@ -197,6 +197,11 @@ pub fn check_liveness(
 /// `[at, at + bound]`, another node leads within `bound` ms of `at` (the
 /// run ends at `length`). A stop that left the lease to expire hands over
 /// a whole lease later.
+///
+/// Another node that already leads when `at` comes counts: the stopping
+/// node then only believed it led (a stale leader under the tick-based
+/// demotion, its term long taken over), had no lease to hand back, and the
+/// election was never without a leader.
 pub fn check_handover(
     events: &[Event],
     election: &str,
@@ -211,7 +216,9 @@ pub fn check_handover(
         if at + bound >= length || busy.iter().any(|&(s, e)| s <= at + bound && e + 1 >= at) {
             continue;
         }
-        let next = rs.iter().filter(|r| r.process != node && r.from >= at).map(|r| r.from).min();
+        // Leading at some instant from `at` on: a reign that began later,
+        // or one already under way and not over by then.
+        let next = rs.iter().filter(|r| r.process != node && r.to > at).map(|r| r.from.max(at)).min();
         if next.is_none_or(|n| n > at + bound) {
             out.push(Violation::new(
                 LIVENESS,
@@ -420,6 +427,50 @@ mod tests {
         role(&h, 470, "b", Role::Leader, Some(2));
         role(&h, 900, "a", Role::Follower, None);
         assert_eq!(check_hand_back(&h.events(), "e", 440, 125), vec![]);
+    }
+
+    #[test]
+    fn a_clean_stop_must_hand_over_unless_another_node_already_leads() {
+        // a stops at 1000 as the only leader; b takes over at 1200, past
+        // the 125 ms bound: the lease was left to expire.
+        let h = History::new();
+        role(&h, 0, "a", Role::Leader, Some(1));
+        role(&h, 1010, "a", Role::Resigned, Some(1));
+        role(&h, 1200, "b", Role::Leader, Some(2));
+        role(&h, 3000, "b", Role::Follower, Some(2));
+        let v = check_handover(&h.events(), "e", &[("a", 1000)], &[], 125, 3000);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("the next node led only at 1200ms"), "{v:?}");
+        // Handed over: b leads at 1060.
+        let h = History::new();
+        role(&h, 0, "a", Role::Leader, Some(1));
+        role(&h, 1010, "a", Role::Resigned, Some(1));
+        role(&h, 1060, "b", Role::Leader, Some(2));
+        role(&h, 3000, "b", Role::Follower, Some(2));
+        assert_eq!(check_handover(&h.events(), "e", &[("a", 1000)], &[], 125, 3000), vec![]);
+        // A fault around the stop: not judged.
+        let h = History::new();
+        role(&h, 0, "a", Role::Leader, Some(1));
+        role(&h, 1010, "a", Role::Resigned, Some(1));
+        assert_eq!(check_handover(&h.events(), "e", &[("a", 1000)], &[(900, 1001)], 125, 3000), vec![]);
+        // a only believed it led (stalled, then stopped under the tick-based
+        // demotion): b has led since 400 and goes on leading.
+        let h = History::new();
+        role(&h, 0, "a", Role::Leader, Some(1));
+        role(&h, 400, "b", Role::Leader, Some(2));
+        role(&h, 1010, "a", Role::Resigned, Some(1));
+        role(&h, 3000, "b", Role::Follower, Some(2));
+        assert_eq!(check_handover(&h.events(), "e", &[("a", 1000)], &[], 125, 3000), vec![]);
+        // b's reign ended before the stop: it does not count.
+        let h = History::new();
+        role(&h, 0, "a", Role::Leader, Some(1));
+        role(&h, 400, "b", Role::Leader, Some(2));
+        role(&h, 900, "b", Role::Follower, Some(2));
+        role(&h, 1010, "a", Role::Resigned, Some(1));
+        role(&h, 3000, "c", Role::Follower, None);
+        let v = check_handover(&h.events(), "e", &[("a", 1000)], &[], 125, 3000);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("no other node led afterwards"), "{v:?}");
     }
 
     #[test]
