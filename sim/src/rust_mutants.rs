@@ -197,7 +197,8 @@ impl Outcome {
 /// Every mutant outcome under `dir` (`dir/<group>/mutants.out/outcomes.json`,
 /// groups in name order). A group named `<group>-recheck` (survivors re-run
 /// after the harness changed: `sim/cargo-mutants.sh --recheck <group>`)
-/// replaces the earlier outcome of each mutant it re-ran.
+/// replaces the earlier outcome of each mutant it re-ran, except where its
+/// build timed out ([`merge`]).
 pub fn read(dir: &Path) -> std::io::Result<Vec<Outcome>> {
     let mut groups: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).map(|e| e.path()).collect();
     groups.sort();
@@ -221,13 +222,22 @@ pub fn read(dir: &Path) -> std::io::Result<Vec<Outcome>> {
                 name: m["name"].as_str().unwrap_or("?").to_string(),
                 summary,
             };
-            match out.iter_mut().find(|o: &&mut Outcome| o.name == outcome.name) {
-                Some(earlier) => *earlier = outcome,
-                None => out.push(outcome),
-            }
+            merge(&mut out, outcome);
         }
     }
     Ok(out)
+}
+
+/// Adds `later` (from a group read later: a recheck) to `out`, replacing
+/// the earlier outcome of the same mutant, unless its build timed out: a
+/// build that did not finish (a loaded machine) says nothing about the
+/// tests, so the earlier run's judgment stands.
+fn merge(out: &mut Vec<Outcome>, later: Outcome) {
+    match out.iter_mut().find(|o| o.name == later.name) {
+        Some(_) if later.summary == "BuildTimeout" => {}
+        Some(earlier) => *earlier = later,
+        None => out.push(later),
+    }
 }
 
 /// The Markdown section for `outcomes`: per file, then the survivors.
@@ -321,5 +331,26 @@ mod tests {
         assert!(md.contains("| `src/lock.rs` | 4 | 2 | 1 | 1 | 50.0 % | 1 |"), "{md}");
         assert!(md.contains("`src/lock.rs:13:5: replace g with h` — **survived**"), "{md}");
         assert!(md.contains("66.7 %"), "{md}");
+    }
+
+    #[test]
+    fn a_recheck_replaces_an_outcome_unless_its_build_timed_out() {
+        let m = "src/lock.rs:10:5: replace a with b";
+        let merged = |outcomes: &[&str]| {
+            let mut out = Vec::new();
+            for s in outcomes {
+                merge(&mut out, o(m, s));
+            }
+            assert_eq!(out.len(), 1);
+            out[0].summary.clone()
+        };
+        assert_eq!(merged(&["MissedMutant", "CaughtMutant"]), "CaughtMutant");
+        assert_eq!(merged(&["CaughtMutant", "MissedMutant"]), "MissedMutant");
+        assert_eq!(merged(&["MissedMutant", "BuildTimeout"]), "MissedMutant");
+        assert_eq!(merged(&["BuildTimeout", "CaughtMutant"]), "CaughtMutant");
+        assert_eq!(merged(&["BuildTimeout"]), "BuildTimeout");
+        // A test that hung is a judgment (a timeout kills), not a build
+        // that did not finish.
+        assert_eq!(merged(&["MissedMutant", "Timeout"]), "Timeout");
     }
 }
