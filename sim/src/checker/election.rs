@@ -431,44 +431,65 @@ mod tests {
 
     #[test]
     fn a_clean_stop_must_hand_over_unless_another_node_already_leads() {
-        // a stops at 1000 as the only leader; b takes over at 1200, past
-        // the 125 ms bound: the lease was left to expire.
-        let h = History::new();
-        role(&h, 0, "a", Role::Leader, Some(1));
-        role(&h, 1010, "a", Role::Resigned, Some(1));
-        role(&h, 1200, "b", Role::Leader, Some(2));
-        role(&h, 3000, "b", Role::Follower, Some(2));
-        let v = check_handover(&h.events(), "e", &[("a", 1000)], &[], 125, 3000);
+        // `a` calls stop() at 1000; the bound is 125 ms, the run 3000 ms.
+        let handover = |roles: &[(u64, &str, Role, Option<u64>)], busy: &[(Millis, Millis)]| {
+            let h = History::new();
+            for &(t, p, r, epoch) in roles {
+                role(&h, t, p, r, epoch);
+            }
+            check_handover(&h.events(), "e", &[("a", 1000)], busy, 125, 3000)
+        };
+        let (leader, resigned, follower) = (Role::Leader, Role::Resigned, Role::Follower);
+        // a stops as the only leader; b takes over at 1200, past the bound:
+        // the lease was left to expire.
+        let v = handover(
+            &[
+                (0, "a", leader, Some(1)),
+                (1010, "a", resigned, Some(1)),
+                (1200, "b", leader, Some(2)),
+                (3000, "b", follower, Some(2)),
+            ],
+            &[],
+        );
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("the next node led only at 1200ms"), "{v:?}");
         // Handed over: b leads at 1060.
-        let h = History::new();
-        role(&h, 0, "a", Role::Leader, Some(1));
-        role(&h, 1010, "a", Role::Resigned, Some(1));
-        role(&h, 1060, "b", Role::Leader, Some(2));
-        role(&h, 3000, "b", Role::Follower, Some(2));
-        assert_eq!(check_handover(&h.events(), "e", &[("a", 1000)], &[], 125, 3000), vec![]);
+        let v = handover(
+            &[
+                (0, "a", leader, Some(1)),
+                (1010, "a", resigned, Some(1)),
+                (1060, "b", leader, Some(2)),
+                (3000, "b", follower, Some(2)),
+            ],
+            &[],
+        );
+        assert_eq!(v, vec![]);
         // A fault around the stop: not judged.
-        let h = History::new();
-        role(&h, 0, "a", Role::Leader, Some(1));
-        role(&h, 1010, "a", Role::Resigned, Some(1));
-        assert_eq!(check_handover(&h.events(), "e", &[("a", 1000)], &[(900, 1001)], 125, 3000), vec![]);
+        let v = handover(&[(0, "a", leader, Some(1)), (1010, "a", resigned, Some(1))], &[(900, 1001)]);
+        assert_eq!(v, vec![]);
         // a only believed it led (stalled, then stopped under the tick-based
         // demotion): b has led since 400 and goes on leading.
-        let h = History::new();
-        role(&h, 0, "a", Role::Leader, Some(1));
-        role(&h, 400, "b", Role::Leader, Some(2));
-        role(&h, 1010, "a", Role::Resigned, Some(1));
-        role(&h, 3000, "b", Role::Follower, Some(2));
-        assert_eq!(check_handover(&h.events(), "e", &[("a", 1000)], &[], 125, 3000), vec![]);
+        let v = handover(
+            &[
+                (0, "a", leader, Some(1)),
+                (400, "b", leader, Some(2)),
+                (1010, "a", resigned, Some(1)),
+                (3000, "b", follower, Some(2)),
+            ],
+            &[],
+        );
+        assert_eq!(v, vec![]);
         // b's reign ended before the stop: it does not count.
-        let h = History::new();
-        role(&h, 0, "a", Role::Leader, Some(1));
-        role(&h, 400, "b", Role::Leader, Some(2));
-        role(&h, 900, "b", Role::Follower, Some(2));
-        role(&h, 1010, "a", Role::Resigned, Some(1));
-        role(&h, 3000, "c", Role::Follower, None);
-        let v = check_handover(&h.events(), "e", &[("a", 1000)], &[], 125, 3000);
+        let v = handover(
+            &[
+                (0, "a", leader, Some(1)),
+                (400, "b", leader, Some(2)),
+                (900, "b", follower, Some(2)),
+                (1010, "a", resigned, Some(1)),
+                (3000, "c", follower, None),
+            ],
+            &[],
+        );
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("no other node led afterwards"), "{v:?}");
     }

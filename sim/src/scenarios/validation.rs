@@ -378,12 +378,14 @@ pub async fn redlock(actor: &Actor, masters: &[SimConnection]) -> Result<(), Err
         (masters.len() as u32, ttl_ms, d, ttl_ms / 2, 0),
         (masters.len() as u32, ttl_ms, d, ttl_ms - 1, 100),
     ];
-    for (n, ttl_ms, d, master_timeout_ms, handshake_ms) in cases {
-        let config = RedlockConfig::new(Ttl::from_millis(ttl_ms)?)
+    let config = |ttl_ms, d, master_timeout_ms, handshake_ms| -> Result<RedlockConfig, Error> {
+        Ok(RedlockConfig::new(Ttl::from_millis(ttl_ms)?)
             .drift(drift(d)?)
             .master_timeout(Duration::from_millis(master_timeout_ms))
-            .handshake_timeout(Duration::from_millis(handshake_ms))
-            .owners(OwnerSource::seeded(owners));
+            .handshake_timeout(Duration::from_millis(handshake_ms)))
+    };
+    for (n, ttl_ms, d, master_timeout_ms, handshake_ms) in cases {
+        let config = config(ttl_ms, d, master_timeout_ms, handshake_ms)?.owners(OwnerSource::seeded(owners));
         let given = masters[..n as usize].to_vec();
         let r = Redlock::connect(given, config).await;
         // A valid configuration connects; a fault in that handshake is not
@@ -399,11 +401,7 @@ pub async fn redlock(actor: &Actor, masters: &[SimConnection]) -> Result<(), Err
     }
     // One server listed twice: refused once both copies told their run_id.
     let twice = vec![masters[0].clone(), masters[1].clone(), masters[0].clone()];
-    let config = RedlockConfig::new(Ttl::from_millis(ttl_ms)?)
-        .drift(drift(d)?)
-        .master_timeout(Duration::from_millis(ttl_ms / 2))
-        .handshake_timeout(Duration::from_millis(100));
-    let r = Redlock::connect(twice, config).await;
+    let r = Redlock::connect(twice, config(ttl_ms, d, ttl_ms / 2, 100)?).await;
     if matches!(&r, Err(e) if e.outcome_is_unknown()) {
         return Ok(());
     }

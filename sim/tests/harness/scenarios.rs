@@ -53,6 +53,12 @@ fn gate_scenarios() -> Option<Vec<String>> {
     std::env::var("RP_GATE_SCENARIOS").ok().map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
 }
 
+/// Whether `s` is one of the gate's scenarios (`only`, from
+/// [`gate_scenarios`]): every scenario when the variable is unset.
+fn in_gate(only: &Option<Vec<String>>, s: &Scenario) -> bool {
+    only.as_ref().is_none_or(|names| names.iter().any(|n| n == s.name))
+}
+
 #[test]
 fn correct_scenarios_violate_nothing() {
     let mut servers = Servers::new();
@@ -66,8 +72,7 @@ fn correct_scenarios_violate_nothing() {
             );
         }
     }
-    let wanted = |s: &&Scenario| only.as_ref().is_none_or(|names| names.iter().any(|n| n == s.name));
-    for s in SCENARIOS.iter().filter(|s| s.expect == Expect::Clean).filter(wanted) {
+    for s in SCENARIOS.iter().filter(|s| s.expect == Expect::Clean && in_gate(&only, s)) {
         for seed in CLEAN_SEEDS {
             let o = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
             assert!(
@@ -95,8 +100,7 @@ fn same_seed_same_digest_in_process_and_across_processes() {
     // includes this test, so a library change that draws from unseeded
     // randomness (an owner, a jitter) is a killed mutant.
     let only = gate_scenarios();
-    let wanted = |s: &&Scenario| only.as_ref().is_none_or(|names| names.iter().any(|n| n == s.name));
-    for s in SCENARIOS.iter().filter(wanted) {
+    for s in SCENARIOS.iter().filter(|s| in_gate(&only, s)) {
         let seed = 11;
         let a = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));
         let b = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));

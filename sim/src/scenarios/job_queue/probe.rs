@@ -2,11 +2,12 @@
 //!
 //! Random faults never corrupt a key, enqueue an id twice, let a hundred
 //! leases lapse at once or hand one queue's claim to another, so the
-//! scripts' refusal branches and batch bound would go unjudged. The probe (one actor, before the nemesis starts, each
-//! case on its own queue) plants each such state with raw commands, calls
-//! the library, and records what it answered and whether the keys changed:
-//! `Op::Custom` `job-probe` events that [`super::check`] judges. Each case
-//! names what the library's docs promise for it.
+//! scripts' refusal branches and batch bound would go unjudged. The probe
+//! (one actor, before the nemesis starts, each case on its own queue)
+//! plants each such state with raw commands, calls the library, and records
+//! what it answered and whether the keys changed: `Op::Custom` `job-probe`
+//! events that [`super::check`] judges. Each case names what the library's
+//! docs promise for it.
 
 use core::time::Duration;
 use redis::aio::ConnectionLike;
