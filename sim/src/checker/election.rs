@@ -5,7 +5,10 @@
 //! its leaders make to a resource key:
 //!
 //! 1. at most one leader per epoch: two different nodes never report
-//!    `Leader` with the same epoch;
+//!    `Leader` with the same epoch, and one node never leads one epoch in two
+//!    terms (its `on_elected` for an epoch after its `on_demoted` for it:
+//!    every campaign won draws a new epoch, so a repeat is an epoch granted
+//!    twice, the lost counter of `election-failover`, or a term revived);
 //! 2. epochs strictly increase: a node that becomes leader never reports an
 //!    epoch lower than one already reported by another node (judged only
 //!    for leaders that stop believing at their deadline: under the
@@ -243,6 +246,35 @@ pub fn check(events: &[Event], election: &str, resource: &str, self_fencing: boo
     // Rules 1 and 2, in history order.
     let mut by_epoch: BTreeMap<u64, (&str, Millis)> = BTreeMap::new();
     let mut highest: Option<(u64, &str, Millis)> = None;
+    // Rule 1 across one node's terms, from its callbacks (the library's own
+    // word on where a term begins and ends; a belief polled every
+    // millisecond may blink at a deadline met by a renewal in flight).
+    // Per (node, epoch): elected at, and demoted at once the term ended.
+    let nodes: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter(|e| matches!(&e.op, Op::Role { election: el, .. } if el == election))
+        .map(|e| e.process.as_str())
+        .collect();
+    let mut terms: BTreeMap<(&str, u64), (Millis, Option<Millis>)> = BTreeMap::new();
+    for e in events.iter().filter(|e| nodes.contains(e.process.as_str())) {
+        let Op::ElectionCallback { elected, epoch, .. } = &e.op else { continue };
+        let key = (e.process.as_str(), *epoch);
+        match (elected, terms.get_mut(&key)) {
+            (true, Some(&mut (began, Some(ended)))) => out.push(Violation::new(
+                ELECTION,
+                Some(e.time),
+                format!(
+                    "{election}: {} led epoch {epoch} in two terms (elected at {began}ms, demoted at {ended}ms, elected again at {}ms): every term won needs a new epoch",
+                    e.process, e.time
+                ),
+            )),
+            (false, Some((_, ended))) => *ended = Some(e.time),
+            _ => {}
+        }
+        if *elected {
+            terms.insert(key, (e.time, None));
+        }
+    }
     for e in events {
         let Op::Role { election: el, role: Role::Leader, epoch: Some(epoch), .. } = &e.op else { continue };
         if el != election || e.kind != EventKind::Ok {
@@ -399,6 +431,39 @@ mod tests {
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v[0].detail.contains("a and b both led epoch 3"), "{v:?}");
         assert!(v[1].detail.contains("c became leader with epoch 2"), "{v:?}");
+    }
+
+    #[test]
+    fn one_node_never_leads_one_epoch_in_two_terms() {
+        // Seed 41000984 of election-failover: node-1 won epoch 2, was demoted
+        // when the failover lost its lease, and won 2 again from the counter
+        // the promoted replica had. Judged with and without self-fencing.
+        let run = |again: u64| {
+            let h = History::new();
+            let callback = |t, elected, epoch| {
+                h.observe_at(t, "node-1", Op::ElectionCallback { elected, epoch, deadline_reached: false })
+            };
+            callback(1233, true, 2);
+            role(&h, 1234, "node-1", Role::Leader, Some(2));
+            callback(1650, false, 2);
+            role(&h, 1651, "node-1", Role::Follower, Some(2));
+            callback(1690, true, again);
+            role(&h, 1691, "node-1", Role::Leader, Some(again));
+            // Callbacks of a process outside the election are not its own.
+            h.observe_at(1700, "other", Op::ElectionCallback { elected: true, epoch: 2, deadline_reached: false });
+            (check(&h.events(), "e", "res", true), check(&h.events(), "e", "res", false))
+        };
+        for v in [run(2).0, run(2).1] {
+            assert_eq!(v.len(), 1, "{v:?}");
+            assert!(
+                v[0].detail.contains(
+                    "node-1 led epoch 2 in two terms (elected at 1233ms, demoted at 1650ms, elected again at 1690ms)"
+                ),
+                "{v:?}"
+            );
+        }
+        // A new epoch for the new term is what a won campaign draws.
+        assert_eq!(run(3), (vec![], vec![]));
     }
 
     #[test]

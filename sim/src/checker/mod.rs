@@ -129,7 +129,7 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     ),
     (
         ELECTION,
-        "at most one leader per epoch; epochs strictly increase; no write with a lower epoch is accepted after one with a higher epoch",
+        "at most one leader and one term per epoch; epochs strictly increase; no write with a lower epoch is accepted after one with a higher epoch",
     ),
     (
         REDLOCK_MUTUAL_EXCLUSION,
