@@ -287,6 +287,12 @@ impl Actor {
         StdRng::seed_from_u64(self.seed)
     }
 
+    /// A fresh RNG from [`Actor::seed_for`]`(label)`: one independent
+    /// stream per purpose, so adding a draw to one leaves the others alone.
+    pub fn rng_for(&self, label: &str) -> StdRng {
+        StdRng::seed_from_u64(self.seed_for(label))
+    }
+
     /// The shared history.
     pub fn history(&self) -> &History {
         &self.history

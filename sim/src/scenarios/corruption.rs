@@ -14,8 +14,7 @@
 //! The planted values are drawn per seed (which negative number, which
 //! malformed decimal, where past 2^53), so a sweep tries many of them.
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use redis::AsyncCommands;
 use redis_primitives::{Error, FencedStore, FencingToken, Lock, OwnerSource, Tokens, Ttl, WriteOutcome};
 
@@ -43,7 +42,7 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
         .build()?;
     let store = FencedStore::new(conn.clone());
     let ttl = Ttl::from_millis(1000)?;
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("corruption"));
+    let mut rng = actor.rng_for("corruption");
     let mut n = 0;
     let mut next_name = || {
         n += 1;

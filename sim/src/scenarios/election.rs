@@ -35,8 +35,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::history::Millis;
 use core::time::Duration;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use redis_primitives::election::{Demotion, DemotionReason, Election, Leadership};
 use redis_primitives::naive::NaiveElection;
 use redis_primitives::{Acknowledgement, FencedStore, FencingToken, OwnerSource, Tokens, WriteOutcome};
@@ -476,7 +475,7 @@ async fn node_actor(
         let pending_stall = Rc::clone(&pending_stall);
         let markers = Arc::clone(&markers);
         actor.clone().spawn(async move {
-            let mut rng = StdRng::seed_from_u64(actor.seed_for("writes"));
+            let mut rng = actor.rng_for("writes");
             while actor.now() < end {
                 sleep(Duration::from_millis(rng.random_range(30..=70))).await;
                 if actor.now() >= end {

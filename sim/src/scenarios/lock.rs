@@ -612,9 +612,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let mut holds = 0u32;
     let mut writes = 0u32;
     // The modes' own stream: the plain path's draws stay as they were.
-    let mut mode_rng = rand::rngs::StdRng::seed_from_u64(actor.seed_for("mode"));
+    let mut mode_rng = actor.rng_for("mode");
     // Trust checks aimed at the lease's edge: its own stream, too.
-    let mut edge_rng = rand::rngs::StdRng::seed_from_u64(actor.seed_for("edge"));
+    let mut edge_rng = actor.rng_for("edge");
     let mut stall_at = stall_at;
 
     while actor.now() < w.plan.length_ms {
@@ -1546,8 +1546,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             // made, and nothing after it), and, with a deadline, a pause (a
             // GC, a descheduled thread) in the backoff after a refusal, so
             // the sleep ends past the deadline and no attempt may follow.
-            let mut edges =
-                rand::rngs::StdRng::seed_from_u64(cx.actor.seed_for(&format!("retry-edges-{}", cx.actor.now())));
+            let mut edges = cx.actor.rng_for(&format!("retry-edges-{}", cx.actor.now()));
             let deadline_ms = if edges.random_bool(0.1) { Some(0) } else { deadline_ms };
             // (Not after a zero deadline: no sleep follows its first attempt,
             // and the pause would land in whatever the client does next.)

@@ -570,7 +570,7 @@ async fn mass_expiry(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
 /// many there are says exactly how many the call before trimmed. The
 /// requests never overlap, so `rate-limit-exact` replays them in order.
 async fn trim_then_back(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-trim-edge"));
+    let mut rng = actor.rng_for("rate-limit-trim-edge");
     let w = setup.window_ms;
     let start = actor.now();
     let t = start + rng.random_range(0..w);
@@ -587,7 +587,7 @@ async fn trim_then_back(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) {
 }
 
 async fn burst_then_expiry(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-mass-expiry"));
+    let mut rng = actor.rng_for("rate-limit-mass-expiry");
     let first = rng.random_range(100..=PROBE_END_MS - setup.window_ms - 200);
     let mut known = true;
     let mut admitted_late = 0;
@@ -633,7 +633,7 @@ async fn second_edge(actor: Actor, variant: Variant, setup: Setup) -> ActorResul
         async move { l.check("probe-now", Some(now)).await }
     })
     .await;
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-second-edge"));
+    let mut rng = actor.rng_for("rate-limit-second-edge");
     // Simulated time 0 is a whole second of unix time (the pinned epoch).
     let first = rng.random_range(1..PROBE_END_MS / 1000);
     let mut tasks = Vec::new();
@@ -666,7 +666,7 @@ async fn second_edge(actor: Actor, variant: Variant, setup: Setup) -> ActorResul
 /// never overlap and span less than a window, so `rate-limit-exact` can
 /// replay them one by one with no expiry in between.
 async fn skewed_clocks(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-skew"));
+    let mut rng = actor.rng_for("rate-limit-skew");
     let w = setup.window_ms;
     until(&actor, rng.random_range(w..=PROBE_END_MS - w)).await;
     let start = actor.now();
@@ -699,7 +699,7 @@ async fn skewed_clocks(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
 /// instants elsewhere follow the server's clock, and there the key has
 /// expired by then.
 async fn pinned_ahead(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-pinned-ahead"));
+    let mut rng = actor.rng_for("rate-limit-pinned-ahead");
     let w = setup.window_ms;
     until(&actor, rng.random_range(100..=PROBE_END_MS - 100)).await;
     let start = actor.now() + 3 * w + rng.random_range(0..w);
@@ -744,7 +744,7 @@ async fn until(actor: &Actor, at: Millis) {
 /// matter (module docs). Pinned instants are the simulated time of the
 /// invoke, so they never run ahead of the server's clock nor go backwards.
 async fn probe(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("rate-limit-probe"));
+    let mut rng = actor.rng_for("rate-limit-probe");
     let w = setup.window_ms;
     let mut generation = 0u32;
     let mut admitted: Vec<Millis> = Vec::new();

@@ -59,7 +59,7 @@ use std::sync::Arc;
 
 use core::time::Duration;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use redis_primitives::naive::NaiveRedlock;
 use redis_primitives::redlock::{
     Acquisition, Extension, MasterVote, Redlock, RedlockConfig, RedlockLease, Refusal, RefusalReason, Vote,
@@ -352,7 +352,7 @@ async fn client(
             }
         },
     };
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("redlock-work"));
+    let mut rng = actor.rng_for("redlock-work");
     match start {
         RedlockStart::At(at) => {
             let now = actor.now();

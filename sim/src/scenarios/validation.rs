@@ -10,7 +10,7 @@
 
 use core::time::Duration;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use redis_primitives::election::Election;
 use redis_primitives::rate_limit::Limit;
 use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig, OWNER_BYTES};
@@ -78,7 +78,7 @@ type Timing3 = (u64, u64, u64);
 /// usable lease, renew at the lease itself, zero intervals, a lease the
 /// drift swallows whole.
 pub fn election(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-election"));
+    let mut rng = actor.rng_for("validation-election");
     let d = drift_of(&mut rng);
     let lease = rng.random_range(20..=2000u64);
     let half = usable_ms(lease, d) / 2;
@@ -188,7 +188,7 @@ fn election_on_a_lock(actor: &Actor, lock: &Lock<SimConnection>, given: &Given) 
 /// `KeepAlive::new` around its edge: an interval just below, at and above
 /// the usable TTL of `lock` (whose drift is `d`), and zero.
 pub fn keep_alive(actor: &Actor, lock: &Lock<SimConnection>, d: (u32, u64)) -> Result<(), Error> {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-keep-alive"));
+    let mut rng = actor.rng_for("validation-keep-alive");
     let ttl_ms = rng.random_range(10..=1000u64);
     let u = usable_ms(ttl_ms, d);
     let ttl = Ttl::from_millis(ttl_ms)?;
@@ -219,7 +219,7 @@ fn key_text(rng: &mut StdRng, kind: KeyText) -> String {
 /// store's key methods; a key that is built must read `prefix:{name}`
 /// (the lock's fence key with `:fence` after it).
 pub fn key_names(actor: &Actor, conn: &SimConnection) {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-key-names"));
+    let mut rng = actor.rng_for("validation-key-names");
     let kinds = [KeyText::Plain, KeyText::Empty, KeyText::OpenBrace, KeyText::CloseBrace];
     let mut cases: Vec<(KeyText, KeyText)> = kinds.iter().map(|&k| (k, KeyText::Plain)).collect();
     cases.extend(kinds[1..].iter().map(|&k| (KeyText::Plain, k)));
@@ -253,7 +253,7 @@ pub fn key_names(actor: &Actor, conn: &SimConnection) {
 /// report each of them back, and so must an election built on it; a lock
 /// built with none reports the defaults.
 pub fn lock_settings(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-lock-settings"));
+    let mut rng = actor.rng_for("validation-lock-settings");
     let (lock, given) = lock_with_every_setting(conn, &mut rng)?;
     read_back(actor, "Lock (every setting given)", &lock, &given)?;
     election_on_a_lock(actor, &lock, &given)?;
@@ -275,7 +275,7 @@ pub fn lock_settings(actor: &Actor, conn: &SimConnection) -> Result<(), Error> {
 /// and off the millisecond, and what an accepted one reports; a token's
 /// `Display` and `u64`.
 pub fn durations(actor: &Actor) {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-durations"));
+    let mut rng = actor.rng_for("validation-durations");
     let max = Ttl::MAX_MILLIS;
     let some = rng.random_range(1..=100_000u64);
     let cases = [
@@ -338,7 +338,7 @@ pub fn durations(actor: &Actor) {
 
 /// `Limit::new` around `max × window ≤ 2^52` and its zero cases.
 pub fn limits(actor: &Actor) {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-limit"));
+    let mut rng = actor.rng_for("validation-limit");
     let k = rng.random_range(0..=52u32);
     let (max, window_ms) = (1u64 << k, 1u64 << (52 - k));
     for (max, window_ms) in [(max, window_ms), (max + 1, window_ms), (max, window_ms + 1), (0, 1000), (5, 0)] {
@@ -364,7 +364,7 @@ where
 /// TTL, a master timeout at and just below the TTL, zero timeouts, one
 /// master listed twice. The valid cases connect for real.
 pub async fn redlock(actor: &Actor, masters: &[SimConnection]) -> Result<(), Error> {
-    let mut rng = StdRng::seed_from_u64(actor.seed_for("validation-redlock"));
+    let mut rng = actor.rng_for("validation-redlock");
     // A whole-millisecond allowance (ttl × ‰ a multiple of 1000), so that
     // `valid_until` falls on a tick and the lease can be read there.
     let ttl_ms = 200 * rng.random_range(1..=5u64);

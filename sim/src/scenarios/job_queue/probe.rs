@@ -132,8 +132,8 @@ pub async fn probe(actor: Actor) -> ActorResult {
 /// and names its keys as documented (`jobq:{name}:…`): what user code and
 /// operators go by. Nothing is sent.
 fn settings(actor: &Actor) -> Result<(), Error> {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand::rngs::StdRng::seed_from_u64(actor.seed_for("job-probe-settings"));
+    use rand::Rng;
+    let mut rng = actor.rng_for("job-probe-settings");
     let name = format!("settings-{}", rng.random_range(0..1000u32));
     // Never the default (10 ‰ + 2 ms): a reading of the default would pass.
     let (per_mille, constant_ms) = (rng.random_range(11..=50u32), rng.random_range(0..=5u64));
