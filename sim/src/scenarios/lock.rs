@@ -1388,7 +1388,15 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         redis_primitives::Release::Unknown(e) => cx.actor.errored(rid, rel(output), &e),
                     }
                 }
-                (Err(e), Some((rid, token))) => cx.actor.errored(rid, rel(token), &e),
+                (Err(e), Some((rid, token))) => {
+                    // `Err` only comes from the acquire: once the body ran,
+                    // its output is returned whatever the release did.
+                    cx.actor.configured_if_differs(
+                        "Lock::with_lock",
+                        &[("result after the body ran", format!("Err({e})"), "Ok(LockOutcome::Ran { .. })".into())],
+                    );
+                    cx.actor.errored(rid, rel(token), &e)
+                }
                 (Err(e), None) => cx.actor.errored(acquire_id, cx.acquire_op(None, None), &e),
                 (Ok(_), None) => return Err("with_lock ran without its body".into()),
             }
