@@ -117,12 +117,25 @@ pub struct Execution {
     pub held_ms: u64,
 }
 
-/// A one-shot delay queued by [`BridgeNode::delay_next_request`].
+/// A one-shot delay queued by [`BridgeNode::delay_next_request`] or
+/// [`BridgeNode::delay_next_reply`].
 #[derive(Debug)]
 struct Delay {
     client: String,
     by: Duration,
     mentioning: Option<Vec<u8>>,
+    /// Where the request waits: before it runs, or after (its reply held).
+    phase: Phase,
+}
+
+/// Which side of the execution a [`Delay`] holds a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The request waits, then runs: its effect is late.
+    Before,
+    /// The request runs at once, and its reply waits: its effect is on
+    /// time, the caller learns of it late.
+    Reply,
 }
 
 /// One Redis node of the simulation: the bridge's configuration and its
@@ -171,14 +184,36 @@ impl BridgeNode {
     /// spends the delay: the one aimed at, not whichever else the client
     /// sends first. Delays queued for one client are spent in order.
     pub fn delay_next_request(&self, client: &str, by: Duration, mentioning: Option<&str>) {
-        let delay = Delay { client: client.to_string(), by, mentioning: mentioning.map(|m| m.as_bytes().to_vec()) };
+        self.queue_delay(client, by, mentioning, Phase::Before);
+    }
+
+    /// Like [`BridgeNode::delay_next_request`], but the request runs at
+    /// once and its reply waits `by` (a slow way back: the server has
+    /// acted, the caller does not know yet). Replies behind it on the same
+    /// connection wait with it. A request answered with an error (a
+    /// `NOSCRIPT`, say) did nothing: its reply passes and the delay waits
+    /// for the next matching request.
+    pub fn delay_next_reply(&self, client: &str, by: Duration, mentioning: Option<&str>) {
+        self.queue_delay(client, by, mentioning, Phase::Reply);
+    }
+
+    fn queue_delay(&self, client: &str, by: Duration, mentioning: Option<&str>, phase: Phase) {
+        self.requeue(Delay {
+            client: client.to_string(),
+            by,
+            mentioning: mentioning.map(|m| m.as_bytes().to_vec()),
+            phase,
+        });
+    }
+
+    fn requeue(&self, delay: Delay) {
         match self.delays.lock() {
             Ok(mut d) => d.push(delay),
             Err(p) => p.into_inner().push(delay),
         }
     }
 
-    fn take_delay(&self, client: &str, request: &[u8]) -> Option<Duration> {
+    fn take_delay(&self, client: &str, request: &[u8]) -> Option<Delay> {
         let mut d = match self.delays.lock() {
             Ok(d) => d,
             Err(p) => p.into_inner(),
@@ -187,7 +222,7 @@ impl BridgeNode {
             x.client == client
                 && x.mentioning.as_ref().is_none_or(|m| request.windows(m.len()).any(|w| w == m.as_slice()))
         })?;
-        Some(d.remove(i).by)
+        Some(d.remove(i))
     }
 
     /// Every command executed so far, in execution order.
@@ -361,7 +396,11 @@ impl BridgeNode {
         let mut in_multi = false;
         loop {
             while let Some(len) = next_request(&inbox)? {
-                let held = self.take_delay(&client, &inbox[..len]).unwrap_or_default();
+                let (held, reply_held) = match self.take_delay(&client, &inbox[..len]) {
+                    Some(d) if d.phase == Phase::Before => (d.by, None),
+                    Some(d) => (Duration::ZERO, Some(d)),
+                    None => (Duration::ZERO, None),
+                };
                 if !held.is_zero() {
                     tokio::time::sleep(held).await;
                 }
@@ -391,6 +430,16 @@ impl BridgeNode {
                         // `WAIT n 0` blocks for ever: longer than any run may last.
                         let ms = if w.timeout_ms == 0 { u64::MAX / 4 } else { w.timeout_ms };
                         tokio::time::sleep(Duration::from_millis(ms)).await;
+                    }
+                }
+                if let Some(d) = reply_held {
+                    if reply.first() == Some(&b'-') {
+                        // An error reply (a NOSCRIPT before the library
+                        // loads its script, say): the request did nothing,
+                        // so the delay waits for the one that acts.
+                        self.requeue(d);
+                    } else {
+                        tokio::time::sleep(d.by).await;
                     }
                 }
                 wr.write_all(&reply).await?;

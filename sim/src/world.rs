@@ -303,6 +303,13 @@ impl Actor {
         &self.pause
     }
 
+    /// The timeouts of this actor's connections (what
+    /// [`Actor::connection`] uses): a scenario that wants a reply to time
+    /// out delays it past `response_timeout`.
+    pub fn net(&self) -> NetConfig {
+        self.net
+    }
+
     /// Number of Redis nodes.
     pub fn nodes(&self) -> usize {
         self.nodes.len()
@@ -464,6 +471,20 @@ impl Actor {
     /// If `node` is out of range: a scenario bug.
     pub fn delay_next_request_mentioning(&self, node: usize, ms: u64, key: &str) {
         self.delay_request(node, ms, Some(key));
+    }
+
+    /// Holds the reply to this actor's next request to `node` that mentions
+    /// `key` for `ms` of simulated time: the request runs at once, the
+    /// caller hears of it late (recorded in the history).
+    ///
+    /// # Panics
+    /// If `node` is out of range: a scenario bug.
+    pub fn delay_next_reply_mentioning(&self, node: usize, ms: u64, key: &str) {
+        let Some(bridge) = self.bridges.get(node) else {
+            panic!("scenario bug: node {node} does not exist ({} nodes)", self.bridges.len())
+        };
+        self.note(format!("the reply to its next request to redis-{node} mentioning {key} waits {ms}ms at the server"));
+        bridge.delay_next_reply(&self.name, Duration::from_millis(ms), Some(key));
     }
 
     fn delay_request(&self, node: usize, ms: u64, mentioning: Option<&str>) {

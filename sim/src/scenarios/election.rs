@@ -180,6 +180,9 @@ enum Marker {
     Stop {
         node: String,
         at: u64,
+        /// How long the server held the reply to the hand-back (the lease's
+        /// delete ran at once); 0 when it was not held.
+        held_ms: u64,
     },
     /// [`ElectionPlan::slow_renewals`] was injected at `at`; the held
     /// requests ran by `until` (from the bridge's execution log; the end of
@@ -579,8 +582,29 @@ async fn node_actor(
                 markers.lock().map(|m| m.iter().any(|x| matches!(x, Marker::Stop { .. }))).unwrap_or(true);
             if !stopped && now >= at && leading && !someone_stopped {
                 stopped = true;
+                // On `election`, half the stops get the reply to their
+                // hand-back held at the server (the delete runs at once):
+                // the node must stop believing before it sends the release,
+                // not when the reply comes back, and a held reply leaves the
+                // followers (campaigning every 25 ms) time to win while a
+                // node that got the order wrong still says leader.
+                let held_ms = if variant == Variant::Election {
+                    let mut rng = actor.rng_for("hand-back-held");
+                    if rng.random_bool(0.5) {
+                        rng.random_range(30..=150)
+                    } else {
+                        0
+                    }
+                } else {
+                    0
+                };
+                if held_ms > 0 {
+                    let lease_key = format!("election:{{{ELECTION_NAME}}}");
+                    actor.delay_next_reply_mentioning(0, held_ms, &lease_key);
+                    actor.reached(HAND_BACK_HELD.name);
+                }
                 if let Ok(mut m) = markers.lock() {
-                    m.push(Marker::Stop { node: actor.name().to_string(), at: now });
+                    m.push(Marker::Stop { node: actor.name().to_string(), at: now, held_ms });
                 }
                 // Stopping runs beside this loop, which keeps sampling the
                 // node's belief: the reign ends when the library demotes
@@ -684,10 +708,15 @@ fn measure(
                     }
                 }
             }
-            Marker::Stop { node, at } => {
+            Marker::Stop { node, at, held_ms } => {
                 if let Some(t) = stats::time_to_new_leader(events, ELECTION_NAME, node, *at) {
                     handovers.push(t);
-                    h.record(stats::HANDOVER, t);
+                    // A held reply may have landed on a renewal in flight
+                    // (the loop sees stop() only after it): the hand-over
+                    // figure (reference case 25) is that of unheld stops.
+                    if *held_ms == 0 {
+                        h.record(stats::HANDOVER, t);
+                    }
                 }
             }
             _ => {}
@@ -740,7 +769,10 @@ pub enum LeaderFaults {
     /// `stop()` after it when there is room before the quiet tail, and the
     /// edges (a stall between a write and its reply on half the plans,
     /// epochs from just below 2^53, a slow first campaign, slow renewals
-    /// on a quarter each).
+    /// on a quarter each; the slow renewals placed clear of the stall and
+    /// the `stop()`, which the plan drops when there is no room for both),
+    /// and on `election` half the `stop()`s have the reply to their
+    /// hand-back held 30–150 ms at the server.
     Seeded {
         /// The last this-many ms of the run see no fault start.
         quiet_tail_ms: u64,
@@ -841,6 +873,23 @@ impl ElectionSpace {
                         let (stop_lo, stop_hi) = (stall_at + stall_for + 100, last_start.saturating_sub(100));
                         let stop_at = (stop_lo <= stop_hi).then(|| stop_lo + (stop_hi - stop_lo) * stop_frac / 1000);
                         let slowed_hi = last_start.saturating_sub(SLOWED_SPAN_MS).max(300);
+                        // Slow renewals go where neither the stall nor the
+                        // stop() touches them when there is such room: the
+                        // hand-back after them is judged only in a quiet
+                        // span. A plan with them and no room for both keeps
+                        // the slow renewals and loses its stop().
+                        let stall_span = (stall_at, stall_at + stall_for);
+                        let slowed = slow.map(|frac| {
+                            let with_stop = [Some(stall_span), stop_at.map(|s| (s, s + STOP_SPAN_MS))];
+                            match quiet_start(300, slowed_hi, &with_stop, frac) {
+                                Some(at) => (at, stop_at),
+                                None => match quiet_start(300, slowed_hi, &[Some(stall_span)], frac) {
+                                    Some(at) => (at, None),
+                                    None => (300 + (slowed_hi - 300) * frac / 1000, stop_at),
+                                },
+                            }
+                        });
+                        let stop_at = slowed.map_or(stop_at, |(_, stop_at)| stop_at);
                         let plan = ElectionPlan {
                             stall: Some(LeaderStall { at: stall_at, ms: stall_for }),
                             stop_at,
@@ -849,7 +898,7 @@ impl ElectionSpace {
                             // through a Lua number (a double) would repeat.
                             epoch_base: high_epochs.then_some((1u64 << 53) - 2),
                             slow_first_campaign: slow_campaign,
-                            slow_renewals: slow.map(|frac| 300 + (slowed_hi - 300) * frac / 1000),
+                            slow_renewals: slowed.map(|(at, _)| at),
                             ..base(nodes, lease_ms, div, campaign_ms, length_ms)
                         };
                         (plan, placed.clone())
@@ -858,6 +907,44 @@ impl ElectionSpace {
             }
         }
     }
+}
+
+/// How long a `stop()` disturbs the run for the slow renewals' placement:
+/// a held reply to its hand-back (150 ms at most), and a hand-over.
+const STOP_SPAN_MS: u64 = 150 + CAMPAIGN_MS + LIVENESS_SLACK_MS;
+
+/// A start in `lo..=hi` for the slow renewals whose span (the held
+/// requests and the hand-over after them) overlaps none of `busy`, picked
+/// at `frac` per mille of the free room; `None` when there is no room.
+fn quiet_start(lo: u64, hi: u64, busy: &[Option<(u64, u64)>], frac: u64) -> Option<u64> {
+    // A start at `a` is disturbed by a busy span (s, e) if
+    // a <= e and a + need >= s, i.e. a in [s - need, e].
+    let need = SLOWED_SPAN_MS + CAMPAIGN_MS + LIVENESS_SLACK_MS;
+    let mut free = vec![(lo, hi)];
+    for &(s, e) in busy.iter().flatten() {
+        let (cut_lo, cut_hi) = (s.saturating_sub(need), e);
+        free = free
+            .into_iter()
+            .flat_map(|(a, b)| {
+                let left = (a < cut_lo).then(|| (a, b.min(cut_lo - 1)));
+                let right = (b > cut_hi).then(|| (a.max(cut_hi + 1), b));
+                [left, right].into_iter().flatten()
+            })
+            .filter(|(a, b)| a <= b)
+            .collect();
+    }
+    let room: u64 = free.iter().map(|(a, b)| b - a + 1).sum();
+    if room == 0 {
+        return None;
+    }
+    let mut pick = (room - 1) * frac.min(1000) / 1000;
+    for (a, b) in free {
+        if pick <= b - a {
+            return Some(a + pick);
+        }
+        pick -= b - a + 1;
+    }
+    None
 }
 
 /// The nemesis faults every election variant's seeds draw: up to two
@@ -947,6 +1034,14 @@ pub fn run_planned(
         // Held renewals end the term at its deadline; the lease is handed
         // back once the late reply has landed. Judged only when nothing else
         // (a nemesis fault, a stall, a stop()) touches that span.
+        let stop_held_ms = markers
+            .iter()
+            .map(|m| match m {
+                Marker::Stop { held_ms, .. } => *held_ms,
+                Marker::Stall { .. } | Marker::Slowed { .. } => 0,
+            })
+            .max()
+            .unwrap_or(0);
         for m in &markers {
             let Marker::Slowed { at, until } = *m else { continue };
             let bound = planned.campaign_ms + LIVENESS_SLACK_MS;
@@ -960,7 +1055,7 @@ pub fn run_planned(
                     .filter(|x| !matches!(x, Marker::Slowed { .. }))
                     .filter_map(Marker::disturbs)
                     .any(touched)
-                && planned.stop_at.is_none_or(|s| !touched((s, s + bound)));
+                && planned.stop_at.is_none_or(|s| !touched((s, s + stop_held_ms + bound)));
             if quiet {
                 violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, until, bound));
             }
@@ -986,7 +1081,13 @@ pub fn run_planned(
     // The stall's actual end (from the markers): a stall handed to the
     // writer lands at its next write, which may be later than planned.
     let stall_end = markers.iter().filter_map(|m| m.disturbs().map(|(_, end)| end));
-    let healed = stall_end.chain(planned.stop_at).chain(schedule_end).max().unwrap_or(0);
+    // A stop() comes when a node leads at or after its planned instant (and
+    // a held reply may delay the loop's seeing it, as above).
+    let stop_end = markers.iter().filter_map(|m| match m {
+        Marker::Stop { at, held_ms, .. } => Some(at + held_ms),
+        Marker::Stall { .. } | Marker::Slowed { .. } => None,
+    });
+    let healed = stall_end.chain(stop_end).chain(planned.stop_at).chain(schedule_end).max().unwrap_or(0);
     let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
     violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
     if variant != Variant::NoEpoch {
@@ -1002,7 +1103,10 @@ pub fn run_planned(
         let stops: Vec<(&str, u64)> = markers
             .iter()
             .filter_map(|m| match m {
-                Marker::Stop { node, at } => Some((node.as_str(), *at)),
+                // The held reply may be that of a renewal in flight when
+                // stop() came, and the run loop sees stop() only after it:
+                // the hand-over may start `held_ms` late.
+                Marker::Stop { node, at, held_ms } => Some((node.as_str(), at + held_ms)),
                 Marker::Stall { .. } | Marker::Slowed { .. } => None,
             })
             .collect();
@@ -1082,7 +1186,14 @@ pub const SITUATIONS: &[Situation] = &[
         meaning: "a leader stepped down because no renewal was confirmed before its local deadline",
     },
     Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
+    HAND_BACK_HELD,
 ];
+
+/// A stop()'s hand-back held at the server (`election` only).
+const HAND_BACK_HELD: Situation = Situation {
+    name: "hand-back-held-at-the-server",
+    meaning: "a leader called stop() and the server held the reply to its hand-back 30-150 ms: it stopped believing before the key went, not when it heard",
+};
 
 /// Epochs past the exact range of a Lua number (a double).
 const EPOCHS_PAST_2_POW_53: Situation = Situation {
@@ -1435,5 +1546,34 @@ impl core::fmt::Display for ElectionPlan {
             write!(f, "; the leader at {at}ms calls stop() (workload)")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NEED: u64 = SLOWED_SPAN_MS + CAMPAIGN_MS + LIVENESS_SLACK_MS;
+
+    #[test]
+    fn quiet_start_avoids_every_busy_span() {
+        let busy = [Some((1000, 1500)), Some((2500, 2500 + STOP_SPAN_MS)), None];
+        for frac in [0, 1, 250, 500, 999, 1000] {
+            let at = quiet_start(300, 3000, &busy, frac).expect("there is room");
+            assert!((300..=3000).contains(&at), "{at} out of range");
+            for (s, e) in busy.iter().flatten() {
+                assert!(at > *e || at + NEED < *s, "start {at} (frac {frac}) touches ({s}, {e})");
+            }
+        }
+        // The first and the last free instants are reachable.
+        assert_eq!(quiet_start(300, 3000, &busy, 0), Some(1501));
+        assert_eq!(quiet_start(300, 3000, &busy, 1000), Some(3000));
+    }
+
+    #[test]
+    fn quiet_start_is_none_without_room() {
+        assert_eq!(quiet_start(300, 1000, &[Some((200, 1200))], 500), None);
+        assert_eq!(quiet_start(300, 1000, &[Some((300 + NEED, 1200))], 0), None);
+        assert_eq!(quiet_start(300, 1000, &[Some((300 + NEED + 1, 1200))], 0), Some(300));
     }
 }

@@ -887,6 +887,13 @@ pub mod situation {
     pub const STALE_SUCCESS_AFTER_PAUSE: &str = "stale-success-after-pause";
     /// The liveness probe got the lock after every fault healed.
     pub const LOCK_FREE_AFTER_HEAL: &str = "lock-free-after-heal";
+    /// `with_lock`'s release got no answer in time (a targeted one-request
+    /// delay past the response timeout), and the body's output still came
+    /// back.
+    pub const WITH_LOCK_RELEASE_UNANSWERED: &str = "with-lock-release-unanswered";
+    /// A guarded body's first keep-alive extend was held at the server
+    /// until after the lease had expired there.
+    pub const KEEP_ALIVE_EXTEND_HELD: &str = "keep-alive-extend-held";
 }
 
 use crate::scenarios::Situation;
@@ -894,7 +901,7 @@ use crate::scenarios::Situation;
 /// The situations of `fencing`; `lock` declares all but the last (its
 /// holders check their deadline before writing, so a refused stale write
 /// is rare there).
-const ALL: [Situation; 13] = [
+const ALL: [Situation; 15] = [
     Situation {
         name: situation::LEASE_EXPIRED_WHILE_PAUSED,
         meaning: "a holder resumed from a pause after its lease's local deadline",
@@ -930,6 +937,14 @@ const ALL: [Situation; 13] = [
     Situation {
         name: situation::FINAL_RELEASE_DELAYED,
         meaning: "the final release of a with_lock_guarded body was answered slower than the keep-alive interval (one request delayed at the server)",
+    },
+    Situation {
+        name: situation::WITH_LOCK_RELEASE_UNANSWERED,
+        meaning: "with_lock's release timed out (one request delayed past the response timeout) and the body's output still came back",
+    },
+    Situation {
+        name: situation::KEEP_ALIVE_EXTEND_HELD,
+        meaning: "a guarded body's first keep-alive extend was held at the server until 20-80 ms after the lease expired there",
     },
     Situation {
         name: situation::STALE_WRITE_REFUSED,
@@ -1340,6 +1355,14 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let (actor, store, w) = (cx.actor.clone(), cx.store.clone(), cx.w.clone());
             let writes = *cx.writes + 1;
             *cx.writes += 1;
+            // A release that gets no answer in time: the body has run, so its
+            // output must still come back. Drawn from a stream of its own
+            // (one per attempt) so the workload's other draws are unchanged.
+            let unanswered_release = {
+                let mut faults = cx.actor.rng_for(&format!("with-lock-release-{writes}"));
+                let timeout = cx.actor.net().response_timeout.as_millis() as u64;
+                faults.random_bool(0.5).then(|| timeout + faults.random_range(1..=100))
+            };
             let st = state.clone();
             let body = move |lease: redis_primitives::Lease| async move {
                 let token = lease.token().get();
@@ -1364,6 +1387,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     });
                 }
                 // with_lock releases right after the body returns.
+                if let Some(ms) = unanswered_release {
+                    // Aimed at the lease key: the first release on a
+                    // connection asks COMMAND INFO first, and that question
+                    // falling back to scripts is not the fault meant here.
+                    actor.delay_next_request_mentioning(w.lock_node, ms, lease.key());
+                }
                 st.set(Some((actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)));
                 token
             };
@@ -1385,7 +1414,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     match release {
                         redis_primitives::Release::Released => cx.actor.ok(rid, rel(output)),
                         redis_primitives::Release::AlreadyGone => cx.actor.fail(rid, rel(output)),
-                        redis_primitives::Release::Unknown(e) => cx.actor.errored(rid, rel(output), &e),
+                        redis_primitives::Release::Unknown(e) => {
+                            if unanswered_release.is_some() {
+                                cx.actor.reached(situation::WITH_LOCK_RELEASE_UNANSWERED);
+                            }
+                            cx.actor.errored(rid, rel(output), &e)
+                        }
                     }
                 }
                 (Err(e), Some((rid, token))) => {
@@ -1425,6 +1459,17 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let stall_here = (cx.stall_at == Some(*cx.holds + 1)).then_some(cx.w.stall_ms());
             let slow_release =
                 cx.rng.random_bool(0.25).then(|| policy.every().as_millis() as u64 + cx.rng.random_range(1..=80));
+            // The keep-alive's first extend held at the server until 20-80 ms
+            // after the lease has expired there, answered within the response
+            // timeout: the guard must give up at its own deadline, not run
+            // the body on until the late answer. Drawn from a stream of its
+            // own per attempt, so the workload's other draws are unchanged.
+            let held_extend = {
+                let mut faults = cx.actor.rng_for(&format!("keep-alive-held-{}", cx.actor.now()));
+                let ms = ttl_ms.saturating_sub(policy.every().as_millis() as u64) + faults.random_range(20..=80);
+                let timeout = cx.actor.net().response_timeout.as_millis() as u64;
+                (faults.random_bool(0.3) && ms < timeout).then_some(ms)
+            };
             let body = move |lease: redis_primitives::Lease| async move {
                 let token = lease.token().get();
                 let d = actor.millis_of(lease.local_deadline());
@@ -1437,6 +1482,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         deadline: Some(d),
                     },
                 );
+                if let Some(ms) = held_extend {
+                    // The next request naming the lease key is the first
+                    // extend (or, for a body done before it, the release).
+                    actor.delay_next_request_mentioning(w.lock_node, ms, lease.key());
+                    actor.reached(situation::KEEP_ALIVE_EXTEND_HELD);
+                }
                 let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
                 let (mut holds, mut writes) = (0u32, 0u32);
                 let mut body_cx = Ctx {
