@@ -28,7 +28,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRng, TestRunner};
 use redis::aio::MultiplexedConnection;
 use redis_primitives::election::{Demotion, Election};
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
-use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig};
+use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig, Vote};
 use redis_primitives::{
     Drift, Error, FencedStore, FencingToken, GuardedOutcome, KeepAlive, Lock, Retry, Ttl, WriteOutcome,
 };
@@ -336,7 +336,17 @@ fn redlock_configurations() {
             let _ = redlock.drift_allowance();
             match redlock.acquire(&format!("redlock-{case}")).await {
                 Ok(Acquisition::Held(lease)) => {
-                    prop_assert_eq!(redlock.release(&lease).await.deleted, 1);
+                    let released = redlock.release(&lease).await;
+                    // A per-master timeout of a few ms can run out on a busy
+                    // machine (the tests run in parallel): then the release
+                    // says so; any answer it got must be the delete.
+                    let timed_out = released.masters.iter().all(|m| matches!(m.vote, Vote::TimedOut));
+                    prop_assert!(
+                        released.deleted == 1 || timed_out,
+                        "release of a held lease: {:?} (master timeout {:?})",
+                        released.masters,
+                        master_timeout
+                    );
                 }
                 // A per-master timeout too short for loopback, or no validity left.
                 Ok(Acquisition::Refused(_)) => {}
