@@ -480,19 +480,24 @@ impl Actor {
     /// # Panics
     /// If `node` is out of range: a scenario bug.
     pub fn delay_next_reply_mentioning(&self, node: usize, ms: u64, key: &str) {
-        let Some(bridge) = self.bridges.get(node) else {
-            panic!("scenario bug: node {node} does not exist ({} nodes)", self.bridges.len())
-        };
+        let bridge = self.bridge(node);
         self.note(format!("the reply to its next request to redis-{node} mentioning {key} waits {ms}ms at the server"));
         bridge.delay_next_reply(&self.name, Duration::from_millis(ms), Some(key));
     }
 
     fn delay_request(&self, node: usize, ms: u64, mentioning: Option<&str>) {
-        let Some(bridge) = self.bridges.get(node) else {
-            panic!("scenario bug: node {node} does not exist ({} nodes)", self.bridges.len())
-        };
+        let bridge = self.bridge(node);
         self.observe(Op::Delayed { node: node as u32, ms, mentioning: mentioning.map(str::to_string) });
         bridge.delay_next_request(&self.name, Duration::from_millis(ms), mentioning);
+    }
+
+    /// The bridge of node `node`; panics when it does not exist (a scenario
+    /// bug, caught on the first run).
+    fn bridge(&self, node: usize) -> &BridgeNode {
+        match self.bridges.get(node) {
+            Some(b) => b,
+            None => panic!("scenario bug: node {node} does not exist ({} nodes)", self.bridges.len()),
+        }
     }
 
     /// Records an observation (no invoke).

@@ -203,6 +203,22 @@ impl Marker {
             Marker::Stop { .. } => None,
         }
     }
+
+    /// For a `stop()`: the node, and the instant its hand-over may start.
+    /// A held reply may be that of a renewal in flight when stop() came,
+    /// and the run loop sees stop() only after it: `held_ms` after `at`.
+    fn stop(&self) -> Option<(&str, u64)> {
+        match self {
+            Marker::Stop { node, at, held_ms } => Some((node.as_str(), at + held_ms)),
+            Marker::Stall { .. } | Marker::Slowed { .. } => None,
+        }
+    }
+}
+
+/// The election's lease key, which the aimed delays mention (not the
+/// fence counter's or the resource's requests).
+fn lease_key() -> String {
+    format!("election:{{{ELECTION_NAME}}}")
 }
 
 enum Node {
@@ -569,9 +585,8 @@ async fn node_actor(
                     m.push(Marker::Slowed { at: now, until: u64::MAX });
                 }
                 // Aimed at the renewals (the lease key), not the writes.
-                let lease_key = format!("election:{{{ELECTION_NAME}}}");
                 for ms in SLOW_RENEWALS_MS {
-                    actor.delay_next_request_mentioning(0, ms, &lease_key);
+                    actor.delay_next_request_mentioning(0, ms, &lease_key());
                 }
                 actor.reached("renewals-held-at-the-server");
             }
@@ -599,8 +614,7 @@ async fn node_actor(
                     0
                 };
                 if held_ms > 0 {
-                    let lease_key = format!("election:{{{ELECTION_NAME}}}");
-                    actor.delay_next_reply_mentioning(0, held_ms, &lease_key);
+                    actor.delay_next_reply_mentioning(0, held_ms, &lease_key());
                     actor.reached(HAND_BACK_HELD.name);
                 }
                 if let Ok(mut m) = markers.lock() {
@@ -1036,9 +1050,9 @@ pub fn run_planned(
         // (a nemesis fault, a stall, a stop()) touches that span.
         let stop_held_ms = markers
             .iter()
-            .map(|m| match m {
-                Marker::Stop { held_ms, .. } => *held_ms,
-                Marker::Stall { .. } | Marker::Slowed { .. } => 0,
+            .filter_map(|m| match m {
+                Marker::Stop { held_ms, .. } => Some(*held_ms),
+                Marker::Stall { .. } | Marker::Slowed { .. } => None,
             })
             .max()
             .unwrap_or(0);
@@ -1081,12 +1095,8 @@ pub fn run_planned(
     // The stall's actual end (from the markers): a stall handed to the
     // writer lands at its next write, which may be later than planned.
     let stall_end = markers.iter().filter_map(|m| m.disturbs().map(|(_, end)| end));
-    // A stop() comes when a node leads at or after its planned instant (and
-    // a held reply may delay the loop's seeing it, as above).
-    let stop_end = markers.iter().filter_map(|m| match m {
-        Marker::Stop { at, held_ms, .. } => Some(at + held_ms),
-        Marker::Stall { .. } | Marker::Slowed { .. } => None,
-    });
+    // A stop() comes when a node leads at or after its planned instant.
+    let stop_end = markers.iter().filter_map(|m| m.stop().map(|(_, from)| from));
     let healed = stall_end.chain(stop_end).chain(planned.stop_at).chain(schedule_end).max().unwrap_or(0);
     let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
     violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
@@ -1100,16 +1110,7 @@ pub fn run_planned(
         let in_flight = crate::net::NetConfig::default().response_timeout.as_millis() as u64;
         let mut busy: Vec<(u64, u64)> = fault_spans.iter().map(|&(s, e)| (s, e + in_flight)).collect();
         busy.extend(markers.iter().filter_map(Marker::disturbs));
-        let stops: Vec<(&str, u64)> = markers
-            .iter()
-            .filter_map(|m| match m {
-                // The held reply may be that of a renewal in flight when
-                // stop() came, and the run loop sees stop() only after it:
-                // the hand-over may start `held_ms` late.
-                Marker::Stop { node, at, held_ms } => Some((node.as_str(), at + held_ms)),
-                Marker::Stall { .. } | Marker::Slowed { .. } => None,
-            })
-            .collect();
+        let stops: Vec<(&str, u64)> = markers.iter().filter_map(Marker::stop).collect();
         let bound = planned.campaign_ms + LIVENESS_SLACK_MS;
         violations.extend(checker::election::check_handover(
             events,
