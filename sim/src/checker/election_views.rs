@@ -29,6 +29,8 @@
 //!   exactly `renew_interval` after the previous one was sent, unless that
 //!   one's reply came later (then at once), or a fault or a pause of the
 //!   node came in between;
+//! - no `on_elected` runs once `stop()` was called (a campaign that wins
+//!   while the node is stopping is handed back);
 //! - `stop()` returns only once `run()` has finished (it waits for it),
 //!   and a stopped node says so: its last view is `Stopped` with no lease;
 //! - the writer's `epoch()` checks ([`Op::EpochCheck`]) answer `Some` only
@@ -134,6 +136,15 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                 }
             }
             Op::ElectionCallback { elected: true, epoch, .. } => {
+                // stop() sets its flag before it awaits anything, and run()
+                // looks at it between a campaign's reply and the election:
+                // a campaign that wins after stop() was called is handed
+                // back, never led on.
+                if node.stop_id.is_some() {
+                    out.push(wrong(format!(
+                        "on_elected({epoch}) ran after stop() was called: a campaign won while stopping must be handed back, not led on"
+                    )));
+                }
                 node.elected_calls.entry(*epoch).or_default().push(e.time);
                 node.callbacks.entry(*epoch).or_default().push((e.time, true));
             }
@@ -316,8 +327,16 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
             let demoted = n.demoted_calls.get(epoch).and_then(|c| c.first());
             matches!((elected, demoted), (Some(a), Some(b)) if b - a <= 1)
         };
-        let called: BTreeSet<u64> =
-            n.elected_calls.keys().copied().filter(|e| published.contains(e) || !too_short(e)).collect();
+        // Nor is a term that began after the workload stopped polling (a
+        // follower that won while it waited to call stop()).
+        let unsampled =
+            |epoch: &u64| n.elected_calls.get(epoch).and_then(|c| c.first()).is_some_and(|&t| t > built.sampled_until);
+        let called: BTreeSet<u64> = n
+            .elected_calls
+            .keys()
+            .copied()
+            .filter(|e| published.contains(e) || !(too_short(e) || unsampled(e)))
+            .collect();
         let mut why = Vec::new();
         if published != called {
             why.push(format!("epochs published as leader {published:?}, but on_elected ran for {called:?}"));
@@ -467,6 +486,45 @@ mod tests {
             let v = run(stall);
             assert!(v.iter().any(|v| v.detail.contains("deadline had passed at 404000µs")), "{stall:?}: {v:?}");
         }
+    }
+
+    #[test]
+    fn no_term_begins_once_stop_was_called() {
+        let callback = |elected, epoch| Op::ElectionCallback { elected, epoch, deadline_reached: false };
+        let stop = || Op::Note { text: "stop(): hand the lease back".into() };
+        // Elected, then stopped: the term ends, nothing begins.
+        let h = History::new();
+        h.observe_at(10, "n", callback(true, 3));
+        h.call("n", "Election::stop", stop());
+        h.observe_at(20, "n", callback(false, 3));
+        let v: Vec<_> = check(&h.events(), BUILT).into_iter().map(|v| v.detail).collect();
+        assert!(v.iter().all(|m| !m.contains("after stop()")), "{v:?}");
+        // A campaign that won while stopping, led on.
+        h.observe_at(30, "n", callback(true, 4));
+        let v: Vec<_> = check(&h.events(), BUILT).into_iter().map(|v| v.detail).collect();
+        assert!(v.iter().any(|m| m.contains("on_elected(4) ran after stop() was called")), "{v:?}");
+        // Another node's stop() says nothing about this one.
+        let h = History::new();
+        h.call("m", "Election::stop", stop());
+        h.observe_at(30, "n", callback(true, 4));
+        let v: Vec<_> = check(&h.events(), BUILT).into_iter().map(|v| v.detail).collect();
+        assert!(v.iter().all(|m| !m.contains("after stop()")), "{v:?}");
+    }
+
+    #[test]
+    fn a_term_after_the_polling_ended_is_not_expected_in_a_view() {
+        let built = Built { sampled_until: 100, ..BUILT };
+        let elected = |t| {
+            let h = History::new();
+            h.observe_at(t, "n", Op::ElectionCallback { elected: true, epoch: 5, deadline_reached: false });
+            check(&h.events(), built).into_iter().map(|v| v.detail).collect::<Vec<_>>()
+        };
+        // Won while the node waited to call stop(): no view could show it.
+        let v = elected(150);
+        assert!(v.iter().all(|m| !m.contains("published as leader")), "{v:?}");
+        // Won while the views were polled, and never shown.
+        let v = elected(50);
+        assert!(v.iter().any(|m| m.contains("epochs published as leader {}, but on_elected ran for {5}")), "{v:?}");
     }
 
     #[test]

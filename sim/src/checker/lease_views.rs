@@ -39,7 +39,7 @@ impl Allowance {
 
     /// The deadline, in ns since the start, of a lease set by a request sent
     /// at `sent_ms` for `ttl_ms`.
-    fn deadline_ns(self, sent_ms: Millis, ttl_ms: u64) -> u128 {
+    pub(crate) fn deadline_ns(self, sent_ms: Millis, ttl_ms: u64) -> u128 {
         let ttl_ns = u128::from(ttl_ms) * 1_000_000;
         let allowance = ttl_ns * u128::from(self.per_mille) / 1000 + u128::from(self.constant_ms) * 1_000_000;
         u128::from(sent_ms) * 1_000_000 + ttl_ns.saturating_sub(allowance)

@@ -191,6 +191,14 @@ enum Marker {
         at: u64,
         until: u64,
     },
+    /// The renewal `node` sent next after `at` was held at the server past
+    /// the response timeout (`renewal_timed_out_at`); by `until` the node
+    /// must have stopped leading the term it led at `at`.
+    TimedOut {
+        node: String,
+        at: u64,
+        until: u64,
+    },
 }
 
 impl Marker {
@@ -199,7 +207,7 @@ impl Marker {
     fn disturbs(&self) -> Option<(u64, u64)> {
         match self {
             Marker::Stall { at, duration, .. } => Some((*at, at + duration)),
-            Marker::Slowed { at, until } => Some((*at, *until)),
+            Marker::Slowed { at, until } | Marker::TimedOut { at, until, .. } => Some((*at, *until)),
             Marker::Stop { .. } => None,
         }
     }
@@ -210,7 +218,7 @@ impl Marker {
     fn stop(&self) -> Option<(&str, u64)> {
         match self {
             Marker::Stop { node, at, held_ms } => Some((node.as_str(), at + held_ms)),
-            Marker::Stall { .. } | Marker::Slowed { .. } => None,
+            Marker::Stall { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } => None,
         }
     }
 }
@@ -438,6 +446,7 @@ async fn node_actor(
     actor: Actor,
     variant: Variant,
     plan: ElectionPlan,
+    timed_out_at: Option<Millis>,
     markers: Arc<Mutex<Vec<Marker>>>,
 ) -> crate::world::ActorResult {
     let start_at = actor.index() as u64 * plan.stagger_ms;
@@ -526,6 +535,7 @@ async fn node_actor(
     let mut stopping = None;
     let mut last_demotion = None;
     let mut slowed = false;
+    let mut timed_out = false;
     loop {
         let now = actor.now();
         let belief = node.belief().map(|(epoch, deadline)| (epoch, deadline.map(|d| actor.millis_of(d))));
@@ -591,6 +601,24 @@ async fn node_actor(
                 actor.reached("renewals-held-at-the-server");
             }
         }
+        if let Some(at) = timed_out_at {
+            // Once per run: the node leading at `at` (or within a renewal
+            // interval of it; later would leave the quiet span it was
+            // placed in).
+            if !timed_out && now >= at {
+                timed_out = true;
+                let first =
+                    markers.lock().map(|m| !m.iter().any(|x| matches!(x, Marker::TimedOut { .. }))).unwrap_or(false);
+                if leading && first && now <= at + plan.renew_ms {
+                    let until = now + timed_out_span(&plan, actor.net().response_timeout.as_millis() as u64);
+                    if let Ok(mut m) = markers.lock() {
+                        m.push(Marker::TimedOut { node: actor.name().to_string(), at: now, until });
+                    }
+                    actor.delay_next_request_mentioning(0, TIMED_OUT_HOLD_MS, &lease_key());
+                    actor.reached(RENEWAL_TIMED_OUT.name);
+                }
+            }
+        }
         if let Some(at) = plan.stop_at {
             // One clean hand-over per run: the first leader to reach `at`.
             let someone_stopped =
@@ -636,7 +664,12 @@ async fn node_actor(
         Some(task) => {
             let _ = task.await;
         }
-        None => node.stop(&actor).await,
+        None => {
+            if variant == Variant::Election && last.is_none() {
+                stop_mid_campaign(&actor, &plan).await;
+            }
+            node.stop(&actor).await
+        }
     }
     let _ = writer.await;
     let _ = runner.await;
@@ -655,6 +688,32 @@ fn world_config(seed: u64, variant: Variant) -> WorldConfig {
         config
     }
 }
+
+/// On `election`, half the followers end their run with a campaign in
+/// flight when they call `stop()`: the reply to their next campaign is held
+/// at the server (the `SET` runs at once) for longer than the wait before
+/// `stop()`. The leader stopped when the run ended, so that campaign may
+/// well win the free key. A node told to stop while its campaign is in
+/// flight must hand a won lease back and never lead on it (the
+/// `election-views` rule "no `on_elected` after `stop()`"); every other stop
+/// in a run comes from a leader, so without this nothing reaches that path.
+async fn stop_mid_campaign(actor: &Actor, plan: &ElectionPlan) {
+    if !actor.rng_for("campaign-held-at-stop").random_bool(0.5) {
+        return;
+    }
+    // Long enough for the leader's hand-back (sent when the run ended) to
+    // have run at the server, so the held campaign can win.
+    sleep(Duration::from_millis(END_SETTLE_MS)).await;
+    // The next campaign is sent within one campaign interval; its reply is
+    // held past the `stop()` below, which comes at least 20 ms after it.
+    actor.delay_next_reply_mentioning(0, plan.campaign_ms + 40, &lease_key());
+    sleep(Duration::from_millis(plan.campaign_ms + 20)).await;
+    actor.reached(CAMPAIGN_HELD_AT_STOP.name);
+}
+
+/// How long a follower waits after the run's end before it holds its next
+/// campaign's reply (`stop_mid_campaign`), ms.
+const END_SETTLE_MS: u64 = 10;
 
 /// Reads the resource once every node has stopped: `no-stale-overwrite`
 /// then judges the final value against every accepted write.
@@ -681,13 +740,14 @@ fn run_plan(
     plan: &ElectionPlan,
     config: WorldConfig,
     schedule: Schedule,
+    timed_out_at: Option<Millis>,
 ) -> Result<(crate::world::RunOutcome, Vec<Marker>), SetupError> {
     let markers = Arc::new(Mutex::new(Vec::new()));
     let mut world = World::new(servers, config)?;
     for i in 0..plan.nodes {
         let plan = plan.clone();
         let markers = Arc::clone(&markers);
-        world.actor(format!("node-{i}"), move |actor| node_actor(actor, variant, plan, markers));
+        world.actor(format!("node-{i}"), move |actor| node_actor(actor, variant, plan, timed_out_at, markers));
     }
     if variant != Variant::NoEpoch {
         let read_at = plan.length_ms + 200;
@@ -895,9 +955,9 @@ impl ElectionSpace {
                         let stall_span = (stall_at, stall_at + stall_for);
                         let slowed = slow.map(|frac| {
                             let with_stop = [Some(stall_span), stop_at.map(|s| (s, s + STOP_SPAN_MS))];
-                            match quiet_start(300, slowed_hi, &with_stop, frac) {
+                            match quiet_start(300, slowed_hi, &with_stop, frac, SLOWED_NEED_MS) {
                                 Some(at) => (at, stop_at),
-                                None => match quiet_start(300, slowed_hi, &[Some(stall_span)], frac) {
+                                None => match quiet_start(300, slowed_hi, &[Some(stall_span)], frac, SLOWED_NEED_MS) {
                                     Some(at) => (at, None),
                                     None => (300 + (slowed_hi - 300) * frac / 1000, stop_at),
                                 },
@@ -927,13 +987,61 @@ impl ElectionSpace {
 /// a held reply to its hand-back (150 ms at most), and a hand-over.
 const STOP_SPAN_MS: u64 = 150 + CAMPAIGN_MS + LIVENESS_SLACK_MS;
 
-/// A start in `lo..=hi` for the slow renewals whose span (the held
-/// requests and the hand-over after them) overlaps none of `busy`, picked
-/// at `frac` per mille of the free room; `None` when there is no room.
-fn quiet_start(lo: u64, hi: u64, busy: &[Option<(u64, u64)>], frac: u64) -> Option<u64> {
+/// What the slow renewals' placement keeps clear: the held requests and
+/// the hand-over after them.
+const SLOWED_NEED_MS: u64 = SLOWED_SPAN_MS + CAMPAIGN_MS + LIVENESS_SLACK_MS;
+
+/// How long the server holds the renewal aimed at by
+/// [`renewal_timed_out_at`] (ms): past any response timeout the simulated
+/// connections use (250 ms), so the caller sees a timeout, not a reply.
+const TIMED_OUT_HOLD_MS: u64 = 300;
+
+/// From the injection of a timed-out renewal to the instant its leader must
+/// have stopped leading: the renewal goes out within a renew interval (two
+/// response timeouts if the one before it was slow), fails at its response
+/// timeout, and the observer sees the demotion within a millisecond.
+fn timed_out_span(plan: &ElectionPlan, response_ms: u64) -> u64 {
+    plan.renew_ms + 2 * response_ms + 20
+}
+
+/// On `election` and `election-renew-only`, every run with room for it
+/// holds one leader's renewal at the server past the response timeout, at
+/// an instant no
+/// stall, `stop()`, slow renewals or nemesis fault touches (none when there
+/// is no such room). A renewal that fails must end the term under both
+/// demotions; a leader that takes the error for a passing one and renews
+/// again keeps leading on, and nothing else in the run would show it.
+/// Drawn from the seed's own stream, so the plans are unchanged.
+fn renewal_timed_out_at(
+    seed: u64,
+    variant: Variant,
+    plan: &ElectionPlan,
+    faults: &[(u64, u64)],
+    response_ms: u64,
+) -> Option<Millis> {
+    if !matches!(variant, Variant::Election | Variant::RenewOnly) {
+        return None;
+    }
+    let mut rng =
+        <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(crate::world::derive_seed(seed, "renewal-timed-out"));
+    let frac = rng.random_range(0..=1000u64);
+    let need = timed_out_span(plan, response_ms) + plan.renew_ms + plan.campaign_ms + LIVENESS_SLACK_MS;
+    let hi = plan.length_ms.saturating_sub(QUIET_TAIL_MS + need);
+    let mut busy: Vec<Option<(u64, u64)>> = vec![
+        plan.stall.map(|s| (s.at, s.at + s.ms)),
+        plan.stop_at.map(|s| (s, s + STOP_SPAN_MS)),
+        plan.slow_renewals.map(|s| (s, s + SLOWED_SPAN_MS + plan.campaign_ms + LIVENESS_SLACK_MS)),
+    ];
+    busy.extend(faults.iter().map(|&f| Some(f)));
+    quiet_start(300, hi, &busy, frac, need)
+}
+
+/// A start in `lo..=hi` for a span of `need` ms (the held requests and the
+/// hand-over after them) that overlaps none of `busy`, picked at `frac` per
+/// mille of the free room; `None` when there is no room.
+fn quiet_start(lo: u64, hi: u64, busy: &[Option<(u64, u64)>], frac: u64, need: u64) -> Option<u64> {
     // A start at `a` is disturbed by a busy span (s, e) if
     // a <= e and a + need >= s, i.e. a in [s - need, e].
-    let need = SLOWED_SPAN_MS + CAMPAIGN_MS + LIVENESS_SLACK_MS;
     let mut free = vec![(lo, hi)];
     for &(s, e) in busy.iter().flatten() {
         let (cut_lo, cut_hi) = (s.saturating_sub(need), e);
@@ -1001,7 +1109,10 @@ pub fn run_planned(
     let schedule_end = schedule.faults.iter().map(crate::nemesis::Fault::end).max();
     let fault_spans = schedule.spans();
     let freeze_spans = schedule.freeze_spans();
-    let (run, mut markers) = run_plan(servers, seed, variant, planned, world_config(seed, variant), schedule)?;
+    let response_ms = world_config(seed, variant).net.response_timeout.as_millis() as u64;
+    let timed_out_at = renewal_timed_out_at(seed, variant, planned, &fault_spans, response_ms);
+    let (run, mut markers) =
+        run_plan(servers, seed, variant, planned, world_config(seed, variant), schedule, timed_out_at)?;
     // A held request disturbs the run until it has run, which may be long
     // after its injection (the node frozen in between).
     let held: Vec<u64> = run.executions[0].iter().filter(|x| x.held_ms > 0).map(|x| x.sim_ms).collect();
@@ -1016,7 +1127,12 @@ pub fn run_planned(
     // Held requests disturb the views' timing as a nemesis fault does.
     let schedule_spans = fault_spans.clone();
     let mut fault_spans = fault_spans;
-    fault_spans.extend(markers.iter().filter(|m| matches!(m, Marker::Slowed { .. })).filter_map(Marker::disturbs));
+    fault_spans.extend(
+        markers
+            .iter()
+            .filter(|m| matches!(m, Marker::Slowed { .. } | Marker::TimedOut { .. }))
+            .filter_map(Marker::disturbs),
+    );
     let mut outcome = outcome_from(&run, extra);
     let events = &outcome.history;
     let mut h = Histograms::new();
@@ -1052,7 +1168,7 @@ pub fn run_planned(
             .iter()
             .filter_map(|m| match m {
                 Marker::Stop { held_ms, .. } => Some(*held_ms),
-                Marker::Stall { .. } | Marker::Slowed { .. } => None,
+                Marker::Stall { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } => None,
             })
             .max()
             .unwrap_or(0);
@@ -1089,6 +1205,18 @@ pub fn run_planned(
             trusted_ms(planned.lease_ms),
             MIN_ROUND_TRIP_MS,
         ));
+    }
+    // A renewal held past the response timeout fails, and a failed renewal
+    // ends the term (`DemotionReason::RedisError`) under both demotions:
+    // judged when no nemesis fault or stall touches the span (a frozen node
+    // cannot act on its timeout).
+    for m in &markers {
+        let Marker::TimedOut { node, at, until } = m else { continue };
+        let touched = |(s, e): (u64, u64)| s <= *until && e >= *at;
+        let stalled = markers.iter().any(|x| matches!(x, Marker::Stall { .. }) && x.disturbs().is_some_and(touched));
+        if !stalled && !schedule_spans.iter().any(|&f| touched(f)) {
+            violations.extend(checker::election::check_failed_renewal(events, ELECTION_NAME, node, *at, *until));
+        }
     }
     // Liveness after healing: the last fault, stall or stop() ends at
     // `healed`; a leader must hold from `healed + bound` on.
@@ -1188,7 +1316,23 @@ pub const SITUATIONS: &[Situation] = &[
     },
     Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
     HAND_BACK_HELD,
+    CAMPAIGN_HELD_AT_STOP,
+    RENEWAL_TIMED_OUT,
 ];
+
+/// A leader's renewal held past the response timeout (`election` and
+/// `election-renew-only`).
+const RENEWAL_TIMED_OUT: Situation = Situation {
+    name: "renewal-timed-out",
+    meaning:
+        "a leader's renewal was held at the server past the response timeout: the failed renewal must end its term",
+};
+
+/// A follower's campaign answered late, across its `stop()` (`election` only).
+const CAMPAIGN_HELD_AT_STOP: Situation = Situation {
+    name: "stop-during-a-held-campaign",
+    meaning: "a follower called stop() while the reply to its campaign (sent after the leader handed back) was held at the server: a won lease must be handed back, not led on",
+};
 
 /// A stop()'s hand-back held at the server (`election` only).
 const HAND_BACK_HELD: Situation = Situation {
@@ -1217,6 +1361,7 @@ pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
         meaning: "a woken leader's renewal found the lease gone or someone else's, and it stepped down",
     },
     Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
+    RENEWAL_TIMED_OUT,
 ];
 
 /// What `election-no-epoch` exists to reach.
@@ -1259,7 +1404,7 @@ fn reach_from_history(
             *duration > lease_ms
                 && reigns.iter().any(|r| &r.process == node && r.from <= *at && r.to > *at && r.to < at + duration)
         }
-        Marker::Stop { .. } | Marker::Slowed { .. } => false,
+        Marker::Stop { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } => false,
     });
     if variant.at_deadline() && stalled_past_deadline {
         outcome.reach("stalled-leader-stopped-believing");
@@ -1399,7 +1544,7 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
         slow_renewals: None,
     };
     let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
-    let (run, markers) = run_plan(servers, k, variant, &plan, config, Schedule::none())?;
+    let (run, markers) = run_plan(servers, k, variant, &plan, config, Schedule::none(), None)?;
     let events = run.history.events();
     let mut h = Histograms::new();
     let (failovers, handovers) = measure(&events, &markers, LEASE_MS, &mut h);
@@ -1554,27 +1699,27 @@ impl core::fmt::Display for ElectionPlan {
 mod tests {
     use super::*;
 
-    const NEED: u64 = SLOWED_SPAN_MS + CAMPAIGN_MS + LIVENESS_SLACK_MS;
+    const NEED: u64 = SLOWED_NEED_MS;
 
     #[test]
     fn quiet_start_avoids_every_busy_span() {
         let busy = [Some((1000, 1500)), Some((2500, 2500 + STOP_SPAN_MS)), None];
         for frac in [0, 1, 250, 500, 999, 1000] {
-            let at = quiet_start(300, 3000, &busy, frac).expect("there is room");
+            let at = quiet_start(300, 3000, &busy, frac, NEED).expect("there is room");
             assert!((300..=3000).contains(&at), "{at} out of range");
             for (s, e) in busy.iter().flatten() {
                 assert!(at > *e || at + NEED < *s, "start {at} (frac {frac}) touches ({s}, {e})");
             }
         }
         // The first and the last free instants are reachable.
-        assert_eq!(quiet_start(300, 3000, &busy, 0), Some(1501));
-        assert_eq!(quiet_start(300, 3000, &busy, 1000), Some(3000));
+        assert_eq!(quiet_start(300, 3000, &busy, 0, NEED), Some(1501));
+        assert_eq!(quiet_start(300, 3000, &busy, 1000, NEED), Some(3000));
     }
 
     #[test]
     fn quiet_start_is_none_without_room() {
-        assert_eq!(quiet_start(300, 1000, &[Some((200, 1200))], 500), None);
-        assert_eq!(quiet_start(300, 1000, &[Some((300 + NEED, 1200))], 0), None);
-        assert_eq!(quiet_start(300, 1000, &[Some((300 + NEED + 1, 1200))], 0), Some(300));
+        assert_eq!(quiet_start(300, 1000, &[Some((200, 1200))], 500, NEED), None);
+        assert_eq!(quiet_start(300, 1000, &[Some((300 + NEED, 1200))], 0, NEED), None);
+        assert_eq!(quiet_start(300, 1000, &[Some((300 + NEED + 1, 1200))], 0, NEED), Some(300));
     }
 }

@@ -894,6 +894,12 @@ pub mod situation {
     /// A guarded body's first keep-alive extend was held at the server
     /// until after the lease had expired there.
     pub const KEEP_ALIVE_EXTEND_HELD: &str = "keep-alive-extend-held";
+    /// An extend sent just before the lease's local deadline had its reply
+    /// held at the server until after the lease expired there.
+    pub const EXTEND_REPLY_HELD: &str = "extend-reply-held-across-expiry";
+    /// A release sent just before the lease's local deadline had its reply
+    /// held at the server until after the lease expired there.
+    pub const RELEASE_REPLY_HELD: &str = "release-reply-held-across-expiry";
 }
 
 use crate::scenarios::Situation;
@@ -901,7 +907,7 @@ use crate::scenarios::Situation;
 /// The situations of `fencing`; `lock` declares all but the last (its
 /// holders check their deadline before writing, so a refused stale write
 /// is rare there).
-const ALL: [Situation; 15] = [
+const ALL: [Situation; 17] = [
     Situation {
         name: situation::LEASE_EXPIRED_WHILE_PAUSED,
         meaning: "a holder resumed from a pause after its lease's local deadline",
@@ -945,6 +951,14 @@ const ALL: [Situation; 15] = [
     Situation {
         name: situation::KEEP_ALIVE_EXTEND_HELD,
         meaning: "a guarded body's first keep-alive extend was held at the server until 20-80 ms after the lease expired there",
+    },
+    Situation {
+        name: situation::EXTEND_REPLY_HELD,
+        meaning: "an extend sent just before the local deadline ran at once, and its reply was held until 20-80 ms after the lease expired at the server",
+    },
+    Situation {
+        name: situation::RELEASE_REPLY_HELD,
+        meaning: "a release sent just before the local deadline ran at once, and its reply was held until 20-80 ms after the lease expired at the server",
     },
     Situation {
         name: situation::STALE_WRITE_REFUSED,
@@ -1279,6 +1293,49 @@ async fn read_lock_state(actor: &Actor, lock: &Lock<SimConnection>, rng: &mut im
 }
 
 /// One attempt in a non-plain mode.
+/// Where `Mode::Extend` aims its next extend or release on a quarter of
+/// them: sent 0-20 ms before the lease's local deadline, the request runs at
+/// once and its reply is held at the server until 20-80 ms after the lease
+/// expired there (when that stays under the response timeout). The correct
+/// compare-and-extend and compare-and-delete ran atomically, so nothing
+/// changes but when the caller hears; one that checks the owner and acts in
+/// a second request acts on whoever took the lock meanwhile. Drawn from a
+/// stream of its own per request, so the workload's other draws are
+/// unchanged. Returns how long to wait before sending, and the hold.
+fn reply_held_across_expiry(
+    actor: &Actor,
+    lease: &redis_primitives::Lease,
+    ttl_ms: u64,
+    what: &str,
+) -> Option<(u64, HeldReply)> {
+    let now = actor.now();
+    let mut faults = actor.rng_for(&format!("{what}-reply-held-{now}"));
+    if !faults.random_bool(0.25) {
+        return None;
+    }
+    let deadline = actor.millis_of(lease.local_deadline());
+    let send = deadline.checked_sub(faults.random_range(0..=20)).filter(|&s| s > now)?;
+    // The server set the TTL when the request that granted or extended the
+    // lease arrived, at least its send instant.
+    let expiry = actor.millis_of(lease.sent_at()) + ttl_ms;
+    let ms = expiry.checked_sub(send)? + faults.random_range(20..=80);
+    let timeout = actor.net().response_timeout.as_millis() as u64;
+    (ms < timeout).then_some((send - now, HeldReply { ms }))
+}
+
+/// A reply to hold, from [`reply_held_across_expiry`].
+struct HeldReply {
+    ms: u64,
+}
+
+impl HeldReply {
+    /// Holds the reply to the next request naming the lease's key.
+    fn hold(self, actor: &Actor, node: usize, lease: &redis_primitives::Lease, situation: &str) {
+        actor.delay_next_reply_mentioning(node, self.ms, lease.key());
+        actor.reached(situation);
+    }
+}
+
 async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
     let ttl_ms = cx.w.plan.ttl_ms;
     match mode {
@@ -1298,7 +1355,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 } else {
                     cx.rng.random_range(10..=ttl_ms / 2)
                 };
+                let held = reply_held_across_expiry(cx.actor, &lease, ttl_ms, "extend");
+                let wait = held.as_ref().map_or(wait, |(before, _)| *before);
                 sleep_ms(wait).await;
+                if let Some((_, aim)) = held {
+                    aim.hold(cx.actor, cx.w.lock_node, &lease, situation::EXTEND_REPLY_HELD);
+                }
                 let pause =
                     cx.rng.random_bool(0.2).then(|| (cx.rng.random_range(0..=2), cx.rng.random_range(150..=700)));
                 if pause.is_some() {
@@ -1330,6 +1392,10 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 }
             }
             cx.write_if_trusted(&lease, paused_at).await;
+            if let Some((before, aim)) = reply_held_across_expiry(cx.actor, &lease, ttl_ms, "release") {
+                sleep_ms(before).await;
+                aim.hold(cx.actor, cx.w.lock_node, &lease, situation::RELEASE_REPLY_HELD);
+            }
             cx.release(&lease).await;
         }
         Mode::ReleaseAfterExpiry => {

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{outcome_from, Outcome, Situation};
 use crate::bridge::Execution;
+use crate::checker::lease_views::Allowance;
 use crate::checker::{Violation, LIVENESS};
 use crate::family::Family;
 use crate::history::{Event, EventKind, Millis, Op};
@@ -449,6 +450,7 @@ async fn edge(actor: Actor, i: u64, lease_ms: u64) -> ActorResult {
 /// One recorded claim; `None` when nothing was claimed or it failed.
 async fn claim(actor: &Actor, q: &Queue, lease: Ttl) -> Option<Held> {
     let op = actor.call("JobQueue::claim", record(CLAIM, JobCall::default()));
+    let sent = tokio::time::Instant::now();
     let claimed = match q {
         Queue::Fenced(q) => q.claim(lease).await.map(|c| c.map(Held::Fenced)),
         Queue::Naive(q) => q.claim().await.map(|c| c.map(|(id, _)| Held::Naive(id))),
@@ -470,6 +472,7 @@ async fn claim(actor: &Actor, q: &Queue, lease: Ttl) -> Option<Held> {
             };
             actor.ok(op, record(CLAIM, call));
             if let Held::Fenced(c) = &h {
+                check_deadline(actor, "claim", c, sent, lease);
                 check_trust(actor, c);
             }
             Some(h)
@@ -482,6 +485,28 @@ async fn claim(actor: &Actor, q: &Queue, lease: Ttl) -> Option<Held> {
             actor.errored(op, record(CLAIM, JobCall::default()), &e);
             None
         }
+    }
+}
+
+/// A claim's clock starts when its request is sent (the claim's or the
+/// confirmed extend's), and its local deadline is that instant plus the
+/// lease minus the drift allowance of `JobQueue::new` (`Drift::DEFAULT`),
+/// exactly, as `lease-views` judges a `Lock` lease. A deadline taken from
+/// the reply or without the allowance trusts the claim a little too long,
+/// which only an unlucky reap would otherwise show. Recorded (as a
+/// `configuration` read-back) only when it says otherwise.
+fn check_deadline(actor: &Actor, after: &str, c: &redis_primitives::Claim, sent: tokio::time::Instant, lease: Ttl) {
+    let lease_ms = lease.as_millis();
+    let want_ns = Allowance::DEFAULT.deadline_ns(0, lease_ms);
+    let got_ns = c.local_deadline().saturating_duration_since(sent).as_nanos();
+    if c.sent_at() != sent || c.local_deadline() < sent || got_ns != want_ns {
+        let got = format!(
+            "sent {}ms after the {after} was sent, deadline {got_ns} ns after it",
+            c.sent_at().saturating_duration_since(sent).as_millis()
+        );
+        let want =
+            format!("sent when the {after} was sent, deadline {want_ns} ns after it (lease {lease_ms} ms − drift)");
+        actor.configured("Claim", &[("local_deadline", got, want)]);
     }
 }
 
@@ -552,11 +577,13 @@ async fn extend(actor: &Actor, q: &Queue, held: &mut Held, lease: Ttl) {
         ..JobCall::default()
     };
     let op = actor.call("JobQueue::extend", record(EXTEND, call.clone()));
+    let sent = tokio::time::Instant::now();
     match q.extend(c, lease).await {
         Ok(extended) => {
             let lease_until = extended.then(|| sim_ms(c.lease_until_ms()));
             actor.ok(op, record(EXTEND, JobCall { accepted: Some(extended), lease_until, ..call }));
             if extended {
+                check_deadline(actor, "extend", c, sent, lease);
                 check_trust(actor, c);
             }
         }
