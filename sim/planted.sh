@@ -10,6 +10,10 @@
 #   what: <the bug, in a sentence>
 #   scenarios: <the correct scenarios that should find it>
 #
+# and, for a bug in a path only Valkey 9 takes (the native DELIFEQ and
+# SET … IFEQ of ADR 0013), a third: `server: valkey`. Those scenarios then
+# run on $VALKEY_SERVER (or valkey-server on PATH) instead of redis-server.
+#
 # For each patch this script applies it, builds rp-sim into target/planted
 # (the usual target/ is left alone), runs `rp-sim explore` over seeds
 # 0..N-1 of each scenario, and takes the patch back out (also on Ctrl-C or a
@@ -63,6 +67,19 @@ for n in "${names[@]}"; do
   patch="sim/planted/$n.patch"
   what=$(sed -n 's/^what: //p' "$patch" | head -1)
   scenarios=$(sed -n 's/^scenarios: //p' "$patch" | head -1)
+  server=$(sed -n 's/^server: //p' "$patch" | head -1)
+  on=() where=""
+  case "$server" in
+    ''|redis) ;;
+    valkey)
+      valkey=${VALKEY_SERVER:-$(command -v valkey-server || true)}
+      if [ ! -x "$valkey" ]; then
+        echo "$patch needs Valkey 9: set VALKEY_SERVER=/path/to/valkey-server (.ci/run shows how to fetch one)" >&2
+        exit 2
+      fi
+      on=(env REDIS_SERVER="$valkey") where=" on Valkey" ;;
+    *) echo "$patch: unknown server '$server' (redis or valkey)" >&2; exit 2 ;;
+  esac
   if ! git apply --check "$patch" 2>/dev/null; then
     echo "$patch no longer applies to src/: refresh it" >&2
     exit 2
@@ -79,7 +96,7 @@ for n in "${names[@]}"; do
   for s in $scenarios; do
     echo "== $n: $s, seeds 0..$((seeds - 1))" >&2
     log="$CARGO_TARGET_DIR/$n.$s.txt"
-    "$CARGO_TARGET_DIR/release/rp-sim" explore -s "$s" --seeds "$seeds" --start-seed 0 > "$log" 2>/dev/null || true
+    "${on[@]}" "$CARGO_TARGET_DIR/release/rp-sim" explore -s "$s" --seeds "$seeds" --start-seed 0 > "$log" 2>/dev/null || true
     # explore's summary: "<scenario>: N seeds (a..b), K violating; …",
     # then one "  <invariant>: M violations" line per invariant.
     violating=$(sed -n "s/^$s: [0-9]* seeds ([0-9.]*), \([0-9]*\) violating.*/\1/p" "$log" | head -1)
@@ -90,7 +107,7 @@ for n in "${names[@]}"; do
     first=$(sed -n 's/^VIOLATION  seed \([0-9]*\)$/\1/p' "$log" | head -1)
     invariants=$(sed -n "/^$s: [0-9]* seeds /,/^wall /p" "$log" | sed -n 's/^  \([a-z0-9-]*\): \([0-9]*\) violations\{0,1\}$/\1 × \2/p' | paste -sd, - | sed 's/,/, /g')
     [ "$violating" -gt 0 ] && found=1
-    rows+=("| \`$n\` | $what | \`$s\` | $violating / $seeds | ${invariants:-none} | ${first:-—} |")
+    rows+=("| \`$n\` | $what | \`$s\`$where | $violating / $seeds | ${invariants:-none} | ${first:-—} |")
     echo "${rows[-1]}" >&2
   done
   [ $found -eq 1 ] || { unfound=$((unfound + 1)); echo "$n: NOT FOUND" >&2; }

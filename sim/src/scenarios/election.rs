@@ -1019,7 +1019,9 @@ fn renewal_timed_out_at(
     faults: &[(u64, u64)],
     response_ms: u64,
 ) -> Option<Millis> {
-    if !matches!(variant, Variant::Election | Variant::RenewOnly) {
+    // The hold must outlast the response timeout, or the renewal is only
+    // slow and the term may rightly go on.
+    if !matches!(variant, Variant::Election | Variant::RenewOnly) || TIMED_OUT_HOLD_MS <= response_ms {
         return None;
     }
     let mut rng =

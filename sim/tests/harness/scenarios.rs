@@ -59,6 +59,35 @@ fn in_gate(only: &Option<Vec<String>>, s: &Scenario) -> bool {
     only.as_ref().is_none_or(|names| names.iter().any(|n| n == s.name))
 }
 
+/// The correct lock and election scenarios on Valkey 9 (`VALKEY_SERVER`,
+/// or `valkey-server` on `PATH`; the install hint without one). On Redis 7
+/// every release and extend is a script; on Valkey they are the native
+/// `DELIFEQ` and `SET … IFEQ … PX` (ADR 0013), which no other scenario run
+/// reaches. Each runs in an `rp-sim` process of its own with
+/// `REDIS_SERVER` pointing at Valkey, over the clean seeds.
+#[test]
+fn correct_lock_scenarios_violate_nothing_on_valkey() {
+    let valkey = redis_primitives_testkit::valkey_server_binary().unwrap_or_else(|e| panic!("{e}"));
+    for name in ["lock", "fencing", "election", "election-renew-only"] {
+        let seeds = CLEAN_SEEDS.count().to_string();
+        let start = CLEAN_SEEDS.start.to_string();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rp-sim"))
+            .args(["explore", "--scenario", name, "--seeds", &seeds, "--start-seed", &start])
+            .env("REDIS_SERVER", &valkey)
+            .output()
+            .expect("run rp-sim");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name} on Valkey, seeds {CLEAN_SEEDS:?} (replay with REDIS_SERVER={}):\n{stdout}\n{}",
+            valkey.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains(", 0 violating;"), "{name} on Valkey: no clean summary in\n{stdout}");
+    }
+}
+
 #[test]
 fn correct_scenarios_violate_nothing() {
     let mut servers = Servers::new();
