@@ -123,11 +123,12 @@ pub fn check_deadlines(
 }
 
 /// `liveness` after a term the library ended itself while the lease's key
-/// was still its own (a renewal answered too late: `DeadlineReached`): the
-/// node hands the lease back as it steps down, so some node leads within
-/// `bound` of `at` (when the late reply has landed) rather than a whole
-/// TTL later. The caller judges only undisturbed spans.
-pub fn check_hand_back(events: &[Event], election: &str, at: Millis, bound: Millis) -> Vec<Violation> {
+/// was still its own (a renewal answered too late: `DeadlineReached`; or
+/// one that timed out: `RedisError`): the node hands the lease back as it
+/// steps down, so some node leads within `bound` of `at` (when the late
+/// reply has landed, or the renewal timed out; `after` says which) rather
+/// than a whole TTL later. The caller judges only undisturbed spans.
+pub fn check_hand_back(events: &[Event], election: &str, at: Millis, bound: Millis, after: &str) -> Vec<Violation> {
     let due = at + bound;
     let rs = reigns(events, election);
     if rs.iter().any(|r| r.from <= due && due < r.to) {
@@ -138,7 +139,7 @@ pub fn check_hand_back(events: &[Event], election: &str, at: Millis, bound: Mill
         LIVENESS,
         Some(due),
         format!(
-            "{election}: no node led at {due}ms, {bound}ms after a leader's held renewal landed at {at}ms{} (a term ended at its deadline hands its lease back: the next leader is due within a campaign interval and a round trip, not a TTL)",
+            "{election}: no node led at {due}ms, {bound}ms after {after} at {at}ms{} (a leader that steps down while the key may still be its own hands it back: the next leader is due within a campaign interval and a round trip, not a TTL)",
             match last {
                 Some(r) => format!(" (the last reign before it: {} until {}ms)", r.process, r.to),
                 None => String::new(),
@@ -527,16 +528,17 @@ mod tests {
         role(&h, 394, "a", Role::Follower, Some(1));
         // The held renewal landed at 440; nobody leads 125 ms later.
         role(&h, 600, "b", Role::Leader, Some(2));
-        let v = check_hand_back(&h.events(), "e", 440, 125);
+        let v = check_hand_back(&h.events(), "e", 440, 125, "a leader's held renewal landed");
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].invariant, LIVENESS);
+        assert!(v[0].detail.contains("125ms after a leader's held renewal landed at 440ms"), "{v:?}");
         // Handed back: b leads by 470.
         let h = History::new();
         role(&h, 0, "a", Role::Leader, Some(1));
         role(&h, 394, "a", Role::Follower, Some(1));
         role(&h, 470, "b", Role::Leader, Some(2));
         role(&h, 900, "a", Role::Follower, None);
-        assert_eq!(check_hand_back(&h.events(), "e", 440, 125), vec![]);
+        assert_eq!(check_hand_back(&h.events(), "e", 440, 125, "a leader's renewal timed out"), vec![]);
     }
 
     #[test]

@@ -1189,7 +1189,8 @@ pub fn run_planned(
                     .any(touched)
                 && planned.stop_at.is_none_or(|s| !touched((s, s + stop_held_ms + bound)));
             if quiet {
-                violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, until, bound));
+                let after = "a leader's held renewal landed";
+                violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, until, bound, after));
             }
         }
         // Time-floored epochs keep epochs ordered, not the lease: a leader
@@ -1212,12 +1213,29 @@ pub fn run_planned(
     // ends the term (`DemotionReason::RedisError`) under both demotions:
     // judged when no nemesis fault or stall touches the span (a frozen node
     // cannot act on its timeout).
+    // The leader that stepped down hands its lease back, so some node leads
+    // within a campaign interval and a round trip of the renewal's timeout
+    // (the held renewal ran `TIMED_OUT_HOLD_MS` after it reached the
+    // server, and timed out `response_ms` after it was sent), not once the
+    // key has expired.
     for m in &markers {
         let Marker::TimedOut { node, at, until } = m else { continue };
-        let touched = |(s, e): (u64, u64)| s <= *until && e >= *at;
+        let ran = run.executions[0].iter().find(|x| {
+            x.held_ms == TIMED_OUT_HOLD_MS && &*x.client == node.as_str() && x.sim_ms >= *at + TIMED_OUT_HOLD_MS
+        });
+        let bound = planned.campaign_ms + LIVENESS_SLACK_MS;
+        let due = ran.map_or(*until, |x| x.sim_ms - TIMED_OUT_HOLD_MS + response_ms + bound);
+        let end = due.max(*until);
+        let touched = |(s, e): (u64, u64)| s <= end && e >= *at;
         let stalled = markers.iter().any(|x| matches!(x, Marker::Stall { .. }) && x.disturbs().is_some_and(touched));
-        if !stalled && !schedule_spans.iter().any(|&f| touched(f)) {
-            violations.extend(checker::election::check_failed_renewal(events, ELECTION_NAME, node, *at, *until));
+        if stalled || schedule_spans.iter().any(|&f| touched(f)) {
+            continue;
+        }
+        violations.extend(checker::election::check_failed_renewal(events, ELECTION_NAME, node, *at, *until));
+        if let Some(x) = ran.filter(|_| end < planned.length_ms) {
+            let timed_out = x.sim_ms - TIMED_OUT_HOLD_MS + response_ms;
+            let after = "a leader's renewal timed out";
+            violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, timed_out, bound, after));
         }
     }
     // Liveness after healing: the last fault, stall or stop() ends at
