@@ -1044,7 +1044,8 @@ fn renewal_timed_out_at(
 fn quiet_start(lo: u64, hi: u64, busy: &[Option<(u64, u64)>], frac: u64, need: u64) -> Option<u64> {
     // A start at `a` is disturbed by a busy span (s, e) if
     // a <= e and a + need >= s, i.e. a in [s - need, e].
-    let mut free = vec![(lo, hi)];
+    // An empty range (a short run, a long span) has no room at all.
+    let mut free = if lo <= hi { vec![(lo, hi)] } else { Vec::new() };
     for &(s, e) in busy.iter().flatten() {
         let (cut_lo, cut_hi) = (s.saturating_sub(need), e);
         free = free
@@ -1741,5 +1742,8 @@ mod tests {
         assert_eq!(quiet_start(300, 1000, &[Some((200, 1200))], 500, NEED), None);
         assert_eq!(quiet_start(300, 1000, &[Some((300 + NEED, 1200))], 0, NEED), None);
         assert_eq!(quiet_start(300, 1000, &[Some((300 + NEED + 1, 1200))], 0, NEED), Some(300));
+        // A run too short for the span: `hi` below `lo`.
+        assert_eq!(quiet_start(300, 120, &[], 500, NEED), None);
+        assert_eq!(quiet_start(300, 299, &[None], 0, NEED), None);
     }
 }
