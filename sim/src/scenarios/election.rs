@@ -1112,13 +1112,16 @@ pub fn run_planned(
     let schedule_end = schedule.faults.iter().map(crate::nemesis::Fault::end).max();
     let fault_spans = schedule.spans();
     let freeze_spans = schedule.freeze_spans();
-    let response_ms = world_config(seed, variant).net.response_timeout.as_millis() as u64;
+    let config = world_config(seed, variant);
+    let response_ms = config.net.response_timeout.as_millis() as u64;
     let timed_out_at = renewal_timed_out_at(seed, variant, planned, &fault_spans, response_ms);
-    let (run, mut markers) =
-        run_plan(servers, seed, variant, planned, world_config(seed, variant), schedule, timed_out_at)?;
+    let (run, mut markers) = run_plan(servers, seed, variant, planned, config, schedule, timed_out_at)?;
     // A held request disturbs the run until it has run, which may be long
-    // after its injection (the node frozen in between).
-    let held: Vec<u64> = run.executions[0].iter().filter(|x| x.held_ms > 0).map(|x| x.sim_ms).collect();
+    // after its injection (the node frozen in between). Only the slow
+    // renewals' holds: a timed-out renewal's is held longer, and counting it
+    // here would take the slow renewals' span to the end of the run.
+    let held: Vec<u64> =
+        run.executions[0].iter().filter(|x| SLOW_RENEWALS_MS.contains(&x.held_ms)).map(|x| x.sim_ms).collect();
     for m in &mut markers {
         if let Marker::Slowed { until, .. } = m {
             *until = match held.as_slice() {
@@ -1256,8 +1259,7 @@ pub fn run_planned(
         // A request sent during a fault may still be waiting for its reply,
         // or its response timeout, that long after the fault ends; the run
         // loop sees `stop()` only once that renewal has returned.
-        let in_flight = crate::net::NetConfig::default().response_timeout.as_millis() as u64;
-        let mut busy: Vec<(u64, u64)> = fault_spans.iter().map(|&(s, e)| (s, e + in_flight)).collect();
+        let mut busy: Vec<(u64, u64)> = fault_spans.iter().map(|&(s, e)| (s, e + response_ms)).collect();
         busy.extend(markers.iter().filter_map(Marker::disturbs));
         let stops: Vec<(&str, u64)> = markers.iter().filter_map(Marker::stop).collect();
         let bound = planned.campaign_ms + LIVENESS_SLACK_MS;
