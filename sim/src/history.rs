@@ -750,6 +750,18 @@ pub enum Op {
         #[serde(default)]
         demotion_reason: Option<String>,
     },
+    /// Observation: an `Election::subscribe()` receiver disagreed with
+    /// `Election::leadership()` (it holds another role, or was not notified
+    /// of a change since the workload last read it); recorded only then,
+    /// and judged by `election-views`.
+    SubscriberView {
+        /// What `leadership()` publishes.
+        published: Published,
+        /// What the receiver holds.
+        received: Published,
+        /// `has_changed()` before the receiver was read.
+        notified: bool,
+    },
     /// Observation: the writer asked `Election::epoch()` before a write
     /// and got `epoch` (judged by `election-views`: `Some` only before the
     /// lease's deadline).
@@ -911,6 +923,7 @@ impl Op {
             Op::ElectionView { .. } => "election-view",
             Op::ElectionCallback { .. } => "election-callback",
             Op::EpochCheck { .. } => "epoch-check",
+            Op::SubscriberView { .. } => "subscriber-view",
             Op::ElectionConfig { .. } => "election-config",
             Op::Custom { .. } => "custom",
             Op::Note { .. } => "note",
@@ -1074,6 +1087,9 @@ impl fmt::Display for Op {
                 opt(epoch)
             ),
             Op::EpochCheck { epoch } => write!(f, "epoch() -> {}", opt(epoch)),
+            Op::SubscriberView { published, received, notified } => {
+                write!(f, "subscribe() holds {received:?} (notified: {notified}), leadership() is {published:?}")
+            }
             Op::ElectionCallback { elected, epoch, .. } => {
                 write!(f, "{} epoch={epoch}", if *elected { "on_elected" } else { "on_demoted" })
             }

@@ -364,6 +364,25 @@ impl Schedule {
         self.faults.iter().map(|f| (f.at, f.end())).collect()
     }
 
+    /// The spans during which node `node`'s replicas receive none of its
+    /// writes: each replication cut, from its start to its end or to the
+    /// node's next failover, whichever comes first (the promoted server's
+    /// replicas are another matter). What `acknowledged-writes` judges by.
+    pub fn unreplicated_spans(&self, node: u32) -> Vec<(Millis, Millis)> {
+        let on_node = |f: &&Fault| f.target == Target::Node(node);
+        let failovers: Vec<Millis> =
+            self.faults.iter().filter(on_node).filter(|f| f.kind == FaultKind::Failover).map(|f| f.at).collect();
+        self.faults
+            .iter()
+            .filter(on_node)
+            .filter(|f| f.kind == FaultKind::CutReplication)
+            .map(|f| {
+                let crash = failovers.iter().copied().filter(|&at| at >= f.at).min();
+                (f.at, crash.map_or(f.end(), |c| c.min(f.end())))
+            })
+            .collect()
+    }
+
     /// The spans of the faults that freeze a client process (client
     /// pauses): what excuses a client's late timer in the checkers.
     pub fn freeze_spans(&self) -> Vec<(Millis, Millis)> {
@@ -511,5 +530,16 @@ mod tests {
         assert!(bad.validate(1, 1).is_err());
         let json = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<Schedule>(&json).unwrap(), s);
+    }
+
+    #[test]
+    fn a_cut_leaves_a_node_unreplicated_until_its_end_or_its_primary_crashes() {
+        let cut =
+            |at, duration, node| Fault { at, duration, kind: FaultKind::CutReplication, target: Target::Node(node) };
+        let failover = Fault { at: 1500, duration: 150, kind: FaultKind::Failover, target: Target::Node(0) };
+        let s = Schedule::of([cut(800, 1400, 0), failover, cut(100, 200, 0), cut(900, 100, 1)]);
+        assert_eq!(s.unreplicated_spans(0), vec![(800, 1500), (100, 300)]);
+        assert_eq!(s.unreplicated_spans(1), vec![(900, 1000)]);
+        assert!(s.unreplicated_spans(2).is_empty());
     }
 }

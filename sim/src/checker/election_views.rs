@@ -33,6 +33,10 @@
 //!   while the node is stopping is handed back);
 //! - `stop()` returns only once `run()` has finished (it waits for it),
 //!   and a stopped node says so: its last view is `Stopped` with no lease;
+//! - a `subscribe()` receiver, read beside the accessors, holds what
+//!   `leadership()` publishes and was notified (`has_changed`) of every
+//!   change since it was last read ([`Op::SubscriberView`], recorded only
+//!   when it disagrees);
 //! - the writer's `epoch()` checks ([`Op::EpochCheck`]) answer `Some` only
 //!   before the deadline of the lease the last view showed (under
 //!   `Demotion::AtDeadline`): a check that says "still leader" past it lets
@@ -162,6 +166,16 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                 }
                 node.demoted_calls.entry(*epoch).or_default().push(e.time);
                 node.callbacks.entry(*epoch).or_default().push((e.time, false));
+            }
+            Op::SubscriberView { published, received, notified } => {
+                let what = if received == published {
+                    "was not notified of the change".to_string()
+                } else {
+                    format!("holds {received:?}")
+                };
+                out.push(wrong(format!(
+                    "a subscribe() receiver {what} (notified: {notified}) while leadership() publishes {published:?}"
+                )));
             }
             Op::EpochCheck { epoch: Some(epoch) } if built.at_deadline => {
                 if let Some((l, deadline_us)) = node.lease.filter(|(l, _)| l == epoch) {
@@ -422,6 +436,19 @@ mod tests {
             demotion_reason: None,
         };
         h.observe_at(t, "n", op);
+    }
+
+    #[test]
+    fn a_subscriber_that_missed_a_change_is_convicted() {
+        let leader = Published::Leader { epoch: 7, elected_at_ms: 12 };
+        let h = History::new();
+        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
+        view(&h, 12, Some(7), Some((7, 10_000, 404_000)), leader);
+        assert_eq!(check(&h.events(), BUILT), vec![]);
+        let stopped = Published::Stopped { demoted: Some(7) };
+        h.observe_at(30, "n", Op::SubscriberView { published: stopped, received: stopped, notified: false });
+        let v = check(&h.events(), BUILT);
+        assert!(v.len() == 1 && v[0].detail.contains("was not notified"), "{v:?}");
     }
 
     #[test]

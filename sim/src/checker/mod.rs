@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::Millis;
 
+pub mod acknowledged_writes;
 pub mod configuration;
 pub mod corrupt_state;
 pub mod election;
@@ -44,6 +45,9 @@ pub mod unexpected_errors;
 pub const FENCING_TOKENS_INCREASE: &str = "fencing-tokens-increase";
 /// Name of the no-stale-overwrite invariant.
 pub const NO_STALE_OVERWRITE: &str = "no-stale-overwrite";
+/// Name of the acknowledged-writes invariant (declared by the scenarios
+/// that write through `FencedStore::acknowledged`).
+pub const ACKNOWLEDGED_WRITES: &str = "acknowledged-writes";
 /// Name of the mutual-exclusion invariant.
 pub const MUTUAL_EXCLUSION: &str = "mutual-exclusion";
 /// Name of the rate-limit invariant.

@@ -42,6 +42,7 @@ use redis_primitives::{Acknowledgement, FencedStore, FencingToken, OwnerSource, 
 use serde::{Deserialize, Serialize};
 
 use crate::family::Family;
+use tokio::sync::watch;
 use tokio::time::{sleep, Instant};
 
 use super::{outcome_from, Outcome, Situation};
@@ -260,17 +261,7 @@ impl Node {
             leadership.epoch().map(|e| e.get()),
             leadership.last_demotion().map(|d| d.epoch.get()),
         );
-        let published = match leadership {
-            Leadership::Leader { epoch, elected_at } => {
-                Published::Leader { epoch: epoch.get(), elected_at_ms: actor.millis_of(elected_at) }
-            }
-            Leadership::Follower { last_demotion } => {
-                Published::Follower { demoted: last_demotion.map(|d| d.epoch.get()) }
-            }
-            Leadership::Stopped { last_demotion } => {
-                Published::Stopped { demoted: last_demotion.map(|d| d.epoch.get()) }
-            }
-        };
+        let published = published_of(actor, &leadership);
         Some(Op::ElectionView {
             name: election.name().to_string(),
             is_leader: election.is_leader(),
@@ -282,6 +273,22 @@ impl Node {
             accessors,
             demotion_reason: self.last_demotion().map(|(_, reason)| reason.to_string()),
         })
+    }
+
+    /// What a `subscribe()` receiver holds against what `leadership()`
+    /// publishes: an [`Op::SubscriberView`] when the receiver holds
+    /// something else, or was not notified of a change since it last
+    /// looked (`seen`); nothing when it agrees (judged by `election-views`).
+    fn check_subscriber(&self, actor: &Actor, rx: &mut watch::Receiver<Leadership>, seen: &mut Option<Published>) {
+        let Node::Fenced { election, .. } = self else { return };
+        let published = published_of(actor, &election.leadership());
+        let notified = rx.has_changed().unwrap_or(false);
+        let received = published_of(actor, &rx.borrow_and_update());
+        let missed = seen.as_ref().is_some_and(|s| *s != received) && !notified;
+        if missed || received != published {
+            actor.observe(Op::SubscriberView { published, received, notified });
+        }
+        *seen = Some(received);
     }
 
     /// The type whose operations this node calls (for the operations table).
@@ -363,6 +370,13 @@ impl Node {
                     Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
                         actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
                     }
+                    // Applied on the primary, unconfirmed by the replica: a
+                    // failover may lose it, so its outcome is unknown.
+                    Err(e @ redis_primitives::Error::NotAcknowledged { .. }) => {
+                        actor.info(id, op(None));
+                        actor.reached(WRITE_NOT_ACKNOWLEDGED.name);
+                        actor.note(format!("write: {e}"));
+                    }
                     Err(e) => actor.errored(id, op(None), &e),
                 }
             }
@@ -416,9 +430,16 @@ fn build_node(
         Variant::Election | Variant::Failover => {
             Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) }
         }
+        // The store shares the election's node (and its replica): its
+        // writes wait for the replica too, so that one made during the cut
+        // is reported unconfirmed rather than lost at the failover unseen
+        // (`acknowledged-writes`).
         Variant::FailoverAcknowledged => {
             let ack = Acknowledgement::new(1, Duration::from_millis(super::lock::ACK_TIMEOUT_MS))?;
-            Node::Fenced { election: builder.acknowledged(ack).build()?, store: FencedStore::new(conn) }
+            Node::Fenced {
+                election: builder.acknowledged(ack).build()?,
+                store: FencedStore::new(conn).acknowledged(ack),
+            }
         }
         Variant::FailoverFloored => {
             Node::Fenced { election: builder.tokens(Tokens::TimeFloored).build()?, store: FencedStore::new(conn) }
@@ -428,6 +449,21 @@ fn build_node(
         }
         Variant::NoEpoch => Node::Naive(NaiveElection::new(builder)?),
     })
+}
+
+/// A published role as the history records it.
+fn published_of(actor: &Actor, leadership: &Leadership) -> Published {
+    match leadership {
+        Leadership::Leader { epoch, elected_at } => {
+            Published::Leader { epoch: epoch.get(), elected_at_ms: actor.millis_of(*elected_at) }
+        }
+        Leadership::Follower { last_demotion } => {
+            Published::Follower { demoted: last_demotion.as_ref().map(|d| d.epoch.get()) }
+        }
+        Leadership::Stopped { last_demotion } => {
+            Published::Stopped { demoted: last_demotion.as_ref().map(|d| d.epoch.get()) }
+        }
+    }
 }
 
 /// Freezes the leader `actor` for `duration` ms (a GC pause), recorded as
@@ -528,7 +564,13 @@ async fn node_actor(
             }
         })
     };
-    // The observer, which also injects the leader-targeted faults.
+    // The observer, which also injects the leader-targeted faults, and
+    // reads a `subscribe()` receiver beside the accessors.
+    let mut subscriber = match node.as_ref() {
+        Node::Fenced { election, .. } => Some(election.subscribe()),
+        Node::Naive(_) => None,
+    };
+    let mut subscriber_seen = None;
     let mut last: Option<(Option<u64>, Option<u64>)> = None;
     let mut stalled = false;
     let mut stopped = false;
@@ -562,6 +604,9 @@ async fn node_actor(
                 actor.observe(view.clone());
                 last_view = Some(view);
             }
+        }
+        if let Some(rx) = subscriber.as_mut() {
+            node.check_subscriber(&actor, rx, &mut subscriber_seen);
         }
         let demotion = node.last_demotion();
         if demotion != last_demotion {
@@ -673,9 +718,13 @@ async fn node_actor(
     }
     let _ = writer.await;
     let _ = runner.await;
-    // What the node says once stopped (judged: `Stopped`, no lease).
+    // What the node says once stopped (judged: `Stopped`, no lease), and
+    // what its subscriber was told of it.
     if let Some(view) = node.view(&actor) {
         actor.observe(view);
+    }
+    if let Some(rx) = subscriber.as_mut() {
+        node.check_subscriber(&actor, rx, &mut subscriber_seen);
     }
     Ok(())
 }
@@ -1146,6 +1195,9 @@ pub fn run_planned(
     let (failovers, handovers) = measure(events, &markers, planned.lease_ms, &mut h);
     let mut violations = checker::election::check(events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly);
     violations.extend(checker::stale_overwrite::check(events));
+    if variant == Variant::FailoverAcknowledged {
+        violations.extend(checker::acknowledged_writes::check(events, &run.schedule.unreplicated_spans(0)));
+    }
     if variant != Variant::NoEpoch {
         let built = checker::election_views::Built {
             name: ELECTION_NAME,
@@ -1397,6 +1449,20 @@ const LEADER_AFTER_FAILOVER: Situation = Situation {
 
 /// What the mitigated `election-failover-*` scenarios exist to reach.
 pub const FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOVER];
+
+const WRITE_NOT_ACKNOWLEDGED: Situation = Situation {
+    name: "write-not-acknowledged",
+    meaning: "an acknowledged fenced write made during the replication cut was reported unconfirmed (NotAcknowledged)",
+};
+
+/// What `election-failover-acknowledged` exists to reach.
+pub const ACKNOWLEDGED_FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOVER, WRITE_NOT_ACKNOWLEDGED];
+
+/// The invariant `election-failover-acknowledged` judges beyond the built-in ones.
+pub const ACKNOWLEDGED_FAILOVER_INVARIANTS: &[(&str, &str)] = &[(
+    checker::ACKNOWLEDGED_WRITES,
+    "an acknowledged store never reports accepted a write no replica received (one made while replication was cut)",
+)];
 
 /// When the failover's promotion happened, from the run's fault log.
 fn fault_spans_of_failover(outcome: &Outcome) -> Option<u64> {
