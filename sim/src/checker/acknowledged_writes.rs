@@ -21,8 +21,6 @@
 use super::{completed, Violation, ACKNOWLEDGED_WRITES};
 use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 
-const MAX_REPORTED: usize = 5;
-
 /// Judges the fenced writes of `events` against `unreplicated`: the spans
 /// `(start, end)` during which the node the store writes to had no replica
 /// receiving its writes.
@@ -50,12 +48,7 @@ pub fn check(events: &[Event], unreplicated: &[(Millis, Millis)]) -> Vec<Violati
             ));
         }
     }
-    if out.len() > MAX_REPORTED {
-        let more = out.len() - MAX_REPORTED;
-        out.truncate(MAX_REPORTED);
-        out.push(Violation::new(ACKNOWLEDGED_WRITES, None, format!("... and {more} more")));
-    }
-    out
+    super::capped(out, ACKNOWLEDGED_WRITES)
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ use super::{completed, order, Violation, ELECTION, LIVENESS, SELF_FENCING};
 use crate::history::{Event, EventKind, Millis, Op, Role, WriteResult};
 use crate::stats::reigns;
 
-const MAX_REPORTED: usize = 5;
+use super::MAX_REPORTED;
 
 /// `self-fencing` for an election whose leaders demote themselves at their
 /// lease's local deadline ([`Demotion::AtDeadline`]): no two nodes believe
@@ -393,12 +393,7 @@ pub fn check(events: &[Event], election: &str, resource: &str, self_fencing: boo
             ),
         ));
     }
-    if out.len() > MAX_REPORTED {
-        let more = out.len() - MAX_REPORTED;
-        out.truncate(MAX_REPORTED);
-        out.push(Violation::new(ELECTION, None, format!("... and {more} more")));
-    }
-    out
+    super::capped(out, ELECTION)
 }
 
 #[cfg(test)]

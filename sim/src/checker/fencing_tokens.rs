@@ -20,8 +20,6 @@ use super::{completed, order, Violation, FENCING_TOKENS_INCREASE};
 use crate::history::{Event, EventKind, Op};
 
 /// Most violations reported per run: the first few tell the story.
-const MAX_REPORTED: usize = 5;
-
 /// A granted acquire: who got which token, and when.
 type Grant<'a> = order::Stamped<'a>;
 
@@ -71,12 +69,7 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
             ));
         }
     }
-    if out.len() > MAX_REPORTED {
-        let more = out.len() - MAX_REPORTED;
-        out.truncate(MAX_REPORTED);
-        out.push(Violation::new(FENCING_TOKENS_INCREASE, None, format!("... and {more} more")));
-    }
-    out
+    super::capped(out, FENCING_TOKENS_INCREASE)
 }
 
 #[cfg(test)]

@@ -32,8 +32,6 @@ use std::collections::BTreeMap;
 use super::{Violation, LIVENESS, SELF_FENCING};
 use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
 
-const MAX_REPORTED: usize = 5;
-
 struct Call<'a> {
     process: &'a str,
     invoked: Millis,
@@ -190,12 +188,7 @@ pub fn check(events: &[Event], faults: &[(Millis, Millis)], freezes: &[(Millis, 
             }
         }
     }
-    if out.len() > MAX_REPORTED {
-        let more = out.len() - MAX_REPORTED;
-        out.truncate(MAX_REPORTED);
-        out.push(Violation::new(SELF_FENCING, None, format!("... and {more} more")));
-    }
-    out
+    super::capped(out, SELF_FENCING)
 }
 
 #[cfg(test)]

@@ -54,8 +54,6 @@ use std::collections::BTreeMap;
 use super::{Violation, LOCK_REPLIES};
 use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
 
-const MAX_REPORTED: usize = 5;
-
 /// After the last fault heals, a request still in flight is delivered
 /// within the largest link latency (300 ms) plus a margin.
 const SETTLE_MS: Millis = 350;
@@ -593,12 +591,7 @@ fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation>
             _ => {}
         }
     }
-    if out.len() > MAX_REPORTED {
-        let more = out.len() - MAX_REPORTED;
-        out.truncate(MAX_REPORTED);
-        out.push(Violation::new(LOCK_REPLIES, None, format!("... and {more} more")));
-    }
-    out
+    super::capped(out, LOCK_REPLIES)
 }
 
 #[cfg(test)]

@@ -231,6 +231,21 @@ pub(crate) struct Completed<'a> {
     pub done: &'a crate::history::Event,
 }
 
+/// The most violations of one invariant a checker reports in a run: the
+/// first few say what went wrong, the rest only how often.
+pub(crate) const MAX_REPORTED: usize = 5;
+
+/// `out` with at most [`MAX_REPORTED`] violations, and one more of
+/// `invariant` saying how many were left out.
+pub(crate) fn capped(mut out: Vec<Violation>, invariant: &str) -> Vec<Violation> {
+    if out.len() > MAX_REPORTED {
+        let more = out.len() - MAX_REPORTED;
+        out.truncate(MAX_REPORTED);
+        out.push(Violation::new(invariant, None, format!("... and {more} more")));
+    }
+    out
+}
+
 /// Pairs invokes with completions (by op id). Observations (completions with
 /// no invoke) get `invoke_time == done.time`. Order: completion order.
 pub(crate) fn completed(events: &[crate::history::Event]) -> Vec<Completed<'_>> {

@@ -33,8 +33,6 @@ use std::collections::BTreeMap;
 use super::{completed, order, Violation, NO_STALE_OVERWRITE};
 use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 
-const MAX_REPORTED: usize = 5;
-
 /// A write the store accepted: who wrote with which token, and when.
 type Accepted<'a> = order::Stamped<'a>;
 
@@ -186,12 +184,7 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
             )),
         }
     }
-    if out.len() > MAX_REPORTED {
-        let more = out.len() - MAX_REPORTED;
-        out.truncate(MAX_REPORTED);
-        out.push(Violation::new(NO_STALE_OVERWRITE, None, format!("... and {more} more")));
-    }
-    out
+    super::capped(out, NO_STALE_OVERWRITE)
 }
 
 #[cfg(test)]
