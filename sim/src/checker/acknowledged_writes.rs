@@ -9,7 +9,7 @@
 //! value usually hides the loss, because the next leader writes over it with
 //! a higher token (`no-stale-overwrite` judges only the order of tokens).
 //!
-//! In the simulation replication is exact ([`crate::bridge`]): while a
+//! In the simulation replication is exact (the bridge's barrier): while a
 //! node's replication is cut, none of its replicas receives anything, so a
 //! write sent after the cut began and answered before it ended (or before
 //! the node's primary crashed) cannot have been confirmed by a replica. Such
