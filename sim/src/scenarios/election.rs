@@ -275,22 +275,6 @@ impl Node {
         })
     }
 
-    /// What a `subscribe()` receiver holds against what `leadership()`
-    /// publishes: an [`Op::SubscriberView`] when the receiver holds
-    /// something else, or was not notified of a change since it last
-    /// looked (`seen`); nothing when it agrees (judged by `election-views`).
-    fn check_subscriber(&self, actor: &Actor, rx: &mut watch::Receiver<Leadership>, seen: &mut Option<Published>) {
-        let Node::Fenced { election, .. } = self else { return };
-        let published = published_of(actor, &election.leadership());
-        let notified = rx.has_changed().unwrap_or(false);
-        let received = published_of(actor, &rx.borrow_and_update());
-        let missed = seen.as_ref().is_some_and(|s| *s != received) && !notified;
-        if missed || received != published {
-            actor.observe(Op::SubscriberView { published, received, notified });
-        }
-        *seen = Some(received);
-    }
-
     /// The type whose operations this node calls (for the operations table).
     fn api(&self) -> &'static str {
         match self {
@@ -451,6 +435,26 @@ fn build_node(
     })
 }
 
+/// What a `subscribe()` receiver holds against what `leadership()`
+/// publishes (`published`, taken from the view just recorded): an
+/// [`Op::SubscriberView`] when the receiver holds something else, or was
+/// not notified of a change since it last looked (`seen`); nothing when it
+/// agrees (judged by `election-views`).
+fn check_subscriber(
+    actor: &Actor,
+    rx: &mut watch::Receiver<Leadership>,
+    seen: &mut Option<Published>,
+    published: Published,
+) {
+    let notified = rx.has_changed().unwrap_or(false);
+    let received = published_of(actor, &rx.borrow_and_update());
+    let missed = seen.is_some_and(|s| s != received) && !notified;
+    if missed || received != published {
+        actor.observe(Op::SubscriberView { published, received, notified });
+    }
+    *seen = Some(received);
+}
+
 /// A published role as the history records it.
 fn published_of(actor: &Actor, leadership: &Leadership) -> Published {
     match leadership {
@@ -600,13 +604,13 @@ async fn node_actor(
         let leading = belief.is_some();
         last = belief;
         if let Some(view) = node.view(&actor) {
+            if let (Some(rx), Op::ElectionView { published, .. }) = (subscriber.as_mut(), &view) {
+                check_subscriber(&actor, rx, &mut subscriber_seen, *published);
+            }
             if last_view.as_ref() != Some(&view) {
                 actor.observe(view.clone());
                 last_view = Some(view);
             }
-        }
-        if let Some(rx) = subscriber.as_mut() {
-            node.check_subscriber(&actor, rx, &mut subscriber_seen);
         }
         let demotion = node.last_demotion();
         if demotion != last_demotion {
@@ -721,10 +725,10 @@ async fn node_actor(
     // What the node says once stopped (judged: `Stopped`, no lease), and
     // what its subscriber was told of it.
     if let Some(view) = node.view(&actor) {
+        if let (Some(rx), Op::ElectionView { published, .. }) = (subscriber.as_mut(), &view) {
+            check_subscriber(&actor, rx, &mut subscriber_seen, *published);
+        }
         actor.observe(view);
-    }
-    if let Some(rx) = subscriber.as_mut() {
-        node.check_subscriber(&actor, rx, &mut subscriber_seen);
     }
     Ok(())
 }
