@@ -173,6 +173,44 @@ pub fn check_failed_renewal(events: &[Event], election: &str, node: &str, at: Mi
     )]
 }
 
+/// `liveness` of the run loop itself: `Election::run` campaigns and renews
+/// until `stop()`. A transient fault (a timeout, a dropped connection, a
+/// restarted server) must cost a campaign, not the node's candidacy: a
+/// `run()` that returns before its node's `stop()` was called is a
+/// violation, whatever it returned. (Only a key space of the wrong type or
+/// a corrupt counter may end it early, and no election scenario plants
+/// those.)
+pub fn check_runs_until_stopped(events: &[Event]) -> Vec<Violation> {
+    let api = |e: &Event, name: &str| e.kind == EventKind::Invoke && e.api.as_deref() == Some(name);
+    let mut runs: BTreeMap<u64, &Event> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        if api(e, "Election::run") {
+            runs.insert(e.op_id.0, e);
+            continue;
+        }
+        if e.kind == EventKind::Invoke {
+            continue;
+        }
+        let Some(run) = runs.remove(&e.op_id.0) else { continue };
+        let stopped = events.iter().any(|s| s.process == run.process && api(s, "Election::stop") && s.time <= e.time);
+        if !stopped {
+            out.push(Violation::new(
+                LIVENESS,
+                Some(e.time),
+                format!(
+                    "{}: Election::run (called at {}ms) returned at {}ms ({}) before stop() was called: a node must campaign until it is stopped",
+                    run.process,
+                    run.time,
+                    e.time,
+                    if e.kind == EventKind::Ok { "Ok" } else { "an error" }
+                ),
+            ));
+        }
+    }
+    out
+}
+
 /// `liveness` after healing: once the last fault, stall and `stop()` are
 /// over (at `healed`), some node must lead at `healed + bound` (the bound
 /// being lease + campaign interval + round trips: the longest a healed
@@ -411,6 +449,34 @@ mod tests {
         let id = h.invoke_at(t0, p, op(None));
         h.ok(id, p, op(Some(result)));
         let _ = t1;
+    }
+
+    #[test]
+    fn a_run_that_returns_before_stop_is_a_liveness_violation() {
+        let note = || Op::Note { text: "run".into() };
+        let h = History::new();
+        h.observe_at(10, "a", note());
+        let run = h.call("a", "Election::run", note());
+        h.observe_at(40, "b", note());
+        let stop = h.call("b", "Election::stop", note());
+        h.ok(stop, "b", note());
+        h.observe_at(50, "a", note());
+        h.info(run, "a", note());
+        let v = check_runs_until_stopped(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!((v[0].invariant.as_str(), v[0].at), (LIVENESS, Some(50)));
+        assert!(v[0].detail.contains("before stop() was called"), "{v:?}");
+
+        // Stopped first (by its own node), then returned: as documented.
+        let h = History::new();
+        h.observe_at(10, "a", note());
+        let run = h.call("a", "Election::run", note());
+        h.observe_at(40, "a", note());
+        let stop = h.call("a", "Election::stop", note());
+        h.observe_at(45, "a", note());
+        h.ok(run, "a", note());
+        h.ok(stop, "a", note());
+        assert_eq!(check_runs_until_stopped(&h.events()), vec![]);
     }
 
     #[test]

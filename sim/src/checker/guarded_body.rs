@@ -16,6 +16,12 @@
 //!   cancellation for the deadline (`LeaseLoss::DeadlineReached`) comes no
 //!   earlier than the deadline the acquire reported (extensions only move
 //!   it later): a guard that gives up on a lease still trusted is wrong too.
+//! - A step invoked after the deadline the acquire reported is a violation
+//!   when the call's first extend was held at the server (an
+//!   [`Op::Delayed`] naming the key, from inside the call) and ran after
+//!   that deadline (the bridge's execution log): no extension can have been confirmed in time, so
+//!   nothing moved the deadline, and the guard must have dropped the body
+//!   there even if nobody else took the lock.
 //! - `Completed` ⇒ every step completed (the body was not dropped midway).
 //! - `Completed` from `with_lock_guarded` ⇒ it returned at most one
 //!   keep-alive interval (`every_ms`) after its body ended (the final
@@ -30,6 +36,7 @@
 use std::collections::BTreeMap;
 
 use super::{Violation, LIVENESS, SELF_FENCING};
+use crate::bridge::Execution;
 use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
 
 struct Call<'a> {
@@ -39,10 +46,16 @@ struct Call<'a> {
     op: &'a Op,
 }
 
-/// Checks every guarded call in `events`; `faults` are the nemesis
+/// Checks every guarded call in `events`; `executions` are the bridges'
+/// execution logs (when a held request ran); `faults` are the nemesis
 /// faults' `[start, end]` spans, `freezes` those of the faults that freeze a
 /// client (client pauses), for the liveness rules.
-pub fn check(events: &[Event], faults: &[(Millis, Millis)], freezes: &[(Millis, Millis)]) -> Vec<Violation> {
+pub fn check(
+    events: &[Event],
+    executions: &[Execution],
+    faults: &[(Millis, Millis)],
+    freezes: &[(Millis, Millis)],
+) -> Vec<Violation> {
     let pauses = super::interruptions(events);
     let mut calls: Vec<Call<'_>> = Vec::new();
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
@@ -155,7 +168,40 @@ pub fn check(events: &[Event], faults: &[(Millis, Millis)], freezes: &[(Millis, 
                 && w.invoked >= g.invoked
                 && w.invoked <= done.time
         });
+        // A request naming the lease key held at the server from inside the
+        // call (`Op::Delayed` with `mentioning`) is the first one the guard
+        // sends after the acquire: the keep-alive's first extend, or the
+        // release of a body done before it. Its reply cannot arrive before
+        // it ran (the bridge's execution log says when), and the keep-alive
+        // sends no second extend before the first is answered. When it ran
+        // after the deadline the acquire reported, nothing can have moved
+        // that deadline: the guard must drop the body there.
+        let held_past_deadline = deadlines.get(&(g.process, *token)).copied().and_then(|d| {
+            let (set, ms) = events
+                .iter()
+                .filter(|e| e.process == g.process && e.time >= g.invoked && e.time <= done.time)
+                .find_map(|e| match &e.op {
+                    Op::Delayed { ms, mentioning: Some(_), .. } => Some((e.time, *ms)),
+                    _ => None,
+                })?;
+            let ran = executions
+                .iter()
+                .filter(|x| &*x.client == g.process && x.held_ms == ms && x.sim_ms >= set + ms)
+                .map(|x| x.sim_ms)
+                .min()?;
+            (ran > d).then_some((d, ran))
+        });
         for w in steps {
+            if let Some((d, until)) = held_past_deadline.filter(|&(d, _)| w.invoked > d) {
+                out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(w.invoked),
+                    format!(
+                        "{} (token {token}) ran a guarded body step at {}ms, after the lease's local deadline of {d}ms: its first request after the acquire (the first extend) was held at the server and ran at {until}ms, so no extension could have been confirmed by then",
+                        g.process, w.invoked
+                    ),
+                ));
+            }
             if let Some((_, other, t, _, at)) =
                 grants.iter().find(|(n, p, _, i, d)| *n == name && *p != g.process && *i > acquired && *d < w.invoked)
             {
@@ -234,7 +280,61 @@ mod tests {
             GuardedResult::Cancelled { at: 90, deadline_reached: false },
         );
         acq(&h, "b", 150, 152, 2);
-        assert_eq!(check(&h.events(), &[(0, 10_000)], &[]), vec![]);
+        assert_eq!(check(&h.events(), &[], &[(0, 10_000)], &[]), vec![]);
+    }
+
+    fn acq_until(h: &History, p: &str, t0: u64, t1: u64, token: u64, deadline: u64) {
+        let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: Some(deadline) };
+        let id = h.invoke_at(t0, p, op(None));
+        h.complete_at(t1, id, p, EventKind::Ok, op(Some(token)));
+    }
+
+    /// A request of `a` held `ms` from `t`, which ran at `ran`.
+    fn held(h: &History, t: u64, ms: u64, ran: u64) -> Execution {
+        h.observe_at(t, "a", Op::Delayed { node: 0, ms, mentioning: Some("lock:{l}".into()) });
+        Execution { client: "a".into(), command: "EVALSHA".into(), server_unix_ms: ran, sim_ms: ran, held_ms: ms }
+    }
+
+    #[test]
+    fn a_body_that_runs_past_its_deadline_while_the_first_extend_is_held_fails() {
+        let h = History::new();
+        let mut ran = Vec::new();
+        guarded(
+            &h,
+            0,
+            |h| {
+                acq_until(h, "a", 0, 2, 1, 90);
+                ran.push(held(h, 2, 60, 100));
+                step(h, "a", 10, 1, true);
+                step(h, "a", 95, 1, true);
+            },
+            130,
+            GuardedResult::Cancelled { at: 125, deadline_reached: false },
+        );
+        let v = check(&h.events(), &ran, &[(0, 10_000)], &[]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("ran at 100ms"), "{v:?}");
+        // Without the execution log nothing says when it ran: no verdict.
+        assert_eq!(check(&h.events(), &[], &[(0, 10_000)], &[]), vec![]);
+    }
+
+    #[test]
+    fn a_body_past_its_first_deadline_is_fine_when_the_held_request_ran_before_it() {
+        let h = History::new();
+        let mut ran = Vec::new();
+        guarded(
+            &h,
+            0,
+            |h| {
+                acq_until(h, "a", 0, 2, 1, 90);
+                ran.push(held(h, 2, 40, 70));
+                step(h, "a", 10, 1, true);
+                step(h, "a", 95, 1, true);
+            },
+            130,
+            GuardedResult::Completed,
+        );
+        assert_eq!(check(&h.events(), &ran, &[(0, 10_000)], &[]), vec![]);
     }
 
     #[test]
@@ -252,7 +352,7 @@ mod tests {
             170,
             GuardedResult::Completed,
         );
-        let v = check(&h.events(), &[(0, 10_000)], &[]);
+        let v = check(&h.events(), &[], &[(0, 10_000)], &[]);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("outlived its lease"), "{v:?}");
     }
@@ -280,7 +380,7 @@ mod tests {
             120,
             GuardedResult::Completed,
         );
-        let v = check(&h.events(), &[(0, 10_000)], &[]);
+        let v = check(&h.events(), &[], &[(0, 10_000)], &[]);
         assert_eq!(v.len(), 2, "{v:?}");
     }
 }

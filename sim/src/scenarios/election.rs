@@ -1308,6 +1308,7 @@ pub fn run_planned(
     let healed = stall_end.chain(stop_end).chain(planned.stop_at).chain(schedule_end).max().unwrap_or(0);
     let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
     violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
+    violations.extend(checker::election::check_runs_until_stopped(events));
     if variant != Variant::NoEpoch {
         // stop() hands the lease back: with no fault around it, the next
         // node takes over within a campaign interval and a round trip, not

@@ -352,6 +352,7 @@ impl LockWorkload {
             });
             outcome.violations.extend(guarded_body::check(
                 &outcome.history,
+                &run.executions.concat(),
                 &schedule.spans(),
                 &schedule.freeze_spans(),
             ));
@@ -590,6 +591,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             super::validation::key_names(&actor, &names_conn);
             super::validation::lock_settings(&actor, &names_conn)?;
             super::validation::durations(&actor);
+            super::stale_lease::probe(&actor, l).await?;
         }
         let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
         actor.configured(

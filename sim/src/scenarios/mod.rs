@@ -23,6 +23,7 @@ pub mod lock_failover;
 pub mod lock_naive;
 pub mod rate_limit;
 pub mod redlock;
+pub mod stale_lease;
 pub mod validation;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,0 +1,55 @@
+//! The stale-lease probe: a lease that expired, and a newer one taken
+//! through the same `Lock`, must not be mistaken for each other.
+//!
+//! `Lock` is `Clone` and meant to be shared by a service's tasks. Its safety
+//! rests on every acquire drawing a fresh owner value: a release or extend of
+//! a lease must act on that lease only. An owner drawn once per `Lock` (a
+//! "client id", as several lock libraries do) passes every workload in which
+//! each client acquires, works and releases in turn, because a client's
+//! stale lease and its newer one never meet. They meet when one `Lock`
+//! serves two tasks: one task's late release deletes the other's lease.
+//! So once per run the first client takes a lease on a name of its own,
+//! lets it expire, takes a second through a clone of the same `Lock`, and
+//! then releases and extends the expired one; each answer is recorded as an
+//! `Op::Configured` read-back (judged by `configuration`).
+//!
+//! A fault that makes a step fail or be refused (a partition, a paused
+//! server, a stepped clock that has not expired the first lease yet) ends
+//! the probe without a verdict: it only judges the answers it got.
+
+use core::time::Duration;
+use redis_primitives::{Lock, Ttl};
+
+use crate::net::SimConnection;
+use crate::world::Actor;
+
+/// The probe's own lock name: apart from the workload's.
+const NAME: &str = "stale-lease-probe";
+/// The first lease's TTL; the probe waits a little longer for it to expire.
+const EXPIRED_TTL_MS: u64 = 20;
+/// The second lease's TTL: long enough to outlast the probe's own requests.
+const HELD_TTL_MS: u64 = 2_000;
+
+/// Runs the probe on `lock` (see the module docs).
+pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), redis_primitives::Error> {
+    let (short, long) = (Ttl::from_millis(EXPIRED_TTL_MS)?, Ttl::from_millis(HELD_TTL_MS)?);
+    let Ok(Some(mut expired)) = lock.acquire(NAME, short).await else { return Ok(()) };
+    tokio::time::sleep(Duration::from_millis(EXPIRED_TTL_MS + 5)).await;
+    let shared = lock.clone();
+    let Ok(Some(held)) = shared.acquire(NAME, long).await else { return Ok(()) };
+    let stale_release = lock.release(&expired).await;
+    let stale_extend = lock.extend(&mut expired, long).await;
+    let release = shared.release(&held).await;
+    if [&stale_release, &stale_extend, &release].iter().any(|r| r.is_err()) {
+        return Ok(());
+    }
+    actor.configured(
+        "Lock shared by two tasks (a lease that expired, then a newer one through a clone)",
+        &[
+            ("release of the expired lease", format!("{stale_release:?}"), "Ok(false)".into()),
+            ("extend of the expired lease", format!("{stale_extend:?}"), "Ok(false)".into()),
+            ("release of the newer lease afterwards", format!("{release:?}"), "Ok(true)".into()),
+        ],
+    );
+    Ok(())
+}
