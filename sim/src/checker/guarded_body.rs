@@ -21,7 +21,9 @@
 //!   [`Op::Delayed`] naming the key, from inside the call) and ran after
 //!   that deadline (the bridge's execution log): no extension can have been confirmed in time, so
 //!   nothing moved the deadline, and the guard must have dropped the body
-//!   there even if nobody else took the lock.
+//!   there even if nobody else took the lock; and a cancellation then
+//!   comes at that deadline (`at` within 1 ms of it), not when the held
+//!   extend is answered, unless the caller was frozen across it.
 //! - `Completed` ⇒ every step completed (the body was not dropped midway).
 //! - `Completed` from `with_lock_guarded` ⇒ it returned at most one
 //!   keep-alive interval (`every_ms`) after its body ended (the final
@@ -191,6 +193,26 @@ pub fn check(
                 .min()?;
             (ran > d).then_some((d, ran))
         });
+        // The same hold also fixes when the guard must give up: at the
+        // deadline, not when the held extend is answered (the body's own
+        // requests may be queued behind it on the connection, so a step
+        // after the deadline is not the only trace of a late guard). A
+        // frozen caller gives up when it thaws.
+        if let (Some((d, ran)), Some(GuardedResult::Cancelled { at, .. })) = (held_past_deadline, outcome) {
+            let overlaps = |s: Millis, e: Millis| s <= *at && e >= d;
+            let frozen = freezes.iter().any(|&(s, e)| overlaps(s, e)) || super::paused(events, g.process, overlaps);
+            if *at > d + 1 && !frozen {
+                out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(*at),
+                    format!(
+                        "{} (token {token}): the guard dropped its body at {at}ms, {}ms after the lease's local deadline of {d}ms; its first request after the acquire (the first extend) was held at the server and ran at {ran}ms, so nothing could have moved the deadline: the guard must give up at it, not wait for the answer",
+                        g.process,
+                        at - d
+                    ),
+                ));
+            }
+        }
         for w in steps {
             if let Some((d, until)) = held_past_deadline.filter(|&(d, _)| w.invoked > d) {
                 out.push(Violation::new(
@@ -312,10 +334,39 @@ mod tests {
             GuardedResult::Cancelled { at: 125, deadline_reached: false },
         );
         let v = check(&h.events(), &ran, &[(0, 10_000)], &[]);
-        assert_eq!(v.len(), 1, "{v:?}");
-        assert!(v[0].detail.contains("ran at 100ms"), "{v:?}");
+        // The step after the deadline, and the cancellation 35 ms after it.
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v.iter().any(|v| v.detail.contains("step at 95ms") && v.detail.contains("ran at 100ms")), "{v:?}");
+        assert!(v.iter().any(|v| v.detail.contains("dropped its body at 125ms")), "{v:?}");
         // Without the execution log nothing says when it ran: no verdict.
         assert_eq!(check(&h.events(), &[], &[(0, 10_000)], &[]), vec![]);
+    }
+
+    #[test]
+    fn a_guard_that_waits_for_the_held_extend_instead_of_its_deadline_fails() {
+        let run = |cancelled_at: u64, frozen: &[(u64, u64)]| {
+            let h = History::new();
+            let mut ran = Vec::new();
+            guarded(
+                &h,
+                0,
+                |h| {
+                    acq_until(h, "a", 0, 2, 1, 90);
+                    ran.push(held(h, 2, 60, 100));
+                    step(h, "a", 10, 1, true);
+                    step(h, "a", 80, 1, false); // queued behind the held extend
+                },
+                cancelled_at + 1,
+                GuardedResult::Cancelled { at: cancelled_at, deadline_reached: cancelled_at <= 91 },
+            );
+            check(&h.events(), &ran, &[(0, 10_000)], frozen)
+        };
+        assert_eq!(run(91, &[]), vec![]);
+        let v = run(104, &[]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("14ms after the lease's local deadline of 90ms"), "{v:?}");
+        // A caller frozen across the deadline gives up when it thaws.
+        assert_eq!(run(104, &[(85, 103)]), vec![]);
     }
 
     #[test]
