@@ -311,28 +311,33 @@ mod tests {
         h.complete_at(t1, id, p, EventKind::Ok, op(Some(token)));
     }
 
-    /// A request of `a` held `ms` from `t`, which ran at `ran`.
-    fn held(h: &History, t: u64, ms: u64, ran: u64) -> Execution {
-        h.observe_at(t, "a", Op::Delayed { node: 0, ms, mentioning: Some("lock:{l}".into()) });
-        Execution { client: "a".into(), command: "EVALSHA".into(), server_unix_ms: ran, sim_ms: ran, held_ms: ms }
-    }
-
-    #[test]
-    fn a_body_that_runs_past_its_deadline_while_the_first_extend_is_held_fails() {
+    /// A guarded call of `a` (token 1, trusted until 90 ms) whose first
+    /// request after the acquire was held `ms` and ran at `ran`, with a
+    /// step at 10 ms and one at `late` (completed or not), ending at `end`
+    /// with `outcome`; and the execution log that says when it ran.
+    fn held_call(ms: u64, ran: u64, late: (u64, bool), end: u64, outcome: GuardedResult) -> (History, Vec<Execution>) {
         let h = History::new();
-        let mut ran = Vec::new();
         guarded(
             &h,
             0,
             |h| {
                 acq_until(h, "a", 0, 2, 1, 90);
-                ran.push(held(h, 2, 60, 100));
+                h.observe_at(2, "a", Op::Delayed { node: 0, ms, mentioning: Some("lock:{l}".into()) });
                 step(h, "a", 10, 1, true);
-                step(h, "a", 95, 1, true);
+                step(h, "a", late.0, 1, late.1);
             },
-            130,
-            GuardedResult::Cancelled { at: 125, deadline_reached: false },
+            end,
+            outcome,
         );
+        let log =
+            Execution { client: "a".into(), command: "EVALSHA".into(), server_unix_ms: ran, sim_ms: ran, held_ms: ms };
+        (h, vec![log])
+    }
+
+    #[test]
+    fn a_body_that_runs_past_its_deadline_while_the_first_extend_is_held_fails() {
+        let (h, ran) =
+            held_call(60, 100, (95, true), 130, GuardedResult::Cancelled { at: 125, deadline_reached: false });
         let v = check(&h.events(), &ran, &[(0, 10_000)], &[]);
         // The step after the deadline, and the cancellation 35 ms after it.
         assert_eq!(v.len(), 2, "{v:?}");
@@ -344,21 +349,10 @@ mod tests {
 
     #[test]
     fn a_guard_that_waits_for_the_held_extend_instead_of_its_deadline_fails() {
-        let run = |cancelled_at: u64, frozen: &[(u64, u64)]| {
-            let h = History::new();
-            let mut ran = Vec::new();
-            guarded(
-                &h,
-                0,
-                |h| {
-                    acq_until(h, "a", 0, 2, 1, 90);
-                    ran.push(held(h, 2, 60, 100));
-                    step(h, "a", 10, 1, true);
-                    step(h, "a", 80, 1, false); // queued behind the held extend
-                },
-                cancelled_at + 1,
-                GuardedResult::Cancelled { at: cancelled_at, deadline_reached: cancelled_at <= 91 },
-            );
+        let run = |at: u64, frozen: &[(u64, u64)]| {
+            // The last step is queued behind the held extend: never answered.
+            let outcome = GuardedResult::Cancelled { at, deadline_reached: at <= 91 };
+            let (h, ran) = held_call(60, 100, (80, false), at + 1, outcome);
             check(&h.events(), &ran, &[(0, 10_000)], frozen)
         };
         assert_eq!(run(91, &[]), vec![]);
@@ -371,20 +365,7 @@ mod tests {
 
     #[test]
     fn a_body_past_its_first_deadline_is_fine_when_the_held_request_ran_before_it() {
-        let h = History::new();
-        let mut ran = Vec::new();
-        guarded(
-            &h,
-            0,
-            |h| {
-                acq_until(h, "a", 0, 2, 1, 90);
-                ran.push(held(h, 2, 40, 70));
-                step(h, "a", 10, 1, true);
-                step(h, "a", 95, 1, true);
-            },
-            130,
-            GuardedResult::Completed,
-        );
+        let (h, ran) = held_call(40, 70, (95, true), 130, GuardedResult::Completed);
         assert_eq!(check(&h.events(), &ran, &[(0, 10_000)], &[]), vec![]);
     }
 

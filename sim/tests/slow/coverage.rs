@@ -15,7 +15,10 @@ use redis_primitives_sim::scenarios::{Expect, SCENARIOS};
 use redis_primitives_sim::Servers;
 
 /// The pinned seed set: together, these must reach every declared situation.
-const COVERAGE_SEEDS: std::ops::Range<u64> = 0..24;
+/// (25, not 24, since the lock workload's stale-lease probe moved the first
+/// seed of `lock` and `lock-floored` whose aimed release has its reply held
+/// across the expiry, a situation ~13 % of seeds reach, to seed 24.)
+const COVERAGE_SEEDS: std::ops::Range<u64> = 0..25;
 
 #[test]
 #[ignore = "slow in a debug build: .ci/run runs it in release"]
