@@ -19,11 +19,12 @@
 //! - A step invoked after the deadline the acquire reported is a violation
 //!   when the call's first extend was held at the server (an
 //!   [`Op::Delayed`] naming the key, from inside the call) and ran after
-//!   that deadline (the bridge's execution log): no extension can have been confirmed in time, so
-//!   nothing moved the deadline, and the guard must have dropped the body
-//!   there even if nobody else took the lock; and a cancellation then
-//!   comes at that deadline (`at` within 1 ms of it), not when the held
-//!   extend is answered, unless the caller was frozen across it.
+//!   that deadline (the bridge's execution log): no extension can have
+//!   been confirmed in time, so nothing moved the deadline, and the guard
+//!   must have dropped the body there even if nobody else took the lock;
+//!   a cancellation then comes at that deadline (`at` within 1 ms of it),
+//!   not when the held extend is answered, unless the caller was frozen
+//!   across it.
 //! - `Completed` ⇒ every step completed (the body was not dropped midway).
 //! - `Completed` from `with_lock_guarded` ⇒ it returned at most one
 //!   keep-alive interval (`every_ms`) after its body ended (the final
