@@ -173,6 +173,62 @@ pub fn check_failed_renewal(events: &[Event], election: &str, node: &str, at: Mi
     )]
 }
 
+/// `election`: a leader superseded by a newer epoch hears so at its next
+/// renewal, and a refused renewal ends the term (`DemotionReason::LeaseLost`)
+/// under either demotion. A newer epoch is only ever issued once the older
+/// leader's key has expired or been deleted, so from then on every renewal
+/// of the older term is refused: when a reign with a higher epoch overlaps
+/// another node's reign, the older must end within `bound` (a renewal
+/// interval, a response timeout and the observer's slack) of the later of
+/// the two starts. Every span in `disturbed` (a fault, a freeze, a held
+/// request) that reaches into that window postpones it to the span's end:
+/// a frozen or cut-off node cannot hear its refusal. Judged only while the
+/// run was sampled (`until`).
+///
+/// Under `OnRenewTick` this is the only bound on the split-brain window
+/// after a pause; a leader that takes a refused renewal for a passing one
+/// keeps leading beside the new one for the rest of the run.
+pub fn check_superseded(
+    events: &[Event],
+    election: &str,
+    bound: Millis,
+    disturbed: &[(Millis, Millis)],
+    until: Millis,
+) -> Vec<Violation> {
+    let rs = reigns(events, election);
+    let mut out = Vec::new();
+    for a in &rs {
+        let Some(older) = a.epoch else { continue };
+        let newer = rs
+            .iter()
+            .filter(|b| b.process != a.process && b.epoch.is_some_and(|e| e > older) && b.from < a.to && a.from < b.to);
+        let Some(b) = newer.min_by_key(|b| b.from.max(a.from)) else { continue };
+        let mut from = a.from.max(b.from);
+        // Postpone past every disturbance reaching into the window, until
+        // none does (each step only moves `from` later).
+        while let Some(end) = disturbed.iter().filter(|&&(s, e)| s <= from + bound && e > from).map(|&(_, e)| e).max() {
+            from = end;
+        }
+        let due = from + bound;
+        if due < a.to && due < until {
+            out.push(Violation::new(
+                ELECTION,
+                Some(due),
+                format!(
+                    "{election}: {} still led epoch {older} at {due}ms though {} led epoch {} from {}ms: a newer epoch means the older lease is gone, its next renewal is refused and the term ends (within {bound}ms of {from}ms, the end of the last fault or freeze around it); it led on until {}ms",
+                    a.process,
+                    b.process,
+                    b.epoch.map_or("?".into(), |e| e.to_string()),
+                    b.from,
+                    a.to
+                ),
+            ));
+        }
+    }
+    out.truncate(MAX_REPORTED);
+    out
+}
+
 /// `liveness` of the run loop itself: `Election::run` campaigns and renews
 /// until `stop()`. A transient fault (a timeout, a dropped connection, a
 /// restarted server) must cost a campaign, not the node's candidacy: a
@@ -492,6 +548,43 @@ mod tests {
         let v = check_deadlines(&h.events(), "e", 394, 2);
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].invariant, SELF_FENCING);
+    }
+
+    #[test]
+    fn a_superseded_leader_ends_its_term_within_the_bound() {
+        // a leads epoch 4; b is elected with epoch 5 at 1000 (a's key gone).
+        let h = History::new();
+        role(&h, 100, "a", Role::Leader, Some(4));
+        role(&h, 1000, "b", Role::Leader, Some(5));
+        role(&h, 1120, "a", Role::Follower, Some(4));
+        role(&h, 3000, "b", Role::Follower, Some(5));
+        assert!(check_superseded(&h.events(), "e", 450, &[], 3500).is_empty());
+        // a led on: refused renewals taken for passing ones.
+        let h = History::new();
+        role(&h, 100, "a", Role::Leader, Some(4));
+        role(&h, 1000, "b", Role::Leader, Some(5));
+        role(&h, 2500, "a", Role::Follower, Some(4));
+        role(&h, 3000, "b", Role::Follower, Some(5));
+        let v = check_superseded(&h.events(), "e", 450, &[], 3500);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!((v[0].invariant.as_str(), v[0].at), (ELECTION, Some(1450)));
+        assert!(v[0].detail.contains("a still led epoch 4 at 1450ms"), "{v:?}");
+        // A freeze reaching into the window postpones it (a chain of two:
+        // the second starts inside the first's window), ...
+        let frozen = [(900, 1300), (1600, 2100)];
+        assert!(check_superseded(&h.events(), "e", 450, &frozen, 3500).is_empty());
+        // ... one that starts after the window does not.
+        let v = check_superseded(&h.events(), "e", 450, &[(1500, 2400)], 3500);
+        assert_eq!(v.len(), 1, "{v:?}");
+        // Nothing is judged past the sampled end, nor an older epoch
+        // elected second against a newer one it never overlapped.
+        assert!(check_superseded(&h.events(), "e", 450, &[], 1400).is_empty());
+        let h = History::new();
+        role(&h, 100, "b", Role::Leader, Some(5));
+        role(&h, 900, "b", Role::Follower, Some(5));
+        role(&h, 1000, "a", Role::Leader, Some(4));
+        role(&h, 3000, "a", Role::Follower, Some(4));
+        assert!(check_superseded(&h.events(), "e", 450, &[], 3500).is_empty());
     }
 
     #[test]

@@ -1298,6 +1298,26 @@ pub fn run_planned(
             violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, timed_out, bound, after));
         }
     }
+    // A newer epoch means the older leader's key is gone: its next renewal
+    // is refused and its term ends, under either demotion (under
+    // `OnRenewTick` nothing else bounds a woken leader's reign). Any fault,
+    // freeze or held request postpones the bound to its end.
+    if matches!(variant, Variant::Election | Variant::RenewOnly) {
+        let mut disturbed = fault_spans.clone();
+        disturbed.extend(freeze_spans.iter().copied());
+        disturbed.extend(events.iter().filter_map(|e| match e.op {
+            Op::Paused { ms, .. } => Some((e.time, e.time + ms)),
+            _ => None,
+        }));
+        let bound = planned.renew_ms + response_ms + LIVENESS_SLACK_MS;
+        violations.extend(checker::election::check_superseded(
+            events,
+            ELECTION_NAME,
+            bound,
+            &disturbed,
+            planned.length_ms,
+        ));
+    }
     // Liveness after healing: the last fault, stall or stop() ends at
     // `healed`; a leader must hold from `healed + bound` on.
     // The stall's actual end (from the markers): a stall handed to the

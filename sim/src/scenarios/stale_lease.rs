@@ -11,7 +11,11 @@
 //! So once per run the first client takes a lease on a name of its own,
 //! lets it expire, takes a second through a clone of the same `Lock`, and
 //! then releases and extends the expired one; each answer is recorded as an
-//! `Op::Configured` read-back (judged by `configuration`).
+//! `Op::Configured` read-back (judged by `configuration`). Before the second
+//! lease, while the name is free, it also extends the expired lease: an
+//! extend must refuse a key that is gone, never take it again (an extend
+//! that "re-acquires" would hand a holder that stopped trusting its lease a
+//! lock nobody else can take, without a new token).
 //!
 //! A fault that makes a step fail or be refused (a partition, a paused
 //! server, a stepped clock that has not expired the first lease yet) ends
@@ -35,6 +39,26 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), redi
     let (short, long) = (Ttl::from_millis(EXPIRED_TTL_MS)?, Ttl::from_millis(HELD_TTL_MS)?);
     let Ok(Some(mut expired)) = lock.acquire(NAME, short).await else { return Ok(()) };
     tokio::time::sleep(Duration::from_millis(EXPIRED_TTL_MS + 5)).await;
+    // The server agrees it expired (a stepped clock may not have yet: then
+    // no verdict); an extend must not bring the key back.
+    if let Ok(None) = lock.remaining_ttl(NAME).await {
+        let revived = lock.extend(&mut expired, long).await;
+        let after = lock.remaining_ttl(NAME).await;
+        if revived.is_ok() && after.is_ok() {
+            actor.configured(
+                "Lock::extend of a lease whose key expired (nobody holds the name)",
+                &[
+                    ("extend of the expired lease", format!("{revived:?}"), "Ok(false)".into()),
+                    ("the name's remaining TTL afterwards", format!("{after:?}"), "Ok(None)".into()),
+                ],
+            );
+        }
+        if !matches!(after, Ok(None)) {
+            // Revived (the verdict above) or unknown: the rest would judge
+            // the consequence again.
+            return Ok(());
+        }
+    }
     let shared = lock.clone();
     let Ok(Some(held)) = shared.acquire(NAME, long).await else { return Ok(()) };
     let stale_release = lock.release(&expired).await;

@@ -13,7 +13,7 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use redis_primitives::election::Election;
 use redis_primitives::rate_limit::Limit;
-use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig, OWNER_BYTES};
+use redis_primitives::redlock::{Acquisition, Extension, Redlock, RedlockConfig, RefusalReason, OWNER_BYTES};
 use redis_primitives::{
     Acknowledgement, CompareCommands, Drift, Error, FencedStore, KeepAlive, Lock, OwnerSource, Tokens, Ttl,
 };
@@ -498,6 +498,27 @@ async fn redlock_read_back(
                     ("remaining", format!("{:?}", lease.remaining()), format!("{:?}", Duration::ZERO)),
                 ],
             );
+        }));
+    }
+    // An extend that starts once the validity has passed is refused as
+    // `Expired` without asking the masters, whatever they would say: the
+    // keys usually outlive the validity by the drift allowance and the
+    // round's time, so re-arming them then would revive a lease its
+    // holder already had to stop trusting. (Only the first case's lease
+    // gets this far: the later cases find the name held until then.)
+    if let Ok(Acquisition::Held(mut lease)) = rl.acquire("validation-expired").await {
+        let (a, rl) = (actor.clone(), rl.clone());
+        drop(actor.spawn(async move {
+            tokio::time::sleep_until(lease.valid_until()).await;
+            let refusal = match rl.extend(&mut lease).await {
+                Extension::Refused(refusal) => format!("Refused({:?})", refusal.reason),
+                Extension::Extended { validity } => format!("Extended {{ validity: {validity:?} }}"),
+            };
+            a.configured(
+                "Redlock::extend from valid_until on",
+                &[("outcome", refusal, format!("Refused({:?})", RefusalReason::Expired))],
+            );
+            rl.release(&lease).await;
         }));
     }
     Ok(())
