@@ -20,7 +20,7 @@
 # failed build). A bug is found when a seed violates an invariant; the report
 # says how many seeds did, which invariants, and the first seed.
 #
-#   sim/planted.sh                       # every patch, 100 seeds each (~37 min for 35 on 2 cores)
+#   sim/planted.sh                       # every patch, 100 seeds each (76 min for 58 on 2 cores)
 #   sim/planted.sh --seeds 20 token-f64  # one patch
 #   sim/planted.sh --out reports/planted.md
 #
