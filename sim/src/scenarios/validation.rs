@@ -504,19 +504,19 @@ async fn redlock_read_back(
     // `Expired` without asking the masters, whatever they would say: the
     // keys usually outlive the validity by the drift allowance and the
     // round's time, so re-arming them then would revive a lease its
-    // holder already had to stop trusting. (Only the first case's lease
-    // gets this far: the later cases find the name held until then.)
+    // holder already had to stop trusting. (Usually only the first case's
+    // lease gets this far: the next cases find the name still held.)
     if let Ok(Acquisition::Held(mut lease)) = rl.acquire("validation-expired").await {
         let (a, rl) = (actor.clone(), rl.clone());
         drop(actor.spawn(async move {
             tokio::time::sleep_until(lease.valid_until()).await;
-            let refusal = match rl.extend(&mut lease).await {
+            let outcome = match rl.extend(&mut lease).await {
                 Extension::Refused(refusal) => format!("Refused({:?})", refusal.reason),
                 Extension::Extended { validity } => format!("Extended {{ validity: {validity:?} }}"),
             };
             a.configured(
                 "Redlock::extend from valid_until on",
-                &[("outcome", refusal, format!("Refused({:?})", RefusalReason::Expired))],
+                &[("outcome", outcome, format!("Refused({:?})", RefusalReason::Expired))],
             );
             rl.release(&lease).await;
         }));
