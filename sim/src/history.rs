@@ -534,6 +534,17 @@ pub enum Op {
         /// Why, in a few words.
         reason: String,
     },
+    /// Observation: the harness overwrote the key of this process's lease
+    /// on `name` (granted with `token`) with another owner, as an operator
+    /// or a peer that ignored the lock would (`scenarios/guard_probe.rs`);
+    /// the lease's next extension must be refused. Judged by
+    /// `self-fencing` (`checker::guarded_body`).
+    TakenAway {
+        /// Lock name.
+        name: String,
+        /// Token of the lease whose key was overwritten.
+        token: Option<u64>,
+    },
     /// A write to a resource. `fenced` says whether the store checks tokens;
     /// `token` is the token (or election epoch) the writer believed it held.
     Write {
@@ -659,6 +670,11 @@ pub enum Op {
         deadline_ms: Option<u64>,
         /// Token granted (on `Ok`).
         token: Option<u64>,
+        /// The policy's `(base_delay, max_delay)` in ms, when recorded: the
+        /// sleep after attempt `n` (from 0) is at most
+        /// `min(base × 2^n, max)`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backoff_ms: Option<(u64, u64)>,
     },
     /// `Lock::with_lock_guarded` or a caller-driven `Lock::keep_alive`
     /// around a body: the body's steps are the same process's writes
@@ -898,6 +914,7 @@ impl Op {
             Op::Release { .. } => "release",
             Op::Extend { .. } => "extend",
             Op::LeaseLost { .. } => "lease-lost",
+            Op::TakenAway { .. } => "taken-away",
             Op::Write { .. } => "write",
             Op::Read { .. } => "read",
             Op::RateLimit { .. } => "rate-limit",
@@ -957,6 +974,9 @@ impl fmt::Display for Op {
             }
             Op::LeaseLost { name, token, reason } => {
                 write!(f, "lease-lost {name} token={} ({reason})", opt(token))
+            }
+            Op::TakenAway { name, token } => {
+                write!(f, "taken-away {name} token={} (its key overwritten with another owner)", opt(token))
             }
             Op::Write { key, value, token, fenced, result } => {
                 let store = if *fenced { "fenced" } else { "unfenced" };
@@ -1036,10 +1056,13 @@ impl fmt::Display for Op {
                     None => Ok(()),
                 }
             }
-            Op::Retry { name, attempts, deadline_ms, token } => {
+            Op::Retry { name, attempts, deadline_ms, token, backoff_ms } => {
                 write!(f, "retry acquire {name} attempts={attempts}")?;
                 if let Some(d) = deadline_ms {
                     write!(f, " deadline={d}ms")?;
+                }
+                if let Some((base, max)) = backoff_ms {
+                    write!(f, " backoff={base}..{max}ms")?;
                 }
                 write!(f, " token={}", opt(token))
             }

@@ -383,6 +383,21 @@ impl Schedule {
             .collect()
     }
 
+    /// The spans of the faults that can reach client `client`: its own
+    /// (pauses, its links), and every fault of a node (any request of its
+    /// may go there). Narrower than [`Schedule::spans`] for the checkers'
+    /// rules about one process: another client's partition excuses nothing.
+    pub fn spans_reaching(&self, client: u32) -> Vec<(Millis, Millis)> {
+        self.faults
+            .iter()
+            .filter(|f| match f.target {
+                Target::Client(c) | Target::Link { client: c, .. } => c == client,
+                Target::Node(_) => true,
+            })
+            .map(|f| (f.at, f.end()))
+            .collect()
+    }
+
     /// The spans of the faults that freeze a client process (client
     /// pauses): what excuses a client's late timer in the checkers.
     pub fn freeze_spans(&self) -> Vec<(Millis, Millis)> {

@@ -149,14 +149,23 @@ pub fn check_hand_back(events: &[Event], election: &str, at: Millis, bound: Mill
 }
 
 /// `election`: a renewal that fails ends the term. `node` led at `at`, and
-/// the next renewal it sent was held at the server past the response
-/// timeout; by `until` (the renewal's send, its timeout and the observer's
-/// millisecond) the reign it had at `at` must be over, under either
-/// demotion (`DemotionReason::RedisError`). A leader that takes the error
+/// the next renewal it sent failed — held at the server past the response
+/// timeout (`DemotionReason::RedisError`), or refused because its key was
+/// taken away (`DemotionReason::LeaseLost`); `why` says which, for the
+/// message. By `until` (the renewal's send, its answer or timeout and the
+/// observer's millisecond) the reign it had at `at` must be over, under
+/// either demotion. A leader that takes the error
 /// for a passing one and renews again goes on leading a term whose renewal
 /// failed, which under `OnRenewTick` is all that keeps it from leading
 /// blind. The caller judges only spans no other fault touches.
-pub fn check_failed_renewal(events: &[Event], election: &str, node: &str, at: Millis, until: Millis) -> Vec<Violation> {
+pub fn check_failed_renewal(
+    events: &[Event],
+    election: &str,
+    node: &str,
+    at: Millis,
+    until: Millis,
+    why: &str,
+) -> Vec<Violation> {
     let rs = reigns(events, election);
     let Some(r) = rs.iter().find(|r| r.process == node && r.from <= at && at < r.to) else { return Vec::new() };
     if r.to <= until {
@@ -166,7 +175,7 @@ pub fn check_failed_renewal(events: &[Event], election: &str, node: &str, at: Mi
         ELECTION,
         Some(until),
         format!(
-            "{election}: {node} still led{} at {until}ms, though the renewal it sent after {at}ms was held at the server past its response timeout (a failed renewal ends the term; it led on until {}ms)",
+            "{election}: {node} still led{} at {until}ms, though {why} (a failed renewal ends the term; it led on until {}ms)",
             r.epoch.map(|e| format!(" epoch {e}")).unwrap_or_default(),
             r.to
         ),
@@ -593,15 +602,15 @@ mod tests {
         let h = History::new();
         role(&h, 100, "a", Role::Leader, Some(4));
         role(&h, 850, "a", Role::Follower, Some(4));
-        assert!(check_failed_renewal(&h.events(), "e", "a", 500, 890).is_empty());
+        assert!(check_failed_renewal(&h.events(), "e", "a", 500, 890, "its renewal was held").is_empty());
         // Another node's reign, or none at `at`, is not judged.
-        assert!(check_failed_renewal(&h.events(), "e", "b", 500, 890).is_empty());
-        assert!(check_failed_renewal(&h.events(), "e", "a", 50, 60).is_empty());
+        assert!(check_failed_renewal(&h.events(), "e", "b", 500, 890, "its renewal was held").is_empty());
+        assert!(check_failed_renewal(&h.events(), "e", "a", 50, 60, "its renewal was held").is_empty());
         // Led on past the bound (the error taken for a passing one).
         let h = History::new();
         role(&h, 100, "a", Role::Leader, Some(4));
         role(&h, 2000, "a", Role::Follower, Some(4));
-        let v = check_failed_renewal(&h.events(), "e", "a", 500, 890);
+        let v = check_failed_renewal(&h.events(), "e", "a", 500, 890, "its renewal was held");
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].invariant, ELECTION);
         assert!(v[0].detail.contains("a still led epoch 4 at 890ms"), "{v:?}");

@@ -222,6 +222,24 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                             .to_string(),
                     );
                 }
+                // A term ended "for its deadline" ends at or after it: a
+                // demotion reported as DeadlineReached while the lease the
+                // node last published for that epoch was still trusted
+                // names the wrong reason (a refusal or an error taken for
+                // the clock), and with it whether the lease is handed back.
+                if let (Some("deadline-reached"), Some(Published::Leader { epoch: p, .. }), Some((l, deadline_us))) =
+                    (demotion_reason.as_deref(), previous_published, previous_lease)
+                {
+                    let demoted = match published {
+                        Published::Follower { demoted } | Published::Stopped { demoted } => *demoted,
+                        Published::Leader { .. } => None,
+                    };
+                    if l == p && demoted == Some(l) && t_us + 1000 < deadline_us {
+                        why.push(format!(
+                            "epoch {l} ended for DeadlineReached at {t_us}µs, but its lease was trusted until {deadline_us}µs"
+                        ));
+                    }
+                }
                 // Under self-fencing the run loop wakes at the deadline and
                 // steps down. Views are recorded when they change, so the
                 // previous view held until this one: if it published a term
@@ -486,6 +504,38 @@ mod tests {
         view(&h, 12, Some(7), lease, leader);
         let v = check(&h.events(), BUILT);
         assert!(v.len() == 1 && v[0].detail.contains("on_elected ran for {}"), "{v:?}");
+    }
+
+    #[test]
+    fn a_term_ended_for_its_deadline_before_it_is_convicted() {
+        // Sent at 10 ms: deadline 404 ms. Demoted at `at` for `reason`.
+        let lease = Some((7, 10_000, 404_000));
+        let leader = Published::Leader { epoch: 7, elected_at_ms: 12 };
+        let run = |at: Millis, reason: &str| {
+            let h = History::new();
+            h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
+            view(&h, 12, Some(7), lease, leader);
+            h.observe_at(at, "n", Op::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
+            let follower = Published::Follower { demoted: Some(7) };
+            h.observe_at(
+                at,
+                "n",
+                Op::ElectionView {
+                    name: "leader".into(),
+                    is_leader: false,
+                    epoch: None,
+                    lease: None,
+                    published: follower,
+                    accessors: (false, None, Some(7)),
+                    demotion_reason: Some(reason.into()),
+                },
+            );
+            check(&h.events(), BUILT)
+        };
+        assert_eq!(run(404, "deadline-reached"), vec![]);
+        assert_eq!(run(200, "lease-lost"), vec![]);
+        let v = run(200, "deadline-reached");
+        assert!(v.len() == 1 && v[0].detail.contains("trusted until 404000µs"), "{v:?}");
     }
 
     #[test]

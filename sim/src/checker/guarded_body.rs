@@ -30,17 +30,37 @@
 //!   keep-alive interval (`every_ms`) after its body ended (the final
 //!   release waits that long at most; the body's end is the release's
 //!   invoke).
+//! - **taken away**: when the lease's key was overwritten with another
+//!   owner inside the call ([`Op::TakenAway`] at T), the keep-alive's next
+//!   extension is refused, and it is sent at most one interval after T: the
+//!   body must have been dropped (or have ended) by T + `every_ms` + one
+//!   round trip ([`TAKEN_AWAY_SLACK_MS`]), not at the lease's local
+//!   deadline, unless a fault, a freeze of the caller or a pause or held
+//!   request of its own overlapped that span.
 //! - **liveness**: a keep-alive that nothing disturbed keeps its lease: a
 //!   guarded call cancelled with no nemesis fault active and no pause of
 //!   its own ([`Op::Paused`]) between its invoke and the cancellation is a
 //!   `liveness` violation (extensions every third of the TTL never let a
-//!   healthy lease lapse).
+//!   healthy lease lapse). A lease taken away is not a healthy one.
+//! - **hand-back** (`liveness`): a cancelled call hands its lease back. The
+//!   release goes out after the cancellation, on the connection every
+//!   earlier request of the lease went out on, so a `remaining_ttl` of the
+//!   name that the caller invokes next (nothing else of its own on the name
+//!   in between) runs after it and reads `None` — unless the key was taken
+//!   away, another process did anything on the name since the call began,
+//!   or a fault, a freeze, or a pause or held request of the caller's own
+//!   overlapped the span from the cancellation to the read's answer (a lost
+//!   or overtaken release).
 
 use std::collections::BTreeMap;
 
 use super::{Violation, LIVENESS, SELF_FENCING};
 use crate::bridge::Execution;
 use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
+
+/// One extension's round trip when nothing is disturbed (links of 1-10 ms
+/// each way), plus the millisecond a timer may fire late.
+pub const TAKEN_AWAY_SLACK_MS: Millis = 25;
 
 struct Call<'a> {
     process: &'a str,
@@ -52,12 +72,16 @@ struct Call<'a> {
 /// Checks every guarded call in `events`; `executions` are the bridges'
 /// execution logs (when a held request ran); `faults` are the nemesis
 /// faults' `[start, end]` spans, `freezes` those of the faults that freeze a
-/// client (client pauses), for the liveness rules.
+/// client (client pauses), for the liveness rules; `reaching` narrows
+/// `faults` to those that can reach a process (by name; a process it does
+/// not list is reached by every fault), for the taken-away and hand-back
+/// rules.
 pub fn check(
     events: &[Event],
     executions: &[Execution],
     faults: &[(Millis, Millis)],
     freezes: &[(Millis, Millis)],
+    reaching: &BTreeMap<String, Vec<(Millis, Millis)>>,
 ) -> Vec<Violation> {
     let pauses = super::interruptions(events);
     let mut calls: Vec<Call<'_>> = Vec::new();
@@ -80,13 +104,16 @@ pub fn check(
             _ => None,
         })
         .collect();
-    // The deadline each grant reported: (process, token) -> deadline.
-    let deadlines: BTreeMap<(&str, u64), Millis> = calls
+    // The deadline each grant reported: (name, process, token) -> deadline
+    // (tokens count per name).
+    let deadlines: BTreeMap<(&str, &str, u64), Millis> = calls
         .iter()
         .filter_map(|c| match c.done {
-            Some(Event { kind: EventKind::Ok, op: Op::Acquire { token: Some(t), deadline: Some(d), .. }, .. }) => {
-                Some(((c.process, *t), *d))
-            }
+            Some(Event {
+                kind: EventKind::Ok,
+                op: Op::Acquire { name, token: Some(t), deadline: Some(d), .. },
+                ..
+            }) => Some(((name.as_str(), c.process, *t), *d)),
             _ => None,
         })
         .collect();
@@ -130,6 +157,42 @@ pub fn check(
                 ));
             }
         }
+        let taken = events
+            .iter()
+            .filter(|e| e.process == g.process && e.time >= g.invoked && e.time <= done.time)
+            .find_map(|e| match &e.op {
+                Op::TakenAway { name: n, token: Some(t) } if n == name && t == token => Some(e.time),
+                _ => None,
+            });
+        let undisturbed = |from: Millis, to: Millis| {
+            let overlaps = |s: Millis, e: Millis| s <= to && e >= from;
+            let faults = reaching.get(g.process).map_or(faults, Vec::as_slice);
+            !faults.iter().any(|&(s, e)| overlaps(s, e))
+                && (reaching.contains_key(g.process) || !freezes.iter().any(|&(s, e)| overlaps(s, e)))
+                && !pauses.iter().any(|&(p, s, e)| p == g.process && overlaps(s, e))
+        };
+        if let (Some(t), Some(every)) = (taken, every) {
+            let bound = t + every + TAKEN_AWAY_SLACK_MS;
+            let ended = match outcome {
+                Some(GuardedResult::Cancelled { at, .. }) => *at,
+                _ => done.time,
+            };
+            if ended > bound && undisturbed(t, bound) {
+                out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(ended),
+                    format!(
+                        "{} (token {token}): its lease's key was overwritten with another owner at {t}ms, but the guarded call ran its body until {ended}ms; the next extension (due within {every}ms) is refused, so the body must be dropped by {bound}ms",
+                        g.process
+                    ),
+                ));
+            }
+        }
+        if let (Some(GuardedResult::Cancelled { at, .. }), None) = (outcome, taken) {
+            if let Some(v) = kept_after_cancel(events, &calls, g, name, *at, &undisturbed) {
+                out.push(v);
+            }
+        }
         let Some(&(_, _, _, _, acquired)) = grants
             .iter()
             .find(|(n, p, t, i, _)| *n == name && *p == g.process && *t == Some(*token) && *i >= g.invoked)
@@ -137,7 +200,7 @@ pub fn check(
             continue;
         };
         if let (Some(GuardedResult::Cancelled { at, deadline_reached: true }), Some(&d)) =
-            (outcome, deadlines.get(&(g.process, *token)))
+            (outcome, deadlines.get(&(name.as_str(), g.process, *token)))
         {
             if *at < d {
                 out.push(Violation::new(
@@ -150,7 +213,7 @@ pub fn check(
                 ));
             }
         }
-        if let Some(GuardedResult::Cancelled { at, .. }) = outcome {
+        if let Some(GuardedResult::Cancelled { at, .. }) = outcome.as_ref().filter(|_| taken.is_none()) {
             let overlaps = |s: Millis, e: Millis| s <= *at && e >= g.invoked;
             let disturbed = faults.iter().any(|&(s, e)| overlaps(s, e))
                 || pauses.iter().any(|&(p, s, e)| p == g.process && overlaps(s, e));
@@ -179,7 +242,7 @@ pub fn check(
         // sends no second extend before the first is answered. When it ran
         // after the deadline the acquire reported, nothing can have moved
         // that deadline: the guard must drop the body there.
-        let held_past_deadline = deadlines.get(&(g.process, *token)).copied().and_then(|d| {
+        let held_past_deadline = deadlines.get(&(name.as_str(), g.process, *token)).copied().and_then(|d| {
             let (set, ms) = events
                 .iter()
                 .filter(|e| e.process == g.process && e.time >= g.invoked && e.time <= done.time)
@@ -260,6 +323,56 @@ pub fn check(
     super::capped(out, SELF_FENCING)
 }
 
+/// The name an operation acts on, for the lock operations that name one.
+fn named(op: &Op) -> Option<&str> {
+    match op {
+        Op::Acquire { name, .. }
+        | Op::Release { name, .. }
+        | Op::Extend { name, .. }
+        | Op::LeaseLost { name, .. }
+        | Op::TakenAway { name, .. }
+        | Op::Retry { name, .. }
+        | Op::Guarded { name, .. }
+        | Op::CurrentToken { name, .. }
+        | Op::RemainingTtl { name, .. } => Some(name),
+        _ => None,
+    }
+}
+
+/// The hand-back rule (see the module docs) for call `g` on `name`,
+/// cancelled at `at`; `undisturbed(from, to)` says no fault, freeze or
+/// pause of the caller overlapped the span.
+fn kept_after_cancel(
+    events: &[Event],
+    calls: &[Call<'_>],
+    g: &Call<'_>,
+    name: &str,
+    at: Millis,
+    undisturbed: &dyn Fn(Millis, Millis) -> bool,
+) -> Option<Violation> {
+    let returned = g.done?.time;
+    // Calls are in invoke order: the first of the caller's on the name
+    // after the guarded call returned.
+    let next = calls.iter().find(|c| {
+        c.process == g.process && c.invoked >= returned && !std::ptr::eq(*c, g) && named(c.op) == Some(name)
+    })?;
+    let read = next.done.filter(|d| d.kind == EventKind::Ok)?;
+    let Op::RemainingTtl { ms: Some(left), .. } = &read.op else { return None };
+    let others = events
+        .iter()
+        .any(|e| e.process != g.process && e.time >= g.invoked && e.time <= read.time && named(&e.op) == Some(name));
+    (!others && undisturbed(at, read.time)).then(|| {
+        Violation::new(
+            LIVENESS,
+            Some(read.time),
+            format!(
+                "{}: its guarded call on {name} was cancelled at {at}ms and returned at {returned}ms, but remaining_ttl read right after ({}ms-{}ms) says the name is still held for {left}ms: the guard did not hand the lease back, and nobody else touched the name",
+                g.process, next.invoked, read.time
+            ),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,7 +416,7 @@ mod tests {
             GuardedResult::Cancelled { at: 90, deadline_reached: false },
         );
         acq(&h, "b", 150, 152, 2);
-        assert_eq!(check(&h.events(), &[], &[(0, 10_000)], &[]), vec![]);
+        assert_eq!(check(&h.events(), &[], &[(0, 10_000)], &[], &BTreeMap::new()), vec![]);
     }
 
     fn acq_until(h: &History, p: &str, t0: u64, t1: u64, token: u64, deadline: u64) {
@@ -339,13 +452,13 @@ mod tests {
     fn a_body_that_runs_past_its_deadline_while_the_first_extend_is_held_fails() {
         let (h, ran) =
             held_call(60, 100, (95, true), 130, GuardedResult::Cancelled { at: 125, deadline_reached: false });
-        let v = check(&h.events(), &ran, &[(0, 10_000)], &[]);
+        let v = check(&h.events(), &ran, &[(0, 10_000)], &[], &BTreeMap::new());
         // The step after the deadline, and the cancellation 35 ms after it.
         assert_eq!(v.len(), 2, "{v:?}");
         assert!(v.iter().any(|v| v.detail.contains("step at 95ms") && v.detail.contains("ran at 100ms")), "{v:?}");
         assert!(v.iter().any(|v| v.detail.contains("dropped its body at 125ms")), "{v:?}");
         // Without the execution log nothing says when it ran: no verdict.
-        assert_eq!(check(&h.events(), &[], &[(0, 10_000)], &[]), vec![]);
+        assert_eq!(check(&h.events(), &[], &[(0, 10_000)], &[], &BTreeMap::new()), vec![]);
     }
 
     #[test]
@@ -354,7 +467,7 @@ mod tests {
             // The last step is queued behind the held extend: never answered.
             let outcome = GuardedResult::Cancelled { at, deadline_reached: at <= 91 };
             let (h, ran) = held_call(60, 100, (80, false), at + 1, outcome);
-            check(&h.events(), &ran, &[(0, 10_000)], frozen)
+            check(&h.events(), &ran, &[(0, 10_000)], frozen, &BTreeMap::new())
         };
         assert_eq!(run(91, &[]), vec![]);
         let v = run(104, &[]);
@@ -367,7 +480,7 @@ mod tests {
     #[test]
     fn a_body_past_its_first_deadline_is_fine_when_the_held_request_ran_before_it() {
         let (h, ran) = held_call(40, 70, (95, true), 130, GuardedResult::Completed);
-        assert_eq!(check(&h.events(), &ran, &[(0, 10_000)], &[]), vec![]);
+        assert_eq!(check(&h.events(), &ran, &[(0, 10_000)], &[], &BTreeMap::new()), vec![]);
     }
 
     #[test]
@@ -385,7 +498,7 @@ mod tests {
             170,
             GuardedResult::Completed,
         );
-        let v = check(&h.events(), &[], &[(0, 10_000)], &[]);
+        let v = check(&h.events(), &[], &[(0, 10_000)], &[], &BTreeMap::new());
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("outlived its lease"), "{v:?}");
     }
@@ -413,7 +526,83 @@ mod tests {
             120,
             GuardedResult::Completed,
         );
-        let v = check(&h.events(), &[], &[(0, 10_000)], &[]);
+        let v = check(&h.events(), &[], &[(0, 10_000)], &[], &BTreeMap::new());
         assert_eq!(v.len(), 2, "{v:?}");
+    }
+
+    /// A guarded call of `a` on `l` (every 100 ms, token 1) from 0 ms to
+    /// `end`, whose key is taken away at `taken` (if any), with `outcome`.
+    fn every_100(h: &History, taken: Option<u64>, end: u64, outcome: GuardedResult) {
+        let op = |token, outcome| Op::Guarded { name: "l".into(), token, outcome, every_ms: Some(100) };
+        let id = h.invoke_at(0, "a", op(None, None));
+        acq_until(h, "a", 0, 2, 1, 291);
+        if let Some(t) = taken {
+            h.observe_at(t, "a", Op::TakenAway { name: "l".into(), token: Some(1) });
+        }
+        h.complete_at(end, id, "a", EventKind::Ok, op(Some(1), Some(outcome)));
+    }
+
+    fn reaching(process: &str, spans: &[(u64, u64)]) -> BTreeMap<String, Vec<(u64, u64)>> {
+        BTreeMap::from([(process.to_string(), spans.to_vec())])
+    }
+
+    #[test]
+    fn a_guard_that_keeps_a_body_whose_key_was_taken_away_fails() {
+        let run = |at: u64, reach: &BTreeMap<String, Vec<(u64, u64)>>| {
+            let h = History::new();
+            every_100(&h, Some(5), at + 1, GuardedResult::Cancelled { at, deadline_reached: at >= 291 });
+            check(&h.events(), &[], &[(0, 10_000)], &[], reach)
+        };
+        // Refused at the first extension (sent at 100 ms): in time, and not
+        // a liveness violation although no fault reached it.
+        assert_eq!(run(110, &reaching("a", &[])), vec![]);
+        // Kept until the local deadline.
+        let v = run(291, &reaching("a", &[]));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("overwritten with another owner at 5ms"), "{v:?}");
+        assert!(v[0].detail.contains("dropped by 130ms"), "{v:?}");
+        // A fault that reaches `a` in the span excuses it; one that reaches
+        // only another process does not.
+        assert_eq!(run(291, &reaching("a", &[(50, 60)])), vec![]);
+        let mut other = reaching("a", &[]);
+        other.insert("b".into(), vec![(50, 60)]);
+        assert_eq!(run(291, &other).len(), 1);
+    }
+
+    /// [`every_100`] cancelled at 100 ms and returned at 102 ms, then the
+    /// caller reads the name's remaining TTL over 103-105 ms.
+    fn cancelled_then_read(taken: Option<u64>, left: Option<u64>, also: impl FnOnce(&History)) -> History {
+        let h = History::new();
+        every_100(&h, taken, 102, GuardedResult::Cancelled { at: 100, deadline_reached: false });
+        also(&h);
+        let id = h.invoke_at(103, "a", Op::RemainingTtl { name: "l".into(), ms: None });
+        h.complete_at(105, id, "a", EventKind::Ok, Op::RemainingTtl { name: "l".into(), ms: left });
+        h
+    }
+
+    #[test]
+    fn a_lease_still_held_right_after_a_cancellation_fails_the_hand_back() {
+        let calm = reaching("a", &[]);
+        let judge = |h: History, reach: &BTreeMap<String, Vec<(u64, u64)>>| {
+            check(&h.events(), &[], &[(0, 10_000)], &[], reach)
+                .into_iter()
+                .filter(|v| v.detail.contains("hand the lease back"))
+                .count()
+        };
+        assert_eq!(judge(cancelled_then_read(None, None, |_| {}), &calm), 0);
+        assert_eq!(judge(cancelled_then_read(None, Some(480), |_| {}), &calm), 1);
+        // Excused: the key was taken away, someone else acted on the name,
+        // a fault reached the caller, the caller paused.
+        assert_eq!(judge(cancelled_then_read(Some(5), Some(480), |_| {}), &calm), 0);
+        assert_eq!(judge(cancelled_then_read(None, Some(480), |h| acq(h, "b", 50, 104, 2)), &calm), 0);
+        assert_eq!(judge(cancelled_then_read(None, Some(480), |_| {}), &reaching("a", &[(101, 101)])), 0);
+        let paused = |h: &History| h.observe_at(99, "a", Op::Paused { ms: 3, context: "gc".into() });
+        assert_eq!(judge(cancelled_then_read(None, Some(480), paused), &calm), 0);
+        // Another op of its own on the name before the read: not judged.
+        let own = |h: &History| {
+            let id = h.invoke_at(102, "a", Op::CurrentToken { name: "l".into(), token: None });
+            h.complete_at(103, id, "a", EventKind::Ok, Op::CurrentToken { name: "l".into(), token: Some(1) });
+        };
+        assert_eq!(judge(cancelled_then_read(None, Some(480), own), &calm), 0);
     }
 }

@@ -49,12 +49,17 @@ impl Allowance {
 /// What set a lease last: `(sent ms, ttl ms, deadline ns, completed at)`.
 type Setter = (Millis, u64, u128, Millis);
 
+/// The leases one process held with one token, per name, each with its
+/// setters in completion order.
+type Named = Vec<(String, Vec<Setter>)>;
+
 /// Every deadline or view that differs from the lease it belongs to.
 pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut invoked: BTreeMap<u64, Millis> = BTreeMap::new();
-    // (process, token) -> setters in completion order.
-    let mut leases: BTreeMap<(&str, u64), (String, Vec<Setter>)> = BTreeMap::new();
+    // (process, token) -> per name (tokens count per name, so one process
+    // may hold token 1 of two names), setters in completion order.
+    let mut leases: BTreeMap<(&str, u64), Named> = BTreeMap::new();
     for e in events {
         if e.kind == EventKind::Invoke {
             invoked.insert(e.op_id.0, e.time);
@@ -83,12 +88,24 @@ pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
                     ),
                 ));
             }
-            let entry = leases.entry((e.process.as_str(), token)).or_insert_with(|| (name.clone(), Vec::new()));
-            entry.1.push((sent, ttl_ms, deadline_ns, e.time));
+            let names = leases.entry((e.process.as_str(), token)).or_default();
+            let i = match names.iter().position(|(n, _)| n == name) {
+                Some(i) => i,
+                None => {
+                    names.push((name.clone(), Vec::new()));
+                    names.len() - 1
+                }
+            };
+            names[i].1.push((sent, ttl_ms, deadline_ns, e.time));
             continue;
         }
         let Op::LeaseView { name, key, token, ttl_ms, sent_ms, deadline_ms, trusted } = &e.op else { continue };
-        let Some((granted_name, setters)) = leases.get(&(e.process.as_str(), *token)) else {
+        // The lease of the name it reports, or else any of that token (its
+        // name is then wrong).
+        let granted = leases.get(&(e.process.as_str(), *token));
+        let Some((granted_name, setters)) =
+            granted.and_then(|g| g.iter().find(|(n, _)| n == name).or_else(|| g.first()))
+        else {
             out.push(Violation::new(
                 LEASE_VIEWS,
                 Some(e.time),
@@ -179,5 +196,24 @@ mod tests {
         view(&h, 305, 305, true);
         let v = check(&h.events(), Allowance::DEFAULT);
         assert!(v.len() == 1 && v[0].detail.contains("is_trusted() = true at 305ms"), "{v:?}");
+    }
+
+    #[test]
+    fn a_view_is_judged_against_its_own_names_lease_when_tokens_repeat_across_names() {
+        // Token 1 of another name first (sent at 0 ms), then token 1 of `l`.
+        let h = History::new();
+        let other = |token, deadline| Op::Acquire { name: "m".into(), ttl_ms: 600, token, deadline };
+        let id = h.invoke_at(0, "c", other(None, None));
+        h.complete_at(3, id, "c", EventKind::Ok, other(Some(1), Some(592)));
+        acquire(&h, 305);
+        view(&h, 304, 305, true);
+        assert_eq!(check(&h.events(), Allowance::DEFAULT), vec![]);
+        // A view naming a name whose token 1 was never granted: wrong name.
+        let h = History::new();
+        let id = h.invoke_at(0, "c", other(None, None));
+        h.complete_at(3, id, "c", EventKind::Ok, other(Some(1), Some(592)));
+        view(&h, 304, 305, true);
+        let v = check(&h.events(), Allowance::DEFAULT);
+        assert!(v.len() == 1 && v[0].detail.contains("name \"l\" (granted for \"m\")"), "{v:?}");
     }
 }

@@ -54,7 +54,7 @@ mod tests {
     use crate::history::History;
 
     fn probe(h: &History, t0: u64, t1: u64, kind: EventKind, token: Option<u64>) {
-        let op = |token| Op::Retry { name: "l".into(), attempts: 40, deadline_ms: Some(450), token };
+        let op = |token| Op::Retry { name: "l".into(), attempts: 40, deadline_ms: Some(450), token, backoff_ms: None };
         let id = h.invoke_at(t0, "reader", op(None));
         h.complete_at(t1, id, "reader", kind, op(token));
     }

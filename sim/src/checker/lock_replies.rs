@@ -43,7 +43,9 @@
 //!    could have been.
 //! 6. `Retry::run` made its first attempt whatever its deadline, gave up
 //!    (no deadline set) only after making all its attempts, and a grant it
-//!    reports is its last attempt's.
+//!    reports is its last attempt's; between attempts `n` and `n + 1` (from
+//!    0) it slept at most `min(base × 2^n, max)` (when the history records
+//!    its backoff), unless its caller was frozen meanwhile.
 //!
 //! Rules 2, 3 (refusals) and 5 (`None`) assume no server restart and no
 //! clock step in the history (both end leases early); they are skipped
@@ -513,7 +515,7 @@ fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation>
                     }
                 }
             }
-            (Op::Retry { name, attempts, deadline_ms, .. }, EventKind::Ok | EventKind::Fail) => {
+            (Op::Retry { name, attempts, deadline_ms, backoff_ms, .. }, EventKind::Ok | EventKind::Fail) => {
                 let inner: Vec<&Call<'_>> = m
                     .calls
                     .iter()
@@ -571,14 +573,39 @@ fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation>
                     }
                 }
                 if let Some(d) = deadline_ms {
-                    if let Some(a) = inner.iter().skip(1).find(|a| a.invoked > c.invoked + d + 1) {
+                    // The policy's clock starts when `run` is called, in
+                    // the millisecond of its invoke, and counts whole
+                    // simulated milliseconds: an attempt at `invoke + d`
+                    // already starts at the deadline.
+                    if let Some(a) = inner.iter().skip(1).find(|a| a.invoked >= c.invoked + d) {
                         push(
                             done,
                             format!(
-                                "{}: Retry::run with a {d} ms deadline from {}ms started an attempt at {}ms, past it",
+                                "{}: Retry::run with a {d} ms deadline from {}ms started an attempt at {}ms, at or past it",
                                 c.process, c.invoked, a.invoked
                             ),
                         );
+                    }
+                }
+                // Each sleep between two attempts is at most its cap: the
+                // base doubled per attempt so far, never above the maximum
+                // (the sleep is the whole gap: an attempt is recorded from
+                // its send to its answer). Only a freeze of the caller
+                // stretches one.
+                if let Some((base, max)) = backoff_ms {
+                    for (n, pair) in inner.windows(2).enumerate() {
+                        let cap = base.saturating_mul(1u64 << n.min(16)).min(*max);
+                        let (ended, next) = (pair[0].done_at(), pair[1].invoked);
+                        if next > ended + cap + 1 && !frozen(events, c.process, ended, next) {
+                            push(done, format!(
+                                "{}: Retry::run slept {}ms between its attempts {} and {} on {name} ({ended}ms to {next}ms), more than its cap of {cap}ms (base {base}ms doubled per attempt, at most {max}ms)",
+                                c.process,
+                                next - ended,
+                                n + 1,
+                                n + 2
+                            ));
+                            break;
+                        }
                     }
                 }
                 if inner.len() as u32 > *attempts {
@@ -717,7 +744,7 @@ mod tests {
     #[test]
     fn a_retry_that_gives_up_early_fails() {
         let h = History::new();
-        let op = |token| Op::Retry { name: "l".into(), attempts: 3, deadline_ms: None, token };
+        let op = |token| Op::Retry { name: "l".into(), attempts: 3, deadline_ms: None, token, backoff_ms: None };
         let id = h.invoke_at(0, "a", op(None));
         acq(&h, "a", 0, 2, None);
         acq(&h, "a", 10, 12, None);
@@ -730,8 +757,39 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_that_sleeps_past_its_backoff_cap_fails() {
+        // Base 5 ms, at most 12 ms: caps 5, 10, 12, 12.
+        let op =
+            |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: None, token, backoff_ms: Some((5, 12)) };
+        let run = |gaps: [u64; 4], paused: bool| {
+            let h = History::new();
+            let id = h.invoke_at(0, "a", op(None));
+            let mut t = 0;
+            for (i, gap) in std::iter::once(0).chain(gaps).enumerate() {
+                t += gap;
+                if paused && i == 4 {
+                    h.observe_at(t - 1, "a", Op::Paused { ms: 1, context: "gc".into() });
+                }
+                acq(&h, "a", t, t + 2, None);
+                t += 2;
+            }
+            h.complete_at(t, id, "a", EventKind::Fail, op(None));
+            let h2 = History::from_events([acq_ok_event()].into_iter().chain(h.events()).collect::<Vec<_>>());
+            check(&h2.events())
+        };
+        assert_eq!(run([5, 10, 12, 13], false), vec![]); // one tick of slack
+        let v = run([5, 10, 12, 30], false);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("slept 30ms between its attempts 4 and 5"), "{v:?}");
+        assert!(v[0].detail.contains("cap of 12ms"), "{v:?}");
+        assert_eq!(run([5, 10, 12, 30], true), vec![]); // paused in that sleep
+        assert_eq!(run([6, 10, 12, 12], false).len(), 0); // 5 + 1 tick
+        assert_eq!(run([7, 10, 12, 12], false).len(), 1);
+    }
+
+    #[test]
     fn a_retry_that_sleeps_past_its_deadline_fails() {
-        let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token };
+        let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token, backoff_ms: None };
         let run = |give_up_at: u64| {
             let h = History::new();
             let id = h.invoke_at(0, "a", op(None));
@@ -749,16 +807,22 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_past_the_deadline_fails() {
-        let h = History::new();
-        let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token };
-        let id = h.invoke_at(0, "a", op(None));
-        acq(&h, "a", 0, 2, None);
-        acq(&h, "a", 60, 62, None);
-        h.complete_at(62, id, "a", EventKind::Fail, op(None));
-        let h2 = History::from_events([acq_ok_event()].into_iter().chain(h.events()).collect::<Vec<_>>());
-        let v = check(&h2.events());
-        assert!(v.len() == 1 && v[0].detail.contains("started an attempt at 60ms, past it"), "{v:?}");
+    fn an_attempt_at_or_past_the_deadline_fails() {
+        let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token, backoff_ms: None };
+        let run = |second: u64| {
+            let h = History::new();
+            let id = h.invoke_at(0, "a", op(None));
+            acq(&h, "a", 0, 2, None);
+            acq(&h, "a", second, second + 2, None);
+            h.complete_at(second + 2, id, "a", EventKind::Fail, op(None));
+            let h2 = History::from_events([acq_ok_event()].into_iter().chain(h.events()).collect::<Vec<_>>());
+            check(&h2.events())
+        };
+        let v = run(60);
+        assert!(v.len() == 1 && v[0].detail.contains("started an attempt at 60ms, at or past it"), "{v:?}");
+        // At the deadline's own millisecond: the policy has run out.
+        assert_eq!(run(50).len(), 1);
+        assert_eq!(run(49), vec![]);
     }
 
     fn acq_ok_event() -> Event {

@@ -122,11 +122,13 @@ struct Decided {
     /// The instant a `check_at` pinned, if any.
     pinned_at: Option<Millis>,
     process: String,
+    /// The limit of the limiter that decided: a key may be shared by
+    /// limiters of different limits (a limit lowered for a key in use).
+    limit: u64,
 }
 
 #[derive(Debug, Default)]
 struct Key {
-    limit: u64,
     window: u64,
     decided: Vec<Decided>,
     /// Possible execution interval `[lo, hi]` of each unknown outcome.
@@ -147,7 +149,7 @@ pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Repo
         else {
             continue;
         };
-        let k = keys.entry(key.clone()).or_insert_with(|| Key { limit: *limit, window: *window_ms, ..Key::default() });
+        let k = keys.entry(key.clone()).or_insert_with(|| Key { window: *window_ms, ..Key::default() });
         if e.kind == EventKind::Invoke {
             invoked.insert(e.op_id.0, (e.time, *pinned_ms, key.clone()));
             continue;
@@ -168,6 +170,7 @@ pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Repo
                 pinned: pinned.is_some(),
                 pinned_at: pinned,
                 process: e.process.clone(),
+                limit: *limit,
             }),
             // A denial without its details records nothing and cannot be
             // judged; an admission without them may count anywhere.
@@ -312,10 +315,11 @@ fn replay(k: &Key, config: Config) -> Replayed {
     if !sequential {
         return if backwards { Replayed::Unjudged } else { Replayed::NotSequential };
     }
-    let (max, w) = (k.limit, k.window);
+    let w = k.window;
     let mut log: Vec<Millis> = Vec::new();
     let mut buckets: Option<(u64, u64, u64)> = None;
     for d in order {
+        let max = d.limit;
         let (admit, count, retry) = match config.algorithm {
             Algorithm::Log => {
                 // Every entry not yet out of the window counts, "future"
@@ -448,8 +452,8 @@ fn admitted_before(k: &Key, j: usize, from: usize) -> impl Iterator<Item = Milli
 /// Judges decision `j` by the sliding log, counting admissions from index
 /// `from` on. `Ok(true)` if its retry-after was checked exactly.
 fn judge_log(k: &Key, j: usize, from: usize) -> Result<bool, String> {
-    let (max, w) = (k.limit, k.window);
     let d = &k.decided[j];
+    let (max, w) = (d.limit, k.window);
     // In the window (t − W, t]: a + W > t.
     let mut in_window: Vec<Millis> = admitted_before(k, j, from).filter(|&a| a + w > d.t).collect();
     in_window.sort_unstable();
@@ -528,8 +532,8 @@ fn counter_decision(max: u64, w: u64, c: u64, p: u64, e: u64) -> (bool, u64, Opt
 /// Judges decision `j` by the sliding counter, counting admissions from
 /// index `from` on. `Ok(true)` if its retry-after was checked exactly.
 fn judge_counter(k: &Key, j: usize, from: usize, epoch_ms: u64) -> Result<bool, String> {
-    let (max, w) = (k.limit, k.window);
     let d = &k.decided[j];
+    let (max, w) = (d.limit, k.window);
     let bucket = |t: Millis| (epoch_ms + t) / w;
     let i = bucket(d.t);
     let e = epoch_ms + d.t - i * w;
@@ -689,6 +693,37 @@ mod tests {
     fn unknown(h: &History, t: u64) {
         let id = h.invoke_at(t, "c", op(None, None, None, None));
         h.info(id, "c", op(None, None, None, None));
+    }
+
+    /// A denial at `t` by a limiter whose limit is `limit` on the same key.
+    fn deny_with_limit(h: &History, t: u64, limit: u64, count: u64, retry: u64) {
+        let id = h.invoke_at(t, "c", op(None, None, None, None));
+        let a = Admission::Denied { retry_after_ms: Some(retry) };
+        let mut o = op(Some(a), Some(t), Some(count), None);
+        if let Op::RateLimit { remaining, limit: l, .. } = &mut o {
+            *remaining = None;
+            *l = limit;
+        }
+        h.ok(id, "c", o);
+    }
+
+    #[test]
+    fn a_lowered_limit_waits_for_the_entry_that_brings_the_window_under_it() {
+        // Limit 3 fills the key at 10, 20, 30; a limit-1 limiter at 40 sees
+        // 3 entries: under its limit once all three have left, at 30 + 100.
+        let run = |retry: u64| {
+            let h = History::new();
+            admit(&h, 10, 1);
+            admit(&h, 20, 2);
+            admit(&h, 30, 3);
+            deny_with_limit(&h, 40, 1, 3, retry);
+            check(&h.events(), &ran(&h), LOG).violations
+        };
+        // Sequential: the replay judges it, with each decision's own limit.
+        assert_eq!(run(90), vec![]);
+        let v = run(70); // from the oldest entry
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("retry-after 90ms"), "{v:?}");
     }
 
     #[test]

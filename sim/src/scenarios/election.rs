@@ -200,6 +200,16 @@ enum Marker {
         at: u64,
         until: u64,
     },
+    /// At `at` the lease key of `node` (leading then) was overwritten with
+    /// another owner (`lease_key_taken_at`); by `until`
+    /// its next renewal has been refused and its term must be over. The
+    /// key is someone else's until `expires`: nobody leads before that.
+    TakenAway {
+        node: String,
+        at: u64,
+        until: u64,
+        expires: u64,
+    },
 }
 
 impl Marker {
@@ -209,6 +219,7 @@ impl Marker {
         match self {
             Marker::Stall { at, duration, .. } => Some((*at, at + duration)),
             Marker::Slowed { at, until } | Marker::TimedOut { at, until, .. } => Some((*at, *until)),
+            Marker::TakenAway { at, expires, .. } => Some((*at, *expires)),
             Marker::Stop { .. } => None,
         }
     }
@@ -219,7 +230,7 @@ impl Marker {
     fn stop(&self) -> Option<(&str, u64)> {
         match self {
             Marker::Stop { node, at, held_ms } => Some((node.as_str(), at + held_ms)),
-            Marker::Stall { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } => None,
+            Marker::Stall { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } | Marker::TakenAway { .. } => None,
         }
     }
 }
@@ -486,9 +497,10 @@ async fn node_actor(
     actor: Actor,
     variant: Variant,
     plan: ElectionPlan,
-    timed_out_at: Option<Millis>,
+    aimed: Aimed,
     markers: Arc<Mutex<Vec<Marker>>>,
 ) -> crate::world::ActorResult {
+    let Aimed { timed_out_at, taken_at } = aimed;
     let start_at = actor.index() as u64 * plan.stagger_ms;
     if start_at > 0 {
         sleep(Duration::from_millis(start_at)).await;
@@ -582,6 +594,7 @@ async fn node_actor(
     let mut last_demotion = None;
     let mut slowed = false;
     let mut timed_out = false;
+    let mut taken = false;
     loop {
         let now = actor.now();
         let belief = node.belief().map(|(epoch, deadline)| (epoch, deadline.map(|d| actor.millis_of(d))));
@@ -665,6 +678,16 @@ async fn node_actor(
                     }
                     actor.delay_next_request_mentioning(0, TIMED_OUT_HOLD_MS, &lease_key());
                     actor.reached(RENEWAL_TIMED_OUT.name);
+                }
+            }
+        }
+        if let Some(at) = taken_at {
+            // Once per run: the node leading at `at` (or within a renewal
+            // interval of it) finds its key overwritten with another owner.
+            if !taken && now >= at {
+                taken = true;
+                if leading && now <= at + plan.renew_ms {
+                    actor.spawn(take_lease_key(actor.clone(), plan.clone(), Arc::clone(&markers)));
                 }
             }
         }
@@ -793,14 +816,14 @@ fn run_plan(
     plan: &ElectionPlan,
     config: WorldConfig,
     schedule: Schedule,
-    timed_out_at: Option<Millis>,
+    aimed: Aimed,
 ) -> Result<(crate::world::RunOutcome, Vec<Marker>), SetupError> {
     let markers = Arc::new(Mutex::new(Vec::new()));
     let mut world = World::new(servers, config)?;
     for i in 0..plan.nodes {
         let plan = plan.clone();
         let markers = Arc::clone(&markers);
-        world.actor(format!("node-{i}"), move |actor| node_actor(actor, variant, plan, timed_out_at, markers));
+        world.actor(format!("node-{i}"), move |actor| node_actor(actor, variant, plan, aimed, markers));
     }
     if variant != Variant::NoEpoch {
         let read_at = plan.length_ms + 200;
@@ -1091,6 +1114,82 @@ fn renewal_timed_out_at(
     quiet_start(300, hi, &busy, frac, need)
 }
 
+/// The once-per-run faults aimed at one leader, placed in quiet spans by
+/// the seed ([`renewal_timed_out_at`], [`lease_key_taken_at`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Aimed {
+    /// When a leader's next renewal is held past the response timeout.
+    timed_out_at: Option<Millis>,
+    /// When a leader's lease key is overwritten with another owner.
+    taken_at: Option<Millis>,
+}
+
+/// The longest one-way link latency of the election's world (ms).
+const MAX_ONE_WAY_MS: u64 = 10;
+
+/// From a lease key taken away to the instant its leader must have stopped
+/// leading: its next renewal goes out within a renewal interval and is
+/// refused within a round trip; the observer's slack on top.
+fn taken_away_span(plan: &ElectionPlan) -> u64 {
+    plan.renew_ms + 2 * MAX_ONE_WAY_MS + LIVENESS_SLACK_MS
+}
+
+/// On `election` and `election-renew-only`, every run with room for it
+/// overwrites the leader's lease key with another owner once, until the
+/// leader must have heard of it (an operator's `SET`, a peer that ignored the election, a
+/// failover that resurrected an old value), in a span nothing else
+/// touches. The leader's next renewal is refused, and a refused renewal
+/// ends the term (`DemotionReason::LeaseLost`) under both demotions. The
+/// workload never sees a refusal otherwise under self-fencing: a key that
+/// expired has passed its holder's deadline first. Drawn from the seed's
+/// own stream, so the plans are unchanged.
+fn lease_key_taken_at(
+    seed: u64,
+    variant: Variant,
+    plan: &ElectionPlan,
+    faults: &[(u64, u64)],
+    timed_out: Option<(u64, u64)>,
+) -> Option<Millis> {
+    if !matches!(variant, Variant::Election | Variant::RenewOnly) {
+        return None;
+    }
+    let mut rng =
+        <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(crate::world::derive_seed(seed, "lease-key-taken"));
+    let frac = rng.random_range(0..=1000u64);
+    let need = 2 * taken_away_span(plan) + plan.campaign_ms + LIVENESS_SLACK_MS;
+    let hi = plan.length_ms.saturating_sub(QUIET_TAIL_MS + need);
+    let mut busy: Vec<Option<(u64, u64)>> = vec![
+        plan.stall.map(|s| (s.at, s.at + s.ms)),
+        plan.stop_at.map(|s| (s, s + STOP_SPAN_MS)),
+        plan.slow_renewals.map(|s| (s, s + SLOWED_SPAN_MS + plan.campaign_ms + LIVENESS_SLACK_MS)),
+        timed_out,
+    ];
+    busy.extend(faults.iter().map(|&f| Some(f)));
+    quiet_start(300, hi, &busy, frac, need)
+}
+
+/// Overwrites the election's lease key with another owner until the
+/// leader must have heard of it ([`lease_key_taken_at`]), and marks when.
+async fn take_lease_key(actor: Actor, plan: ElectionPlan, markers: Arc<Mutex<Vec<Marker>>>) {
+    let mut conn = actor.connection(0);
+    let set = redis::cmd("SET")
+        .arg(lease_key())
+        .arg("someone-else")
+        .arg("XX")
+        .arg("PX")
+        .arg(taken_away_span(&plan))
+        .query_async::<Option<String>>(&mut conn)
+        .await;
+    if matches!(set, Ok(Some(ref ok)) if ok == "OK") {
+        let at = actor.now();
+        let until = at + taken_away_span(&plan);
+        if let Ok(mut m) = markers.lock() {
+            m.push(Marker::TakenAway { node: actor.name().to_string(), at, until, expires: until });
+        }
+        actor.reached(LEASE_KEY_TAKEN.name);
+    }
+}
+
 /// A start in `lo..=hi` for a span of `need` ms (the held requests and the
 /// hand-over after them) that overlaps none of `busy`, picked at `frac` per
 /// mille of the free room; `None` when there is no room.
@@ -1168,7 +1267,12 @@ pub fn run_planned(
     let config = world_config(seed, variant);
     let response_ms = config.net.response_timeout.as_millis() as u64;
     let timed_out_at = renewal_timed_out_at(seed, variant, planned, &fault_spans, response_ms);
-    let (run, mut markers) = run_plan(servers, seed, variant, planned, config, schedule, timed_out_at)?;
+    let timed_out_span = timed_out_at.map(|at| {
+        (at, at + timed_out_span(planned, response_ms) + planned.renew_ms + planned.campaign_ms + LIVENESS_SLACK_MS)
+    });
+    let taken_at = lease_key_taken_at(seed, variant, planned, &fault_spans, timed_out_span);
+    let (run, mut markers) =
+        run_plan(servers, seed, variant, planned, config, schedule, Aimed { timed_out_at, taken_at })?;
     // A held request disturbs the run until it has run, which may be long
     // after its injection (the node frozen in between). Only the slow
     // renewals' holds: a timed-out renewal's is held longer, and counting it
@@ -1230,7 +1334,9 @@ pub fn run_planned(
             .iter()
             .filter_map(|m| match m {
                 Marker::Stop { held_ms, .. } => Some(*held_ms),
-                Marker::Stall { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } => None,
+                Marker::Stall { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } | Marker::TakenAway { .. } => {
+                    None
+                }
             })
             .max()
             .unwrap_or(0);
@@ -1291,12 +1397,26 @@ pub fn run_planned(
         if stalled || schedule_spans.iter().any(|&f| touched(f)) {
             continue;
         }
-        violations.extend(checker::election::check_failed_renewal(events, ELECTION_NAME, node, *at, *until));
+        let why = format!("the renewal it sent after {at}ms was held at the server past its response timeout");
+        violations.extend(checker::election::check_failed_renewal(events, ELECTION_NAME, node, *at, *until, &why));
         if let Some(x) = ran.filter(|_| end < planned.length_ms) {
             let timed_out = x.sim_ms - TIMED_OUT_HOLD_MS + response_ms;
             let after = "a leader's renewal timed out";
             violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, timed_out, bound, after));
         }
+    }
+    // A lease key taken away: the leader's next renewal is refused, and a
+    // refused renewal ends the term under both demotions.
+    for m in &markers {
+        let Marker::TakenAway { node, at, until, .. } = m else { continue };
+        let touched = |(s, e): (u64, u64)| s <= *until && e >= *at;
+        let stalled = markers.iter().any(|x| matches!(x, Marker::Stall { .. }) && x.disturbs().is_some_and(touched));
+        if stalled || schedule_spans.iter().any(|&f| touched(f)) {
+            continue;
+        }
+        let why =
+            format!("its lease key was overwritten with another owner at {at}ms, so its next renewal was refused");
+        violations.extend(checker::election::check_failed_renewal(events, ELECTION_NAME, node, *at, *until, &why));
     }
     // A newer epoch means the older leader's key is gone: its next renewal
     // is refused and its term ends, under either demotion (under
@@ -1305,10 +1425,7 @@ pub fn run_planned(
     if matches!(variant, Variant::Election | Variant::RenewOnly) {
         let mut disturbed = fault_spans.clone();
         disturbed.extend(freeze_spans.iter().copied());
-        disturbed.extend(events.iter().filter_map(|e| match e.op {
-            Op::Paused { ms, .. } => Some((e.time, e.time + ms)),
-            _ => None,
-        }));
+        disturbed.extend(checker::interruptions(events).into_iter().map(|(_, start, end)| (start, end)));
         let bound = planned.renew_ms + response_ms + LIVENESS_SLACK_MS;
         violations.extend(checker::election::check_superseded(
             events,
@@ -1418,7 +1535,16 @@ pub const SITUATIONS: &[Situation] = &[
     HAND_BACK_HELD,
     CAMPAIGN_HELD_AT_STOP,
     RENEWAL_TIMED_OUT,
+    LEASE_KEY_TAKEN,
 ];
+
+/// A leader's lease key overwritten with another owner (`election` and
+/// `election-renew-only`).
+const LEASE_KEY_TAKEN: Situation = Situation {
+    name: "lease-key-taken-away",
+    meaning:
+        "a leader's lease key was overwritten with another owner: its next renewal is refused and must end its term",
+};
 
 /// A leader's renewal held past the response timeout (`election` and
 /// `election-renew-only`).
@@ -1462,6 +1588,7 @@ pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
     },
     Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
     RENEWAL_TIMED_OUT,
+    LEASE_KEY_TAKEN,
 ];
 
 /// What `election-no-epoch` exists to reach.
@@ -1518,7 +1645,7 @@ fn reach_from_history(
             *duration > lease_ms
                 && reigns.iter().any(|r| &r.process == node && r.from <= *at && r.to > *at && r.to < at + duration)
         }
-        Marker::Stop { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } => false,
+        Marker::Stop { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } | Marker::TakenAway { .. } => false,
     });
     if variant.at_deadline() && stalled_past_deadline {
         outcome.reach("stalled-leader-stopped-believing");
@@ -1658,7 +1785,7 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
         slow_renewals: None,
     };
     let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
-    let (run, markers) = run_plan(servers, k, variant, &plan, config, Schedule::none(), None)?;
+    let (run, markers) = run_plan(servers, k, variant, &plan, config, Schedule::none(), Aimed::default())?;
     let events = run.history.events();
     let mut h = Histograms::new();
     let (failovers, handovers) = measure(&events, &markers, LEASE_MS, &mut h);

@@ -355,6 +355,7 @@ impl LockWorkload {
                 &run.executions.concat(),
                 &schedule.spans(),
                 &schedule.freeze_spans(),
+                &(0..self.plan.clients).map(|i| (format!("client-{i}"), schedule.spans_reaching(i))).collect(),
             ));
             outcome.violations.extend(corrupt_state::check(&outcome.history));
             outcome.violations.extend(lease_views::check(&outcome.history, DRIFT));
@@ -592,6 +593,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             super::validation::lock_settings(&actor, &names_conn)?;
             super::validation::durations(&actor);
             super::stale_lease::probe(&actor, l).await?;
+            super::guard_probe::probe(&actor, l, w.lock_node).await?;
         }
         let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
         actor.configured(
@@ -1030,7 +1032,13 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
     )?
     .deadline(Duration::from_millis(bound - 20))
     .seeded(actor.seed_for("probe"));
-    let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts: 60, deadline_ms: Some(bound - 20), token };
+    let rop = |token| Op::Retry {
+        name: LOCK_NAME.into(),
+        attempts: 60,
+        deadline_ms: Some(bound - 20),
+        token,
+        backoff_ms: Some((5, 20)),
+    };
     let rid = actor.call("Retry::run", rop(None));
     let r = retry
         .run(|| {
@@ -1083,7 +1091,7 @@ fn lock_drift(w: &LockWorkload) -> redis_primitives::Result<redis_primitives::Dr
 
 /// Whether a guard gave up for the deadline; a failed extension whose
 /// error no fault explains is recorded for `unexpected-errors`.
-fn loss_is_deadline(actor: &Actor, reason: &redis_primitives::LeaseLoss) -> bool {
+pub(super) fn loss_is_deadline(actor: &Actor, reason: &redis_primitives::LeaseLoss) -> bool {
     match reason {
         redis_primitives::LeaseLoss::DeadlineReached => true,
         redis_primitives::LeaseLoss::Failed(e) if !e.outcome_is_unknown() => {
@@ -1681,10 +1689,13 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             // and the pause would land in whatever the client does next.)
             let stall_ms =
                 deadline_ms.filter(|&d| d > 0 && edges.random_bool(0.3)).map(|d| edges.random_range(d / 2..=d + 50));
+            // Half the time a low cap, so the doubling reaches it within a
+            // few attempts (drawn last: the edges above stay as they were).
+            let max_delay_ms = if edges.random_bool(0.5) { edges.random_range(5..=20) } else { 60 };
             let mut retry = redis_primitives::Retry::new(
                 core::num::NonZeroU32::new(attempts).expect("at least 2"),
                 Duration::from_millis(5),
-                Duration::from_millis(60),
+                Duration::from_millis(max_delay_ms),
             )?
             .seeded(cx.actor.seed_for(&format!("retry-{}", cx.actor.now())));
             if let Some(d) = deadline_ms {
@@ -1695,7 +1706,8 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 cx.actor
                     .configured("Retry", &[("Retry::attempts", retry.attempts().to_string(), attempts.to_string())]);
             }
-            let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token };
+            let backoff_ms = Some((5, max_delay_ms));
+            let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token, backoff_ms };
             let rid = cx.actor.call("Retry::run", rop(None));
             let tries = std::rc::Rc::new(std::cell::Cell::new(0u32));
             let (actor, lock, ttl, w) = (cx.actor.clone(), cx.lock.clone(), cx.ttl, cx.w.clone());

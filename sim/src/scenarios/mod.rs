@@ -17,6 +17,7 @@ pub mod counter_loss;
 pub mod election;
 pub mod fencing;
 pub mod fencing_unfenced;
+pub mod guard_probe;
 pub mod job_queue;
 pub mod lock;
 pub mod lock_failover;

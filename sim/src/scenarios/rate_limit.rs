@@ -157,6 +157,10 @@ const ALL: &[Situation] = &[
         meaning: "check_at instants ahead of the server's clock skipped a whole window while the key's state was still alive",
     },
     Situation {
+        name: "limit-lowered-for-a-key-in-use",
+        meaning: "a limiter with a lower limit denied a key a limiter with a higher one had filled (more entries in the window than its limit), and its retry-after was judged exactly",
+    },
+    Situation {
         name: "retry-after-honoured-after-healing",
         meaning: "after the last fault healed, a denied client retried at exactly its retry-after and was admitted",
     },
@@ -514,10 +518,31 @@ async fn client(
             Limit::new(base.max, Duration::from_millis(base.window_ms))?,
             actor.seed(),
         ));
+        let lowered =
+            base.max.checked_sub(1).filter(|&m| m > 0).map(|m| actor.rng_for("rate-limit-lowered").random_range(1..=m));
+        let lowered = match lowered {
+            Some(m) => Some((
+                m,
+                Arc::new(Limiter::new(
+                    variant,
+                    actor.connection(0),
+                    Limit::new(m, Duration::from_millis(base.window_ms))?,
+                    actor.seed(),
+                )),
+            )),
+            None => None,
+        };
+        let full = Arc::new(Limiter::new(
+            variant,
+            actor.connection(0),
+            Limit::new(base.max, Duration::from_millis(base.window_ms))?,
+            actor.seed(),
+        ));
         Some((
             actor.spawn(mass_expiry(actor.clone(), own, setup)),
             actor.spawn(pinned_ahead(actor.clone(), ahead, base)),
             actor.spawn(skewed_clocks(actor.clone(), skew, base)),
+            lowered.map(|(m, low)| actor.spawn(lowered_limit(actor.clone(), full, low, m, base))),
         ))
     } else {
         None
@@ -543,10 +568,13 @@ async fn client(
     if let Some(p) = prober {
         let _ = p.await;
     }
-    if let Some((m, a, k)) = mass {
+    if let Some((m, a, k, l)) = mass {
         let _ = m.await;
         let _ = a.await;
         let _ = k.await;
+        if let Some(l) = l {
+            let _ = l.await;
+        }
     }
     Ok(())
 }
@@ -688,6 +716,47 @@ async fn skewed_clocks(actor: Actor, limiter: Arc<Limiter>, setup: Setup) {
     }
     if known && backwards && actor.now() - start < w {
         actor.reached("skewed-clocks-went-backwards");
+    }
+}
+
+/// A limit lowered for a key in use (a configuration rollout: the old
+/// limiter and the new one share the key for a while). The old limiter
+/// (`base.max`) fills the key over half a window; the new one (`low`,
+/// lower) then finds more entries in the window than its limit, so its
+/// denial's retry-after is when the window drops below *its* limit — the
+/// `(count − low)`-th oldest entry leaving, not the oldest — and it asks
+/// again exactly one millisecond before that and at that instant. Every
+/// other workload shares a key between limiters of one limit, where the
+/// two instants are the same; `rate-limit-exact` replays the key with each
+/// decision's own limit.
+async fn lowered_limit(actor: Actor, full: Arc<Limiter>, low: Arc<Limiter>, low_max: u64, base: Setup) {
+    let mut rng = actor.rng_for("rate-limit-lowered-at");
+    let w = base.window_ms;
+    until(&actor, rng.random_range(100..=PROBE_END_MS - 2 * w)).await;
+    let key = "probe-lowered";
+    let gap = (w / (2 * base.max)).max(1);
+    for _ in 0..base.max {
+        let at = actor.now();
+        if one_request(actor.clone(), Arc::clone(&full), base, key.to_string(), Some(at)).await.is_none() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(1..=gap))).await;
+    }
+    let lowered = Setup { max: low_max, ..base };
+    let at = actor.now();
+    let Some(Decision::Denied { retry_after, .. }) =
+        one_request(actor.clone(), Arc::clone(&low), lowered, key.to_string(), Some(at)).await
+    else {
+        return;
+    };
+    let retry = at + retry_after.as_millis() as u64;
+    let mut known = true;
+    for t in [retry - 1, retry] {
+        until(&actor, t).await;
+        known &= one_request(actor.clone(), Arc::clone(&low), lowered, key.to_string(), Some(t)).await.is_some();
+    }
+    if known {
+        actor.reached("limit-lowered-for-a-key-in-use");
     }
 }
 

@@ -603,6 +603,10 @@ async fn release(actor: &Actor, r: &Redlock<SimConnection>, lease: &RedlockLease
     let id = actor.call("Redlock::release", op(None));
     let released = r.release(lease).await;
     check_timeouts(actor, r, &[&released.masters]);
+    // `deleted` counts the masters whose compare-and-delete removed our key:
+    // the yes votes, not every answer.
+    let yes = released.masters.iter().filter(|v| v.vote.is_yes()).count();
+    actor.configured_if_differs("Released", &[("Released::deleted", released.deleted.to_string(), yes.to_string())]);
     actor.ok(id, op(Some(RedlockRound { answers: answers(&released.masters), ..RedlockRound::default() })));
 }
 
