@@ -1,8 +1,14 @@
 //! `rp-sim check` against the committed `reports/baseline.json`: the
 //! election's seed set matches it as the library stands, and a broken
-//! primitive — the renewal script replaced by one that never renews, loaded
-//! into the production `Election` through the mutation hook — fails it with
-//! one readable line per difference and the command that accepts the change.
+//! primitive — the release script replaced by one that never deletes, loaded
+//! into the production `Election` through the mutation hook, so a stopping
+//! leader's hand-back does nothing and the next leader waits out the lease —
+//! fails it with one readable line per difference (the hand-over times
+//! move by an order of magnitude) and the command that accepts the change.
+//!
+//! (A renewal that never renews was the mutant here once; since the
+//! election's runs also take a leader's key away, its failovers stay within
+//! the histograms' tolerance and it is caught by violations alone.)
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,7 +20,7 @@ fn check(mutant: Option<&str>) -> (Option<i32>, String) {
     let scratch = std::env::temp_dir().join(format!("rp-check-mutant-{}.lua", std::process::id()));
     if let Some(text) = mutant {
         std::fs::write(&scratch, text).unwrap();
-        c.env("RP_MUTANT_SCRIPT", "lock_extend").env("RP_MUTANT_FILE", &scratch);
+        c.env("RP_MUTANT_SCRIPT", "lock_release").env("RP_MUTANT_FILE", &scratch);
     }
     let out = c.output().expect("rp-sim runs");
     let _ = std::fs::remove_file(&scratch);
@@ -22,11 +28,11 @@ fn check(mutant: Option<&str>) -> (Option<i32>, String) {
 }
 
 #[test]
-fn the_baseline_holds_and_a_broken_renewal_fails_it_readably() {
+fn the_baseline_holds_and_a_broken_hand_back_fails_it_readably() {
     let (code, text) = check(None);
     assert_eq!(code, Some(0), "the committed baseline no longer matches:\n{text}");
     let (code, text) = check(Some("return 0\n"));
-    assert_eq!(code, Some(1), "a leader that can never renew passed the check:\n{text}");
+    assert_eq!(code, Some(1), "a leader whose hand-back deletes nothing passed the check:\n{text}");
     assert!(
         text.lines().any(
             |l| l.trim_start().starts_with("election hand-over") || l.trim_start().starts_with("election failover")
