@@ -107,6 +107,10 @@ pub struct Execution {
     pub client: Arc<str>,
     /// The command name as sent (`EVALSHA`, `GET`, ...).
     pub command: String,
+    /// The first key it names: a script's first key (`EVAL`/`EVALSHA`/
+    /// `FCALL` and their `_RO` forms; `None` when it declares none), else
+    /// the first argument (not always a key: `WAIT 1 100` gives `"1"`).
+    pub key: Option<String>,
     /// The server's wall clock it ran under, in unix ms (what `TIME` read,
     /// truncated to the millisecond): simulated time plus the node's step.
     pub server_unix_ms: u64,
@@ -373,6 +377,7 @@ impl BridgeNode {
         let entry = Execution {
             client: Arc::clone(client),
             command: command_name(request),
+            key: first_key(request),
             server_unix_ms: at.as_millis() as u64,
             sim_ms: sim_now().as_millis() as u64,
             held_ms: held.as_millis() as u64,
@@ -521,6 +526,34 @@ fn command_name(request: &[u8]) -> String {
     String::from_utf8_lossy(name.strip_suffix(b"\r").unwrap_or(name)).to_ascii_uppercase()
 }
 
+/// The bulk strings of a request (`*n\r\n$len\r\nbytes\r\n…`), in order;
+/// stops at the first malformed one.
+fn arguments(request: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = request.splitn(2, |&b| b == b'\n').nth(1).unwrap_or_default();
+    core::iter::from_fn(move || {
+        let eol = rest.iter().position(|&b| b == b'\n')?;
+        let len: usize = core::str::from_utf8(rest.get(1..eol.checked_sub(1)?)?).ok()?.parse().ok()?;
+        let item = rest.get(eol + 1..eol + 1 + len)?;
+        rest = rest.get(eol + 1 + len + 2..).unwrap_or_default();
+        Some(item)
+    })
+}
+
+/// [`Execution::key`] of a request.
+fn first_key(request: &[u8]) -> Option<String> {
+    let mut args = arguments(request);
+    let command = args.next()?;
+    let scripted = ["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"];
+    if scripted.iter().any(|c| command.eq_ignore_ascii_case(c.as_bytes())) {
+        let _script = args.next()?;
+        let keys: usize = core::str::from_utf8(args.next()?).ok()?.parse().ok()?;
+        if keys == 0 {
+            return None;
+        }
+    }
+    args.next().map(|k| String::from_utf8_lossy(k).into_owned())
+}
+
 /// The canonical RESP encoding of a command: an array of bulk strings.
 pub fn encode_request(items: &[Value]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(16 + items.len() * 16);
@@ -555,6 +588,22 @@ fn exchange(real: &mut std::net::TcpStream, request: &[u8], reply: &mut Vec<u8>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_the_first_key() {
+        let encode = |items: &[&str]| {
+            encode_request(&items.iter().map(|i| Value::BulkString(i.as_bytes().to_vec())).collect::<Vec<_>>())
+                .expect("bulk strings")
+        };
+        assert_eq!(first_key(&encode(&["GET", "lock:{a}"])), Some("lock:{a}".into()));
+        assert_eq!(
+            first_key(&encode(&["EVALSHA", "abc", "2", "lock:{a}", "lock:{a}:fence", "x"])),
+            Some("lock:{a}".into())
+        );
+        assert_eq!(first_key(&encode(&["evalsha", "abc", "0", "x"])), None);
+        assert_eq!(first_key(&encode(&["PING"])), None);
+        assert_eq!(first_key(b"*2\r\n$3\r\nGET\r\n$9\r\nk"), None);
+    }
 
     #[test]
     fn frames_requests_exactly() {

@@ -545,6 +545,18 @@ pub enum Op {
         /// Token of the lease whose key was overwritten.
         token: Option<u64>,
     },
+    /// Observation: the call of this process invoked at `invoked` was
+    /// refused for want of replicas (`Error::NotAcknowledged` on `key`).
+    /// Judged by `acknowledged-writes`: the bridge's replication barrier has
+    /// every write of a node whose replicas are linked confirmed before it
+    /// answers, so a refusal with nothing touching the node throughout the
+    /// call is wrong.
+    NotAcknowledged {
+        /// The key the acknowledgement was for.
+        key: String,
+        /// When the refused call was invoked.
+        invoked: Millis,
+    },
     /// A write to a resource. `fenced` says whether the store checks tokens;
     /// `token` is the token (or election epoch) the writer believed it held.
     Write {
@@ -915,6 +927,7 @@ impl Op {
             Op::Extend { .. } => "extend",
             Op::LeaseLost { .. } => "lease-lost",
             Op::TakenAway { .. } => "taken-away",
+            Op::NotAcknowledged { .. } => "not-acknowledged",
             Op::Write { .. } => "write",
             Op::Read { .. } => "read",
             Op::RateLimit { .. } => "rate-limit",
@@ -977,6 +990,9 @@ impl fmt::Display for Op {
             }
             Op::TakenAway { name, token } => {
                 write!(f, "taken-away {name} token={} (its key overwritten with another owner)", opt(token))
+            }
+            Op::NotAcknowledged { key, invoked } => {
+                write!(f, "not-acknowledged {key} (the call invoked at {invoked}ms: too few replicas confirmed it)")
             }
             Op::Write { key, value, token, fenced, result } => {
                 let store = if *fenced { "fenced" } else { "unfenced" };

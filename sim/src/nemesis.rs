@@ -383,6 +383,16 @@ impl Schedule {
             .collect()
     }
 
+    /// The spans of every fault on node `node` (a replication cut, a
+    /// failover, a crash, a pause, a clock step...): outside them its
+    /// replicas are linked and the bridge's barrier has each write confirmed
+    /// before it answers. Wider than what unlinks a replica, on purpose: a
+    /// checker that convicts a refusal outside them convicts nothing a fault
+    /// could explain.
+    pub fn unlinked_spans(&self, node: u32) -> Vec<(Millis, Millis)> {
+        self.faults.iter().filter(|f| f.target == Target::Node(node)).map(|f| (f.at, f.end())).collect()
+    }
+
     /// The spans of the faults that can reach client `client`: its own
     /// (pauses, its links), and every fault of a node (any request of its
     /// may go there). Narrower than [`Schedule::spans`] for the checkers'

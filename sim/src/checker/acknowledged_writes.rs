@@ -17,9 +17,24 @@
 //! `Error::NotAcknowledged`, recorded as an unknown outcome (the write was
 //! applied on the primary and may be lost). Writes that straddle an edge of
 //! the span are not judged.
+//!
+//! The other way round ([`check_refusals`]): outside every fault on the
+//! node its replicas are linked, and the barrier has each write confirmed
+//! before it answers, so the `WAIT` that follows counts them. A call refused
+//! `NotAcknowledged` ([`Op::NotAcknowledged`]) with no fault on the node
+//! anywhere between its invoke and its answer (an acquire or a write, of a
+//! lock or a store that waits) was refused for nothing: an acknowledgement
+//! that needs one replica too many, or counts the wrong connection's writes,
+//! refuses every acquire and the name stays free for nobody.
 
 use super::{completed, Violation, ACKNOWLEDGED_WRITES};
 use crate::history::{Event, EventKind, Millis, Op, WriteResult};
+
+/// The invariant, for the registry rows of the scenarios that judge it.
+pub const DECLARED: &[(&str, &str)] = &[(
+    ACKNOWLEDGED_WRITES,
+    "an acknowledgement is honest both ways: never a write reported accepted that no replica received (one made while replication was cut), never an acquire or write refused NotAcknowledged while every replica was linked",
+)];
 
 /// Judges the fenced writes of `events` against `unreplicated`: the spans
 /// `(start, end)` during which the node the store writes to had no replica
@@ -44,6 +59,28 @@ pub fn check(events: &[Event], unreplicated: &[(Millis, Millis)]) -> Vec<Violati
                     "{key}: {} wrote {value:?} with token {token} at {}ms and the acknowledged store answered Accepted at {}ms, \
                      but no replica received anything from {start}ms to {end}ms: a failover loses a write reported as confirmed",
                     c.done.process, c.invoke_time, c.done.time
+                ),
+            ));
+        }
+    }
+    super::capped(out, ACKNOWLEDGED_WRITES)
+}
+
+/// Judges every [`Op::NotAcknowledged`] of `events` against `faulted`: the
+/// spans of the faults on the node the acknowledgement waited on
+/// ([`crate::nemesis::Schedule::unlinked_spans`]).
+pub fn check_refusals(events: &[Event], faulted: &[(Millis, Millis)]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for e in events {
+        let Op::NotAcknowledged { key, invoked } = &e.op else { continue };
+        let touched = faulted.iter().any(|&(s, end)| s <= e.time && end >= *invoked);
+        if !touched {
+            out.push(Violation::new(
+                ACKNOWLEDGED_WRITES,
+                Some(e.time),
+                format!(
+                    "{key}: {} was refused NotAcknowledged at {}ms for a call invoked at {invoked}ms, but nothing touched the node in between: its replica was linked and had confirmed every write",
+                    e.process, e.time
                 ),
             ));
         }
@@ -78,5 +115,20 @@ mod tests {
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("at 810ms") && v[0].detail.contains("from 800ms to 1500ms"), "{v:?}");
         assert!(check(&h.events(), &[]).is_empty());
+    }
+
+    #[test]
+    fn a_refusal_with_nothing_on_the_node_is_a_violation() {
+        let h = History::new();
+        let refused = |invoked: Millis, at: Millis| {
+            h.observe_at(at, "c0", Op::NotAcknowledged { key: "lock:{l}".into(), invoked });
+        };
+        refused(100, 102); // replicas linked throughout: convicted
+        refused(790, 805); // the cut began during the call
+        refused(1000, 1003); // inside the cut
+        refused(1499, 1502); // ends as the cut does
+        let v = check_refusals(&h.events(), &[(800, 1500)]);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("invoked at 100ms"), "{v:?}");
     }
 }

@@ -51,6 +51,19 @@
 //!   or a fault, a freeze, or a pause or held request of the caller's own
 //!   overlapped the span from the cancellation to the read's answer (a lost
 //!   or overtaken release).
+//! - **schedule** (`liveness`): the keep-alive sends each extension one
+//!   interval after the previous request that set the lease was *sent*
+//!   (the acquire, then each extension), or at once when that request's
+//!   answer came later; an interval counted from the answer lets every
+//!   slow reply push the lease towards its deadline. Judged on the lock
+//!   server's execution log, by the requests of the caller naming the lease
+//!   key sent before the body ended or was dropped: a request was sent at
+//!   `ran − held` and answered at `ran`, both give or take a link's latency
+//!   ([`TAKEN_AWAY_SLACK_MS`] in all); a gap past that, or a body still
+//!   running past it with no extension sent, is a violation unless a fault
+//!   reaching the caller, a freeze or a stall of its own, or a held request
+//!   the log does not account for (one the next request may have queued
+//!   behind) overlapped it.
 
 use std::collections::BTreeMap;
 
@@ -190,6 +203,34 @@ pub fn check(
         }
         if let (Some(GuardedResult::Cancelled { at, .. }), None) = (outcome, taken) {
             if let Some(v) = kept_after_cancel(events, &calls, g, name, *at, &undisturbed) {
+                out.push(v);
+            }
+        }
+        let body_end = match outcome {
+            Some(GuardedResult::Cancelled { at, .. }) => Some(*at),
+            Some(GuardedResult::Completed) => calls
+                .iter()
+                .filter(|r| {
+                    r.process == g.process
+                        && matches!(r.op, Op::Release { token: Some(t), .. } if t == token)
+                        && r.invoked >= g.invoked
+                        && r.invoked <= done.time
+                })
+                .map(|r| r.invoked)
+                .max(),
+            _ => None,
+        };
+        if let (Some(end), Some(every)) = (body_end, every) {
+            let reaches = reaching.get(g.process).map_or(faults, Vec::as_slice);
+            let calm = |from: Millis, to: Millis| {
+                let overlaps = |s: Millis, e: Millis| s <= to && e >= from;
+                !reaches.iter().any(|&(s, e)| overlaps(s, e))
+                    && (reaching.contains_key(g.process) || !freezes.iter().any(|&(s, e)| overlaps(s, e)))
+                    && !super::paused(events, g.process, overlaps)
+            };
+            let lease =
+                Lease { process: g.process, name, token: *token, from: g.invoked, until: done.time, end, every };
+            if let Some(v) = late_extension(&lease, executions, events, calm) {
                 out.push(v);
             }
         }
@@ -339,6 +380,86 @@ fn named(op: &Op) -> Option<&str> {
     }
 }
 
+/// One guarded call's lease, for [`late_extension`].
+struct Lease<'a> {
+    process: &'a str,
+    name: &'a str,
+    token: u64,
+    /// The call's invoke and completion.
+    from: Millis,
+    until: Millis,
+    /// When its body ended or was dropped: the keep-alive stops there.
+    end: Millis,
+    /// The keep-alive interval.
+    every: Millis,
+}
+
+/// The schedule rule (see the module docs); `calm(from, to)` says no fault
+/// reaching the caller, freeze or stall of its own overlapped the span.
+fn late_extension(
+    l: &Lease<'_>,
+    executions: &[Execution],
+    events: &[Event],
+    calm: impl Fn(Millis, Millis) -> bool,
+) -> Option<Violation> {
+    // `Lock::new`'s documented key.
+    let key = format!("lock:{{{}}}", l.name);
+    let sent = |x: &Execution| x.sim_ms.saturating_sub(x.held_ms);
+    let mine = |x: &&Execution| *x.client == *l.process;
+    let mut requests: Vec<&Execution> = executions
+        .iter()
+        .filter(mine)
+        .filter(|x| x.key.as_deref() == Some(key.as_str()) && sent(x) >= l.from && sent(x) <= l.end)
+        .collect();
+    requests.sort_by_key(|x| x.sim_ms);
+    // Held requests the lease's own requests do not account for (one sent
+    // before the call, another key's): a later request on the connection
+    // may have queued behind them.
+    let accounted = |ms: u64| requests.iter().any(|x| x.held_ms == ms);
+    let mut holds: Vec<(Millis, Millis)> = events
+        .iter()
+        .filter(|e| e.process == l.process && e.time <= l.until)
+        .filter_map(|e| match e.op {
+            Op::Delayed { ms, mentioning: Some(_), .. } if e.time >= l.from && accounted(ms) => None,
+            Op::Delayed { ms, .. } => Some((e.time, e.time + ms)),
+            _ => None,
+        })
+        .collect();
+    holds.extend(
+        executions
+            .iter()
+            .filter(mine)
+            .filter(|x| x.held_ms > 0 && !requests.iter().any(|r| std::ptr::eq(*r, *x)))
+            .map(|x| (sent(x), x.sim_ms)),
+    );
+    let judged = |from: Millis, to: Millis| calm(from, to) && !holds.iter().any(|&(s, e)| s <= to && e >= from);
+    let due = |x: &Execution| (sent(x) + l.every).max(x.sim_ms) + TAKEN_AWAY_SLACK_MS;
+    for pair in requests.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if sent(b) > due(a) && judged(sent(a), b.sim_ms) {
+            return Some(Violation::new(
+                LIVENESS,
+                Some(sent(b)),
+                format!(
+                    "{} (token {}): its keep-alive sent a request on {key} at {}ms; the previous one was sent at {}ms and answered by {}ms, so with an interval of {}ms the next was due by {}ms (an interval counts from the send)",
+                    l.process, l.token, sent(b), sent(a), a.sim_ms, l.every, due(a)
+                ),
+            ));
+        }
+    }
+    let last = requests.last()?;
+    (l.end > due(last) && judged(sent(last), l.end)).then(|| {
+        Violation::new(
+            LIVENESS,
+            Some(l.end),
+            format!(
+                "{} (token {}): its body ran until {}ms, but the keep-alive sent nothing on {key} after the request sent at {}ms and answered by {}ms; with an interval of {}ms the next extension was due by {}ms",
+                l.process, l.token, l.end, sent(last), last.sim_ms, l.every, due(last)
+            ),
+        )
+    })
+}
+
 /// The hand-back rule (see the module docs) for call `g` on `name`,
 /// cancelled at `at`; `undisturbed(from, to)` says no fault, freeze or
 /// pause of the caller overlapped the span.
@@ -443,8 +564,14 @@ mod tests {
             end,
             outcome,
         );
-        let log =
-            Execution { client: "a".into(), command: "EVALSHA".into(), server_unix_ms: ran, sim_ms: ran, held_ms: ms };
+        let log = Execution {
+            client: "a".into(),
+            command: "EVALSHA".into(),
+            key: None,
+            server_unix_ms: ran,
+            sim_ms: ran,
+            held_ms: ms,
+        };
         (h, vec![log])
     }
 

@@ -45,15 +45,30 @@
 //!    (no deadline set) only after making all its attempts, and a grant it
 //!    reports is its last attempt's; between attempts `n` and `n + 1` (from
 //!    0) it slept at most `min(base × 2^n, max)` (when the history records
-//!    its backoff), unless its caller was frozen meanwhile.
+//!    its backoff), unless its caller was frozen meanwhile; an attempt that
+//!    failed with an error is its last (an error is not a refusal: the
+//!    policy returns it, and a `Retry::run` that answered a grant or gave
+//!    up after one went on past it).
 //!
-//! Rules 2, 3 (refusals) and 5 (`None`) assume no server restart and no
-//! clock step in the history (both end leases early); they are skipped
-//! otherwise.
+//! 7. A definite answer (true, false, a grant, a refusal, a remaining
+//!    time, a token) comes from the server: some request of the caller ran
+//!    at the lock's server between the call's invoke and its answer (the
+//!    bridge's execution log). A failure reported as a refusal (a timed-out
+//!    release read as "already gone", a cached answer) has none.
+//!
+//! Rule 5 also bounds a `Some` by the lease that was definitely present
+//! throughout the read: the key expired no earlier than that lease's
+//! earliest possible expiry and no later than its latest, so the reading is
+//! within a millisecond of `[alive_min − answer, alive_max − invoke]`.
+//!
+//! Rules 2, 3 (refusals) and 5 (`None`, and the bounds of a `Some`) assume
+//! no server restart and no clock step in the history (both end leases
+//! early); they are skipped otherwise.
 
 use std::collections::BTreeMap;
 
 use super::{Violation, LOCK_REPLIES};
+use crate::bridge::Execution;
 use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
 
 /// After the last fault heals, a request still in flight is delivered
@@ -365,8 +380,9 @@ fn frozen(events: &[Event], process: &str, from: Millis, to: Millis) -> bool {
 }
 
 /// Checks every lock reply in `events`.
-pub fn check(events: &[Event]) -> Vec<Violation> {
-    check_tokens(events, None)
+/// `executions` is the lock server's execution log (rule 7).
+pub fn check(events: &[Event], executions: &[Execution]) -> Vec<Violation> {
+    check_tokens(events, executions, None)
 }
 
 /// As [`check`], for a lock whose tokens are floored by the server's clock
@@ -374,16 +390,41 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
 /// token is at most `max(the previous + 1, the clock)`, so the `k`-th
 /// acquire possibly granted by simulated time `t` issued at most
 /// `clock(t) + k`, the bound `current_token` is held to.
-pub fn check_floored(events: &[Event], epoch_unix_ms: u64) -> Vec<Violation> {
-    check_tokens(events, Some(epoch_unix_ms))
+pub fn check_floored(events: &[Event], executions: &[Execution], epoch_unix_ms: u64) -> Vec<Violation> {
+    check_tokens(events, executions, Some(epoch_unix_ms))
 }
 
-fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation> {
+/// Whether a `Lock` call's definite answer must have come from the server
+/// (rule 7): every operation that asks Redis, none that only observes.
+fn asks_the_server(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Acquire { .. } | Op::Extend { .. } | Op::Release { .. } | Op::RemainingTtl { .. } | Op::CurrentToken { .. }
+    )
+}
+
+fn check_tokens(events: &[Event], executions: &[Execution], floor_epoch_ms: Option<u64>) -> Vec<Violation> {
     let m = Model::new(events);
     let mut out = Vec::new();
     let mut push = |at: Millis, detail: String| out.push(Violation::new(LOCK_REPLIES, Some(at), detail));
     for (ci, c) in m.calls.iter().enumerate() {
         let Some((kind, done, result)) = c.done else { continue };
+        // Rule 7. Observations (invoked and answered at once, no request)
+        // are not calls.
+        let observation = c.invoked == done && std::ptr::eq(c.op, result);
+        if matches!(kind, EventKind::Ok | EventKind::Fail) && asks_the_server(c.op) && !observation {
+            let ran = executions.iter().any(|x| *x.client == *c.process && x.sim_ms >= c.invoked && x.sim_ms <= done);
+            if !ran {
+                push(done, format!(
+                    "{}: {} answered {} at {done}ms (invoked {}ms), but no request of {} ran at the lock's server in between: the answer did not come from Redis",
+                    c.process,
+                    c.op.verb(),
+                    if kind == EventKind::Ok { "yes" } else { "no" },
+                    c.invoked,
+                    c.process
+                ));
+            }
+        }
         match (c.op, kind) {
             (Op::Extend { .. } | Op::Release { .. }, EventKind::Ok | EventKind::Fail) => {
                 let verb = c.op.verb();
@@ -498,6 +539,21 @@ fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation>
                                 "{}: remaining_ttl of {name} is {ms}ms at {done}ms, more than any TTL requested so far ({max_ttl}ms)",
                                 c.process
                             ));
+                        } else if let Some(l) = m.definitely_held(name, c.invoked, done, None) {
+                            // The one lease present throughout: its key
+                            // expires within [alive_min, alive_max], read at
+                            // some instant of [invoke, done] (PTTL truncates
+                            // to the millisecond).
+                            let (low, high) = (
+                                m.alive_min(l, c.invoked, done).saturating_sub(done + 1),
+                                m.alive_max(l, None, done).saturating_sub(c.invoked) + 1,
+                            );
+                            if *ms < low || *ms > high {
+                                push(done, format!(
+                                    "{}: remaining_ttl of {name} is {ms}ms over [{}ms, {done}ms], but {}'s lease was present throughout and expires {low}..={high}ms after the read",
+                                    c.process, c.invoked, who(l)
+                                ));
+                            }
                         } else if m.definitely_free(name, c.invoked, done, None) {
                             push(done, format!(
                                 "{}: remaining_ttl of {name} is {ms}ms over [{}ms, {done}ms] while the lock was definitely free",
@@ -614,6 +670,19 @@ fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation>
                         format!("{}: Retry::run made {} attempts, more than {attempts}", c.process, inner.len()),
                     );
                 }
+                // A completed attempt recorded as unknown failed with an
+                // error: the policy stops there and returns it.
+                if let Some((n, a)) =
+                    inner.iter().enumerate().find(|(_, a)| matches!(a.done, Some((EventKind::Info, ..))))
+                {
+                    push(done, format!(
+                        "{}: Retry::run on {name} answered {} at {done}ms, but its attempt {} failed with an error at {}ms: an error ends the retry and is returned",
+                        c.process,
+                        if kind == EventKind::Ok { "a grant" } else { "that it gave up" },
+                        n + 1,
+                        a.done_at()
+                    ));
+                }
             }
             _ => {}
         }
@@ -625,6 +694,65 @@ fn check_tokens(events: &[Event], floor_epoch_ms: Option<u64>) -> Vec<Violation>
 mod tests {
     use super::*;
     use crate::history::History;
+
+    /// Every call's request ran at the server when it was sent (rule 7's
+    /// input for the tests of the other rules).
+    fn served(events: &[Event]) -> Vec<Execution> {
+        events
+            .iter()
+            .filter(|e| e.kind == EventKind::Invoke)
+            .map(|e| Execution {
+                client: e.process.as_str().into(),
+                command: "EVALSHA".into(),
+                key: None,
+                server_unix_ms: e.time,
+                sim_ms: e.time,
+                held_ms: 0,
+            })
+            .collect()
+    }
+
+    fn check(events: &[Event]) -> Vec<Violation> {
+        super::check(events, &served(events))
+    }
+
+    #[test]
+    fn an_answer_no_request_produced_fails() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        rel(&h, "a", 30, 280, 1, EventKind::Fail);
+        let events = h.events();
+        // The release's request never ran (it timed out unsent): only the
+        // acquire's did.
+        let only_acquire: Vec<Execution> = served(&events).into_iter().filter(|x| x.sim_ms == 0).collect();
+        let v = super::check(&events, &only_acquire);
+        assert!(v.iter().any(|v| v.detail.contains("did not come from Redis")), "{v:?}");
+        // Run late, after the answer: still not where the answer came from.
+        let mut late = only_acquire.clone();
+        late.push(Execution { sim_ms: 281, ..served(&events)[1].clone() });
+        assert!(super::check(&events, &late).iter().any(|v| v.detail.contains("did not come from Redis")));
+        // Run inside the call: the refusal is judged by the other rules only.
+        let v = check(&events);
+        assert!(v.iter().all(|v| !v.detail.contains("did not come from Redis")), "{v:?}");
+    }
+
+    #[test]
+    fn a_remaining_time_is_bounded_by_the_lease_present() {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        let rt = |h: &History, t, v| {
+            let id = h.invoke_at(t, "r", Op::RemainingTtl { name: "l".into(), ms: None });
+            h.ok(id, "r", Op::RemainingTtl { name: "l".into(), ms: v });
+        };
+        rt(&h, 10, Some(89));
+        rt(&h, 20, Some(83));
+        assert_eq!(check(&h.events()), vec![]);
+        // Rounded to whole seconds: 0 while ~60 ms are left.
+        rt(&h, 40, Some(0));
+        let v = check(&h.events());
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("expires 59..=63ms after the read"), "{v:?}");
+    }
 
     fn acq(h: &History, p: &str, t0: u64, t1: u64, token: Option<u64>) {
         let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
@@ -754,6 +882,35 @@ mod tests {
         let v = check(&h2.events());
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("after 2 of its 3 attempts"), "{v:?}");
+    }
+
+    #[test]
+    fn a_retry_that_goes_on_past_an_error_fails() {
+        let op = |token| Op::Retry { name: "l".into(), attempts: 3, deadline_ms: None, token, backoff_ms: None };
+        let run = |errored: bool| {
+            let h = History::new();
+            let id = h.invoke_at(0, "a", op(None));
+            let first = Op::Acquire { name: "l".into(), ttl_ms: 100, token: None, deadline: None };
+            let a = h.invoke_at(0, "a", first.clone());
+            if errored {
+                // Timed out: recorded as unknown; the retry went on.
+                h.complete_at(250, a, "a", EventKind::Info, first);
+                acq(&h, "a", 255, 257, Some(1));
+            } else {
+                h.complete_at(
+                    257,
+                    a,
+                    "a",
+                    EventKind::Ok,
+                    Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(1), deadline: None },
+                );
+            }
+            h.complete_at(257, id, "a", EventKind::Ok, op(Some(1)));
+            check(&h.events())
+        };
+        assert_eq!(run(false), vec![]);
+        let v = run(true);
+        assert!(v.iter().any(|v| v.detail.contains("its attempt 1 failed with an error at 250ms")), "{v:?}");
     }
 
     #[test]

@@ -638,6 +638,7 @@ mod tests {
                     Some(Execution {
                         client: e.process.as_str().into(),
                         command: "EVALSHA".into(),
+                        key: None,
                         server_unix_ms: *t,
                         sim_ms: e.time,
                         held_ms: 0,

@@ -1,5 +1,6 @@
-//! The guard probe: a guarded lease taken away under its body, and one
-//! whose extension fails while the key is still its own.
+//! The guard probe: a guarded lease taken away under its body, one whose
+//! extension fails while the key is still its own, and a `with_lock` whose
+//! release gets no answer.
 //!
 //! The workload's guarded calls lose their leases to expiry: a client
 //! pause, a held extension, a partition. Two losses it never stages:
@@ -17,18 +18,31 @@
 //!   still ours at the server, and the guard must hand it back rather than
 //!   leave the name blocked until the TTL runs out. The workload's guards
 //!   give up at or after expiry, when there is nothing left to hand back.
+//! - **Extension answered late.** The first extension is held at the
+//!   server for a fraction of the interval while the lease has plenty of
+//!   time left: the keep-alive must send the next one an interval after it
+//!   *sent* the first, not after the answer. The workload holds its
+//!   guards' first extensions past the lease's expiry, where no second one
+//!   follows.
+//! - **Release unanswered.** `with_lock`'s release is held at the server
+//!   past the response timeout on an uncontended name: the body ran, the
+//!   release's outcome is unknown, and the call must say so
+//!   (`Release::Unknown`), not report the key already gone. The workload's
+//!   `with_lock` calls stage the same hold, but only when they win the
+//!   contended name.
 //!
-//! Once per run, before its workload, the first client runs both on names
-//! of its own through the workload's `Lock`, and records them as the
-//! workload records its guarded calls ([`Op::Guarded`] around an
-//! [`Op::Acquire`]), with an [`Op::TakenAway`] at the overwrite and an
-//! [`Op::RemainingTtl`] read right after the second call. What the
-//! outcomes must be is `checker::guarded_body`'s business (its
-//! *taken away* and *hand-back* rules), which knows the faults that excuse
-//! a late answer; the probe only stages and records.
+//! Once per run, before its workload, the first client runs all four on
+//! names of its own through the workload's `Lock`, and records them as the
+//! workload records its calls ([`Op::Guarded`] around an [`Op::Acquire`],
+//! an [`Op::Release`] from the body's end), with an [`Op::TakenAway`] at the
+//! overwrite and an [`Op::RemainingTtl`] read right after the second call.
+//! What the outcomes must be is the checkers' business
+//! (`checker::guarded_body`'s *taken away*, *hand-back* and *schedule* rules,
+//! `checker::lock_replies`' rule 7 for the release), which know the faults
+//! that excuse a late answer; the probe only stages and records.
 
 use core::time::Duration;
-use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, Ttl};
+use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
 use crate::history::{GuardedResult, Op};
 use crate::net::SimConnection;
@@ -45,13 +59,65 @@ const TAKEN_TTL_MS: u64 = 300;
 const FAILED_TTL_MS: u64 = 600;
 /// The failing lease's extend interval.
 const FAILED_EVERY_MS: u64 = 100;
+/// The lock name whose first extension is answered late.
+const SLOW: &str = "guard-probe-slow";
+/// How long that extension is held at the server: well under the
+/// interval, far from the deadline.
+const SLOW_HOLD_MS: u64 = 60;
+/// The lock name whose `with_lock` release gets no answer.
+const UNANSWERED: &str = "guard-probe-unanswered";
 /// Longer than any guarded call here: a body that is never done by itself.
 const BODY_MS: u64 = 3 * FAILED_TTL_MS;
 
 /// Runs both cases on `lock` (see the module docs).
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
     taken_away(actor, lock, &actor.connection(node)).await?;
-    failed_extension(actor, lock, node).await
+    failed_extension(actor, lock, node).await?;
+    slow_extension(actor, lock, node).await?;
+    unanswered_release(actor, lock, node).await
+}
+
+/// The first extension is held for [`SLOW_HOLD_MS`]; the body runs four
+/// intervals and ends by itself.
+async fn slow_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
+    let ttl = Ttl::from_millis(FAILED_TTL_MS)?;
+    let policy = KeepAlive::new(lock, ttl, Duration::from_millis(FAILED_EVERY_MS))?;
+    let body = move |lease: Lease, actor: Actor| async move {
+        actor.delay_next_request_mentioning(node, SLOW_HOLD_MS, lease.key());
+        tokio::time::sleep(Duration::from_millis(4 * FAILED_EVERY_MS + FAILED_EVERY_MS / 2)).await;
+    };
+    guarded(actor, lock, SLOW, policy, body).await?;
+    Ok(())
+}
+
+/// `with_lock` whose release is held at the server past the response
+/// timeout: recorded as the workload records `with_lock`.
+async fn unanswered_release(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
+    let ttl_ms = FAILED_TTL_MS;
+    let ttl = Ttl::from_millis(ttl_ms)?;
+    let hold = actor.net().response_timeout.as_millis() as u64 + 10;
+    let acquire = |token, deadline| Op::Acquire { name: UNANSWERED.into(), ttl_ms, token, deadline };
+    let release = |token| Op::Release { name: UNANSWERED.into(), token: Some(token) };
+    let acquire_id = actor.call("Lock::with_lock", acquire(None, None));
+    let inner = actor.clone();
+    let r = lock
+        .with_lock(UNANSWERED, ttl, move |lease: Lease| async move {
+            let token = lease.token().get();
+            inner.ok(acquire_id, acquire(Some(token), Some(inner.millis_of(lease.local_deadline()))));
+            inner.delay_next_request_mentioning(node, hold, lease.key());
+            (inner.invoke(release(token)), token)
+        })
+        .await;
+    match r {
+        Ok(LockOutcome::Ran { output: (rid, token), release: outcome, .. }) => match outcome {
+            Release::Released => actor.ok(rid, release(token)),
+            Release::AlreadyGone => actor.fail(rid, release(token)),
+            Release::Unknown(e) => actor.errored(rid, release(token), &e),
+        },
+        Ok(LockOutcome::NotAcquired) => actor.fail(acquire_id, acquire(None, None)),
+        Err(e) => actor.errored(acquire_id, acquire(None, None), &e),
+    }
+    Ok(())
 }
 
 /// The key is overwritten with another owner right after the acquire.
@@ -125,6 +191,7 @@ where
     let every_ms = Some(policy.every().as_millis() as u64);
     let gop = |token, outcome| Op::Guarded { name: name.into(), token, outcome, every_ms };
     let acquire = |token, deadline| Op::Acquire { name: name.into(), ttl_ms, token, deadline };
+    let release = |token| Op::Release { name: name.into(), token: Some(token) };
     let gid = actor.call("Lock::with_lock_guarded", gop(None, None));
     let acquire_id = actor.invoke(acquire(None, None));
     let inner = actor.clone();
@@ -135,7 +202,9 @@ where
             let out = body(lease, inner.clone());
             async move {
                 out.await;
-                token
+                // The body's end, as the workload marks it: the release
+                // follows.
+                (inner.invoke(release(token)), token)
             }
         })
         .await;
@@ -145,8 +214,13 @@ where
             actor.ok(gid, gop(None, Some(GuardedResult::NotAcquired)));
             Ok(false)
         }
-        Ok(GuardedOutcome::Completed { output, .. }) => {
-            actor.ok(gid, gop(Some(output), Some(GuardedResult::Completed)));
+        Ok(GuardedOutcome::Completed { output: (rid, token), release: outcome, .. }) => {
+            match outcome {
+                Release::Released => actor.ok(rid, release(token)),
+                Release::AlreadyGone => actor.fail(rid, release(token)),
+                Release::Unknown(e) => actor.errored(rid, release(token), &e),
+            }
+            actor.ok(gid, gop(Some(token), Some(GuardedResult::Completed)));
             Ok(false)
         }
         Ok(GuardedOutcome::Cancelled { token, reason, at }) => {

@@ -39,7 +39,8 @@ use super::Outcome;
 use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::checker::mutual_exclusion::{self, Policy};
 use crate::checker::{
-    corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies, stale_overwrite,
+    acknowledged_writes, corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies,
+    stale_overwrite,
 };
 use crate::history::{GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, Schedule};
@@ -347,8 +348,12 @@ impl LockWorkload {
         outcome.violations.extend(stale_overwrite::check(&outcome.history));
         if self.lock == LockKind::Fenced && self.modes {
             outcome.violations.extend(match self.protection {
-                Protection::TimeFloored => lock_replies::check_floored(&outcome.history, DEFAULT_EPOCH_UNIX_MS),
-                _ => lock_replies::check(&outcome.history),
+                Protection::TimeFloored => lock_replies::check_floored(
+                    &outcome.history,
+                    &run.executions[self.lock_node as usize],
+                    DEFAULT_EPOCH_UNIX_MS,
+                ),
+                _ => lock_replies::check(&outcome.history, &run.executions[self.lock_node as usize]),
             });
             outcome.violations.extend(guarded_body::check(
                 &outcome.history,
@@ -390,6 +395,12 @@ impl LockWorkload {
         }
         if self.replicas > 0 {
             super::lock_failover::reach(&mut outcome, &schedule);
+        }
+        if self.protection == Protection::Acknowledged {
+            outcome.violations.extend(acknowledged_writes::check_refusals(
+                &outcome.history,
+                &schedule.unlinked_spans(self.lock_node as u32),
+            ));
         }
         let mut h = Histograms::new();
         stats::record_acquire_latency(&outcome.history, &mut h);
@@ -677,6 +688,9 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             // was not handed out (and was released), a refusal like `None`.
             Err(e @ redis_primitives::Error::NotAcknowledged { .. }) => {
                 actor.fail(id, acquire_op(None, None));
+                if let redis_primitives::Error::NotAcknowledged { key, .. } = &e {
+                    actor.observe(Op::NotAcknowledged { key: key.clone(), invoked: sent });
+                }
                 actor.reached(super::lock_failover::situation::ACQUIRE_NOT_ACKNOWLEDGED);
                 actor.note(format!("acquire: {e}"));
                 sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
@@ -1355,9 +1369,19 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             cx.maybe_workload_stall().await;
             let token = lease.token().get();
             let mut paused_at = None;
+            // The TTL the key was last set with (an extend may ask another).
+            let mut set_ms = ttl_ms;
             for _ in 0..cx.rng.random_range(1..=3u32) {
                 let now = cx.actor.now();
                 let deadline = cx.deadline_ms(&lease);
+                // Now and then an extend asks for a shorter TTL than the
+                // acquire did (the lease must then report the new one). From
+                // a stream of its own: the workload's draws stay as they were.
+                let ext_ms = if cx.actor.rng_for(&format!("extend-ttl-{now}")).random_bool(0.3) {
+                    ttl_ms * 2 / 3
+                } else {
+                    ttl_ms
+                };
                 // Mostly mid-hold; sometimes just past the local deadline
                 // (the server may or may not still have the key).
                 let wait = if cx.rng.random_bool(0.25) {
@@ -1365,7 +1389,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 } else {
                     cx.rng.random_range(10..=ttl_ms / 2)
                 };
-                let held = reply_held_across_expiry(cx.actor, &lease, ttl_ms, "extend");
+                let held = reply_held_across_expiry(cx.actor, &lease, set_ms, "extend");
                 let wait = held.as_ref().map_or(wait, |(before, _)| *before);
                 sleep_ms(wait).await;
                 if let Some((_, aim)) = held {
@@ -1376,10 +1400,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 if pause.is_some() {
                     paused_at = Some(cx.actor.now());
                 }
-                let op = |deadline| Op::Extend { name: LOCK_NAME.into(), token: Some(token), ttl_ms, deadline };
+                let op = |deadline| Op::Extend { name: LOCK_NAME.into(), token: Some(token), ttl_ms: ext_ms, deadline };
                 let id = cx.actor.call("Lock::extend", op(None));
-                match send_then_pause(cx.actor, cx.lock.extend(&mut lease, cx.ttl), pause).await {
+                let ext = Ttl::from_millis(ext_ms)?;
+                match send_then_pause(cx.actor, cx.lock.extend(&mut lease, ext), pause).await {
                     Ok(true) => {
+                        set_ms = ext_ms;
                         let d = cx.deadline_ms(&lease);
                         cx.actor.ok(id, op(Some(d)));
                         cx.actor.reached(situation::EXTENSION_CONFIRMED);
@@ -1402,7 +1428,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 }
             }
             cx.write_if_trusted(&lease, paused_at).await;
-            if let Some((before, aim)) = reply_held_across_expiry(cx.actor, &lease, ttl_ms, "release") {
+            if let Some((before, aim)) = reply_held_across_expiry(cx.actor, &lease, set_ms, "release") {
                 sleep_ms(before).await;
                 aim.hold(cx.actor, cx.w.lock_node, &lease, situation::RELEASE_REPLY_HELD);
             }
@@ -1692,6 +1718,11 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             // Half the time a low cap, so the doubling reaches it within a
             // few attempts (drawn last: the edges above stay as they were).
             let max_delay_ms = if edges.random_bool(0.5) { edges.random_range(5..=20) } else { 60 };
+            // Now and then the first attempt is held at the server past the
+            // response timeout: it fails with an error, which ends the retry
+            // (drawn last, as above).
+            let timeout = cx.actor.net().response_timeout.as_millis() as u64;
+            let first_held = edges.random_bool(0.25).then(|| timeout + edges.random_range(1..=30));
             let mut retry = redis_primitives::Retry::new(
                 core::num::NonZeroU32::new(attempts).expect("at least 2"),
                 Duration::from_millis(5),
@@ -1709,6 +1740,10 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let backoff_ms = Some((5, max_delay_ms));
             let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token, backoff_ms };
             let rid = cx.actor.call("Retry::run", rop(None));
+            if let Some(ms) = first_held {
+                let key = cx.lock.key(LOCK_NAME)?;
+                cx.actor.delay_next_request_mentioning(cx.w.lock_node, ms, &key);
+            }
             let tries = std::rc::Rc::new(std::cell::Cell::new(0u32));
             let (actor, lock, ttl, w) = (cx.actor.clone(), cx.lock.clone(), cx.ttl, cx.w.clone());
             let t2 = tries.clone();
