@@ -139,8 +139,11 @@ pub fn check(
             Op::Guarded { every_ms, .. } => *every_ms,
             _ => None,
         };
-        if let (Some(GuardedResult::Completed), Some(every)) = (outcome, every) {
-            let body_end = calls
+        // When the body ended (the release invoked at its end) or was
+        // dropped: the keep-alive stops there.
+        let body_end = match outcome {
+            Some(GuardedResult::Cancelled { at, .. }) => Some(*at),
+            Some(GuardedResult::Completed) => calls
                 .iter()
                 .filter(|r| {
                     r.process == g.process
@@ -149,7 +152,10 @@ pub fn check(
                         && r.invoked <= done.time
                 })
                 .map(|r| r.invoked)
-                .max();
+                .max(),
+            _ => None,
+        };
+        if let (Some(GuardedResult::Completed), Some(every)) = (outcome, every) {
             // Only a freeze of the caller (a client pause, a stall) between
             // the body's end and the return explains a late return; a slow,
             // held or partitioned release does not: the guard gives up on it.
@@ -206,20 +212,6 @@ pub fn check(
                 out.push(v);
             }
         }
-        let body_end = match outcome {
-            Some(GuardedResult::Cancelled { at, .. }) => Some(*at),
-            Some(GuardedResult::Completed) => calls
-                .iter()
-                .filter(|r| {
-                    r.process == g.process
-                        && matches!(r.op, Op::Release { token: Some(t), .. } if t == token)
-                        && r.invoked >= g.invoked
-                        && r.invoked <= done.time
-                })
-                .map(|r| r.invoked)
-                .max(),
-            _ => None,
-        };
         if let (Some(end), Some(every)) = (body_end, every) {
             let reaches = reaching.get(g.process).map_or(faults, Vec::as_slice);
             let calm = |from: Millis, to: Millis| {

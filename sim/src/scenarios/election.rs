@@ -1109,13 +1109,19 @@ fn renewal_timed_out_at(
     let frac = rng.random_range(0..=1000u64);
     let need = timed_out_span(plan, response_ms) + plan.renew_ms + plan.campaign_ms + LIVENESS_SLACK_MS;
     let hi = plan.length_ms.saturating_sub(QUIET_TAIL_MS + need);
-    let mut busy: Vec<Option<(u64, u64)>> = vec![
+    quiet_start(300, hi, &busy_spans(plan, faults), frac, need)
+}
+
+/// What an aimed fault must stay clear of: the plan's stall, stop and slow
+/// renewals (each with the time its checks watch after it) and the faults.
+fn busy_spans(plan: &ElectionPlan, faults: &[(u64, u64)]) -> Vec<Option<(u64, u64)>> {
+    let mut busy = vec![
         plan.stall.map(|s| (s.at, s.at + s.ms)),
         plan.stop_at.map(|s| (s, s + STOP_SPAN_MS)),
         plan.slow_renewals.map(|s| (s, s + SLOWED_SPAN_MS + plan.campaign_ms + LIVENESS_SLACK_MS)),
     ];
     busy.extend(faults.iter().map(|&f| Some(f)));
-    quiet_start(300, hi, &busy, frac, need)
+    busy
 }
 
 /// The once-per-run faults aimed at one leader, placed in quiet spans by
@@ -1162,13 +1168,9 @@ fn lease_key_taken_at(
     let frac = rng.random_range(0..=1000u64);
     let need = 2 * taken_away_span(plan) + plan.campaign_ms + LIVENESS_SLACK_MS;
     let hi = plan.length_ms.saturating_sub(QUIET_TAIL_MS + need);
-    let mut busy: Vec<Option<(u64, u64)>> = vec![
-        plan.stall.map(|s| (s.at, s.at + s.ms)),
-        plan.stop_at.map(|s| (s, s + STOP_SPAN_MS)),
-        plan.slow_renewals.map(|s| (s, s + SLOWED_SPAN_MS + plan.campaign_ms + LIVENESS_SLACK_MS)),
-        timed_out,
-    ];
-    busy.extend(faults.iter().map(|&f| Some(f)));
+    // Clear of the timed-out renewal as well (the order does not matter).
+    let mut busy = busy_spans(plan, faults);
+    busy.push(timed_out);
     quiet_start(300, hi, &busy, frac, need)
 }
 

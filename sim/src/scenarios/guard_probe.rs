@@ -42,9 +42,10 @@
 //! that excuse a late answer; the probe only stages and records.
 
 use core::time::Duration;
-use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
+use redis_primitives::{KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
-use crate::history::{GuardedResult, Op};
+use super::lock::{GuardedCall, GuardedEnd};
+use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -189,10 +190,10 @@ where
 {
     let ttl_ms = policy.ttl().as_millis();
     let every_ms = Some(policy.every().as_millis() as u64);
-    let gop = |token, outcome| Op::Guarded { name: name.into(), token, outcome, every_ms };
     let acquire = |token, deadline| Op::Acquire { name: name.into(), ttl_ms, token, deadline };
     let release = |token| Op::Release { name: name.into(), token: Some(token) };
-    let gid = actor.call("Lock::with_lock_guarded", gop(None, None));
+    let gid =
+        actor.call("Lock::with_lock_guarded", Op::Guarded { name: name.into(), token: None, outcome: None, every_ms });
     let acquire_id = actor.invoke(acquire(None, None));
     let inner = actor.clone();
     let r = lock
@@ -208,36 +209,6 @@ where
             }
         })
         .await;
-    match r {
-        Ok(GuardedOutcome::NotAcquired) => {
-            actor.fail(acquire_id, acquire(None, None));
-            actor.ok(gid, gop(None, Some(GuardedResult::NotAcquired)));
-            Ok(false)
-        }
-        Ok(GuardedOutcome::Completed { output: (rid, token), release: outcome, .. }) => {
-            match outcome {
-                Release::Released => actor.ok(rid, release(token)),
-                Release::AlreadyGone => actor.fail(rid, release(token)),
-                Release::Unknown(e) => actor.errored(rid, release(token), &e),
-            }
-            actor.ok(gid, gop(Some(token), Some(GuardedResult::Completed)));
-            Ok(false)
-        }
-        Ok(GuardedOutcome::Cancelled { token, reason, at }) => {
-            let at = actor.millis_of(at);
-            actor.observe(Op::LeaseLost {
-                name: name.into(),
-                token: Some(token.get()),
-                reason: format!("guard: {reason:?}"),
-            });
-            let deadline_reached = super::lock::loss_is_deadline(actor, &reason);
-            actor.ok(gid, gop(Some(token.get()), Some(GuardedResult::Cancelled { at, deadline_reached })));
-            Ok(true)
-        }
-        Err(e) => {
-            actor.info(acquire_id, acquire(None, None));
-            actor.errored(gid, gop(None, None), &e);
-            Ok(false)
-        }
-    }
+    let call = GuardedCall { actor, name, ttl_ms, every_ms, call: gid, acquire: acquire_id };
+    Ok(matches!(call.end(r), GuardedEnd::Cancelled { .. }))
 }

@@ -350,10 +350,10 @@ impl LockWorkload {
             outcome.violations.extend(match self.protection {
                 Protection::TimeFloored => lock_replies::check_floored(
                     &outcome.history,
-                    &run.executions[self.lock_node as usize],
+                    &run.executions[self.lock_node],
                     DEFAULT_EPOCH_UNIX_MS,
                 ),
-                _ => lock_replies::check(&outcome.history, &run.executions[self.lock_node as usize]),
+                _ => lock_replies::check(&outcome.history, &run.executions[self.lock_node]),
             });
             outcome.violations.extend(guarded_body::check(
                 &outcome.history,
@@ -1116,6 +1116,81 @@ pub(super) fn loss_is_deadline(actor: &Actor, reason: &redis_primitives::LeaseLo
     }
 }
 
+/// A recorded `with_lock_guarded` call: its [`Op::Guarded`] (on `name`,
+/// with the keep-alive interval `every_ms`) and the [`Op::Acquire`] inside
+/// it (asking `ttl_ms`), both invoked before the call.
+pub(super) struct GuardedCall<'a> {
+    pub actor: &'a Actor,
+    pub name: &'a str,
+    pub ttl_ms: u64,
+    pub every_ms: Option<u64>,
+    pub call: crate::history::OpId,
+    pub acquire: crate::history::OpId,
+}
+
+/// How a recorded guarded call ended (what its caller may add to the record).
+pub(super) enum GuardedEnd {
+    NotAcquired,
+    Completed,
+    /// The body was dropped; `expired` when for the lease's deadline.
+    Cancelled {
+        expired: bool,
+    },
+    Failed,
+}
+
+impl GuardedCall<'_> {
+    /// Records `r`, the call's result, whose body returned the id of the
+    /// [`Op::Release`] it invoked at its end and its token: the release's
+    /// outcome, the loss of a cancelled lease ([`Op::LeaseLost`]) and the
+    /// call's completion. One record for the workload and the probes, so
+    /// the checkers judge both the same way.
+    pub fn end(
+        self,
+        r: redis_primitives::Result<redis_primitives::GuardedOutcome<(crate::history::OpId, u64)>>,
+    ) -> GuardedEnd {
+        let GuardedCall { actor, name, ttl_ms, every_ms, call, acquire } = self;
+        let gop = |token, outcome| Op::Guarded { name: name.into(), token, outcome, every_ms };
+        let acquire_op = || Op::Acquire { name: name.into(), ttl_ms, token: None, deadline: None };
+        match r {
+            Ok(redis_primitives::GuardedOutcome::NotAcquired) => {
+                actor.fail(acquire, acquire_op());
+                actor.ok(call, gop(None, Some(GuardedResult::NotAcquired)));
+                GuardedEnd::NotAcquired
+            }
+            Ok(redis_primitives::GuardedOutcome::Completed { output: (rid, token), release, .. }) => {
+                let rel = Op::Release { name: name.into(), token: Some(token) };
+                match release {
+                    redis_primitives::Release::Released => actor.ok(rid, rel),
+                    redis_primitives::Release::AlreadyGone => actor.fail(rid, rel),
+                    redis_primitives::Release::Unknown(e) => actor.errored(rid, rel, &e),
+                }
+                actor.ok(call, gop(Some(token), Some(GuardedResult::Completed)));
+                GuardedEnd::Completed
+            }
+            Ok(redis_primitives::GuardedOutcome::Cancelled { token, reason, at }) => {
+                let at = actor.millis_of(at);
+                actor.observe(Op::LeaseLost {
+                    name: name.into(),
+                    token: Some(token.get()),
+                    reason: format!("guard: {reason:?}"),
+                });
+                let expired = matches!(reason, redis_primitives::LeaseLoss::DeadlineReached);
+                let deadline_reached = loss_is_deadline(actor, &reason);
+                actor.ok(call, gop(Some(token.get()), Some(GuardedResult::Cancelled { at, deadline_reached })));
+                GuardedEnd::Cancelled { expired }
+            }
+            // `Err` only comes from the acquire: once the body ran, the
+            // call answers `Completed` or `Cancelled` whatever the release did.
+            Err(e) => {
+                actor.info(acquire, acquire_op());
+                actor.errored(call, gop(None, None), &e);
+                GuardedEnd::Failed
+            }
+        }
+    }
+}
+
 /// `lease.is_trusted()`, recorded with everything the lease says about
 /// itself (an [`Op::LeaseView`], judged by `lease-views`).
 fn view(actor: &Actor, lease: &redis_primitives::Lease) -> bool {
@@ -1548,11 +1623,9 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                 )?
             };
             let every_ms = Some(policy.every().as_millis() as u64);
-            let gop = |token, outcome| Op::Guarded { name: LOCK_NAME.into(), token, outcome, every_ms };
-            let gid = cx.actor.call("Lock::with_lock_guarded", gop(None, None));
+            let gop = Op::Guarded { name: LOCK_NAME.into(), token: None, outcome: None, every_ms };
+            let gid = cx.actor.call("Lock::with_lock_guarded", gop);
             let acquire_id = cx.actor.invoke(cx.acquire_op(None, None));
-            let state = std::rc::Rc::new(std::cell::Cell::new(None::<(crate::history::OpId, u64)>));
-            let st = state.clone();
             let actor = cx.actor.clone();
             let lock2 = cx.lock.clone();
             let w = cx.w.clone();
@@ -1612,53 +1685,30 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     actor.delay_next_request(w.lock_node, ms);
                     actor.reached(situation::FINAL_RELEASE_DELAYED);
                 }
-                st.set(Some((actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)));
-                token
+                (actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)
             };
             let r = cx.lock.with_lock_guarded(LOCK_NAME, policy, body).await;
-            match r {
-                Ok(redis_primitives::GuardedOutcome::NotAcquired) => {
-                    cx.actor.fail(acquire_id, cx.acquire_op(None, None));
-                    cx.actor.ok(gid, gop(None, Some(GuardedResult::NotAcquired)));
-                }
-                Ok(redis_primitives::GuardedOutcome::Completed { output, release, .. }) => {
+            let call = GuardedCall {
+                actor: cx.actor,
+                name: LOCK_NAME,
+                ttl_ms: cx.w.plan.ttl_ms,
+                every_ms,
+                call: gid,
+                acquire: acquire_id,
+            };
+            match call.end(r) {
+                GuardedEnd::Completed => {
                     *cx.holds += 1;
-                    let rel = Op::Release { name: LOCK_NAME.into(), token: Some(output) };
-                    if let Some((rid, _)) = state.get() {
-                        match release {
-                            redis_primitives::Release::Released => cx.actor.ok(rid, rel),
-                            redis_primitives::Release::AlreadyGone => cx.actor.fail(rid, rel),
-                            redis_primitives::Release::Unknown(e) => cx.actor.errored(rid, rel, &e),
-                        }
-                    }
                     cx.actor.reached(situation::GUARDED_BODY_COMPLETED);
-                    cx.actor.ok(gid, gop(Some(output), Some(GuardedResult::Completed)));
                 }
-                Ok(redis_primitives::GuardedOutcome::Cancelled { token, reason, at }) => {
+                GuardedEnd::Cancelled { expired } => {
                     *cx.holds += 1;
-                    let at = cx.actor.millis_of(at);
-                    cx.actor.observe(Op::LeaseLost {
-                        name: LOCK_NAME.into(),
-                        token: Some(token.get()),
-                        reason: format!("guard: {reason:?}"),
-                    });
-                    if matches!(reason, redis_primitives::LeaseLoss::DeadlineReached) {
+                    if expired {
                         cx.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
                     }
                     cx.actor.reached(situation::GUARD_CANCELLED_BODY);
-                    let deadline_reached = loss_is_deadline(cx.actor, &reason);
-                    cx.actor.ok(gid, gop(Some(token.get()), Some(GuardedResult::Cancelled { at, deadline_reached })));
                 }
-                Err(e) => {
-                    match state.get() {
-                        // The body finished; the release failed.
-                        Some((rid, token)) => {
-                            cx.actor.info(rid, Op::Release { name: LOCK_NAME.into(), token: Some(token) })
-                        }
-                        None => cx.actor.info(acquire_id, cx.acquire_op(None, None)),
-                    }
-                    cx.actor.errored(gid, gop(None, None), &e);
-                }
+                GuardedEnd::NotAcquired | GuardedEnd::Failed => {}
             }
         }
         Mode::KeepAlive => {
