@@ -179,12 +179,18 @@ impl<C: Connection> Lock<C> {
         };
         let token = lease.token;
         let mut kept = lease.clone();
-        let body = body(lease);
-        tokio::pin!(body);
-        let outcome = tokio::select! {
-            biased;
-            reason = self.keep_alive(&mut kept, policy) => Err((reason, Instant::now())),
-            output = &mut body => Ok(output),
+        // The body lives in this block only: a cancelled body is dropped
+        // (its destructors run: a buffered writer flushes, a transaction
+        // rolls back) at `at`, before the release below hands the name to
+        // someone else, not when this function returns.
+        let outcome = {
+            let body = body(lease);
+            tokio::pin!(body);
+            tokio::select! {
+                biased;
+                reason = self.keep_alive(&mut kept, policy) => Err((reason, Instant::now())),
+                output = &mut body => Ok(output),
+            }
         };
         match outcome {
             Ok(output) => {

@@ -205,3 +205,45 @@ async fn cancelled_body_returns_within_one_interval_even_with_no_response_timeou
     assert!(returned - at <= Duration::from_millis(100) + Duration::from_millis(150), "{:?}", returned - at);
     assert!(returned - started < Duration::from_millis(1500));
 }
+
+/// A cancelled body is dropped (its destructors run) when it is cancelled,
+/// before the best-effort release hands the name on: a body's `Drop` that
+/// flushes or rolls back must not run after someone else may hold the lock.
+/// The body's future used to live until `with_lock_guarded` returned, so its
+/// destructors ran after the release (here: after the release waited out its
+/// interval on a frozen server).
+#[tokio::test]
+async fn cancelled_body_is_dropped_before_the_release() {
+    struct Marks(Arc<Mutex<Option<Instant>>>);
+    impl Drop for Marks {
+        fn drop(&mut self) {
+            *self.0.lock().unwrap() = Some(Instant::now());
+        }
+    }
+    let s = server();
+    let lock = Lock::new(connect(&s).await);
+    let policy = KeepAlive::new(&lock, ms(300), Duration::from_millis(100)).unwrap();
+    let dropped_at = Arc::new(Mutex::new(None));
+    let freeze = async {
+        // Frozen before the first extension: it is sent, never answered,
+        // and so is the release after the cancellation.
+        sleep(Duration::from_millis(80)).await;
+        s.freeze().unwrap();
+        sleep(Duration::from_millis(700)).await;
+        s.thaw().unwrap();
+    };
+    let marks = Marks(dropped_at.clone());
+    let guarded = lock.with_lock_guarded("dropped", policy, |_| async move {
+        let _marks = marks;
+        sleep(Duration::from_secs(60)).await;
+    });
+    let ((), outcome) = tokio::join!(freeze, guarded);
+    let GuardedOutcome::Cancelled { reason: LeaseLoss::DeadlineReached, at, .. } = outcome.unwrap() else {
+        panic!("expected a cancellation at the deadline");
+    };
+    let dropped = dropped_at.lock().unwrap().expect("the body was dropped");
+    println!("body dropped {:?} after the cancellation (release unanswered)", dropped.saturating_duration_since(at));
+    // Dropped in the poll that cancelled it; the release after it waits a
+    // whole interval (100 ms) on the frozen server first.
+    assert!(dropped < at + Duration::from_millis(50), "dropped {:?} after `at`", dropped - at);
+}
