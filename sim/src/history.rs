@@ -545,6 +545,18 @@ pub enum Op {
         /// Token of the lease whose key was overwritten.
         token: Option<u64>,
     },
+    /// Observation: the body of this process's guarded call on `name`
+    /// (granted with `token`) was dropped before it finished, at this
+    /// event's instant (the body's own drop guard records it). Judged by
+    /// `self-fencing` (`checker::guarded_body`): a `Cancelled { at }` says
+    /// when the body was dropped, so `at` is this instant, not the later
+    /// one at which the best-effort release returned.
+    BodyDropped {
+        /// Lock name.
+        name: String,
+        /// Token of the lease the body ran under.
+        token: u64,
+    },
     /// Observation: the call of this process invoked at `invoked` was
     /// refused for want of replicas (`Error::NotAcknowledged` on `key`).
     /// Judged by `acknowledged-writes`: the bridge's replication barrier has
@@ -927,6 +939,7 @@ impl Op {
             Op::Extend { .. } => "extend",
             Op::LeaseLost { .. } => "lease-lost",
             Op::TakenAway { .. } => "taken-away",
+            Op::BodyDropped { .. } => "body-dropped",
             Op::NotAcknowledged { .. } => "not-acknowledged",
             Op::Write { .. } => "write",
             Op::Read { .. } => "read",
@@ -990,6 +1003,9 @@ impl fmt::Display for Op {
             }
             Op::TakenAway { name, token } => {
                 write!(f, "taken-away {name} token={} (its key overwritten with another owner)", opt(token))
+            }
+            Op::BodyDropped { name, token } => {
+                write!(f, "body-dropped {name} token={token} (the guarded body was dropped unfinished)")
             }
             Op::NotAcknowledged { key, invoked } => {
                 write!(f, "not-acknowledged {key} (the call invoked at {invoked}ms: too few replicas confirmed it)")

@@ -25,7 +25,10 @@
 //!   a cancellation then comes at that deadline (`at` within 1 ms of it),
 //!   not when the held extend is answered, unless the caller was frozen
 //!   across it.
-//! - `Completed` ⇒ every step completed (the body was not dropped midway).
+//! - `Completed` ⇒ every step completed (the body was not dropped midway),
+//!   and the body's drop guard never fired ([`Op::BodyDropped`]);
+//!   `Cancelled { at }` ⇒ `at` is the instant that guard fired (within a
+//!   millisecond), not when the best-effort release after it returned.
 //! - `Completed` from `with_lock_guarded` ⇒ it returned at most one
 //!   keep-alive interval (`every_ms`) after its body ended (the final
 //!   release waits that long at most; the body's end is the release's
@@ -183,6 +186,38 @@ pub fn check(
                 Op::TakenAway { name: n, token: Some(t) } if n == name && t == token => Some(e.time),
                 _ => None,
             });
+        // The body's own drop guard saw when it was dropped: the instant a
+        // cancellation reports, within the millisecond the two readings may
+        // straddle. A later `at` is when something after the drop (the
+        // best-effort release) returned.
+        let dropped = events
+            .iter()
+            .filter(|e| e.process == g.process && e.time >= g.invoked && e.time <= done.time)
+            .find_map(|e| match &e.op {
+                Op::BodyDropped { name: n, token: t } if n == name && t == token => Some(e.time),
+                _ => None,
+            });
+        match (outcome, dropped) {
+            (Some(GuardedResult::Cancelled { at, .. }), Some(t)) if at.abs_diff(t) > 1 => {
+                out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(done.time),
+                    format!(
+                        "{} (token {token}): the guarded call reported its body cancelled at {at}ms, but the body was dropped at {t}ms (`Cancelled::at` is the drop's instant)",
+                        g.process
+                    ),
+                ));
+            }
+            (Some(GuardedResult::Completed), Some(t)) => out.push(Violation::new(
+                SELF_FENCING,
+                Some(done.time),
+                format!(
+                    "{} (token {token}): the guarded call reported Completed, but its body was dropped unfinished at {t}ms",
+                    g.process
+                ),
+            )),
+            _ => {}
+        }
         let undisturbed = |from: Millis, to: Millis| {
             let overlaps = |s: Millis, e: Millis| s <= to && e >= from;
             let faults = reaching.get(g.process).map_or(faults, Vec::as_slice);
@@ -647,6 +682,35 @@ mod tests {
         );
         let v = check(&h.events(), &[], &[(0, 10_000)], &[], &BTreeMap::new());
         assert_eq!(v.len(), 2, "{v:?}");
+    }
+
+    #[test]
+    fn a_cancellation_reported_after_the_body_was_dropped_fails() {
+        let run = |dropped: u64, outcome: GuardedResult| {
+            let h = History::new();
+            guarded(
+                &h,
+                0,
+                |h| {
+                    acq(h, "a", 0, 2, 1);
+                    h.observe_at(dropped, "a", Op::BodyDropped { name: "l".into(), token: 1 });
+                },
+                95,
+                outcome,
+            );
+            check(&h.events(), &[], &[(0, 10_000)], &[], &BTreeMap::new())
+        };
+        let cancelled = GuardedResult::Cancelled { at: 90, deadline_reached: false };
+        assert_eq!(run(90, cancelled), vec![]);
+        assert_eq!(run(89, cancelled), vec![], "the two readings may straddle a millisecond");
+        // `at` taken when the release returned, 7 ms after the drop.
+        let v = run(83, cancelled);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("dropped at 83ms"), "{v:?}");
+        // A body dropped unfinished is not a completed one.
+        let v = run(50, GuardedResult::Completed);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].detail.contains("dropped unfinished"), "{v:?}");
     }
 
     /// A guarded call of `a` on `l` (every 100 ms, token 1) from 0 ms to

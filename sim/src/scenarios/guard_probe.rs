@@ -44,7 +44,7 @@
 use core::time::Duration;
 use redis_primitives::{KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
-use super::lock::{GuardedCall, GuardedEnd};
+use super::lock::{BodyMark, GuardedCall, GuardedEnd};
 use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
@@ -200,9 +200,11 @@ where
         .with_lock_guarded(name, policy, move |lease: Lease| {
             let token = lease.token().get();
             inner.ok(acquire_id, acquire(Some(token), Some(inner.millis_of(lease.local_deadline()))));
+            let mark = BodyMark::new(&inner, name, token);
             let out = body(lease, inner.clone());
             async move {
                 out.await;
+                mark.done();
                 // The body's end, as the workload marks it: the release
                 // follows.
                 (inner.invoke(release(token)), token)

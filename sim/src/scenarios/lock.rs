@@ -1116,6 +1116,36 @@ pub(super) fn loss_is_deadline(actor: &Actor, reason: &redis_primitives::LeaseLo
     }
 }
 
+/// A guarded body's drop guard: made when the body starts, it records an
+/// [`Op::BodyDropped`] at the instant the guard drops the body unfinished,
+/// which is the instant a `Cancelled { at }` must report. [`BodyMark::done`]
+/// disarms it when the body runs to its end.
+pub(super) struct BodyMark {
+    actor: Option<Actor>,
+    name: String,
+    token: u64,
+}
+
+impl BodyMark {
+    /// A mark for the body of `actor`'s guarded call on `name` (`token`).
+    pub fn new(actor: &Actor, name: &str, token: u64) -> BodyMark {
+        BodyMark { actor: Some(actor.clone()), name: name.to_string(), token }
+    }
+
+    /// The body finished: nothing to record.
+    pub fn done(mut self) {
+        self.actor = None;
+    }
+}
+
+impl Drop for BodyMark {
+    fn drop(&mut self) {
+        if let Some(actor) = self.actor.take() {
+            actor.observe(Op::BodyDropped { name: std::mem::take(&mut self.name), token: self.token });
+        }
+    }
+}
+
 /// A recorded `with_lock_guarded` call: its [`Op::Guarded`] (on `name`,
 /// with the keep-alive interval `every_ms`) and the [`Op::Acquire`] inside
 /// it (asking `ttl_ms`), both invoked before the call.
@@ -1649,6 +1679,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             };
             let body = move |lease: redis_primitives::Lease| async move {
                 let token = lease.token().get();
+                let mark = BodyMark::new(&actor, LOCK_NAME, token);
                 let d = actor.millis_of(lease.local_deadline());
                 actor.ok(
                     acquire_id,
@@ -1685,6 +1716,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     actor.delay_next_request(w.lock_node, ms);
                     actor.reached(situation::FINAL_RELEASE_DELAYED);
                 }
+                mark.done();
                 (actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)
             };
             let r = cx.lock.with_lock_guarded(LOCK_NAME, policy, body).await;

@@ -15,7 +15,9 @@
 //! lease, while the name is free, it also extends the expired lease: an
 //! extend must refuse a key that is gone, never take it again (an extend
 //! that "re-acquires" would hand a holder that stopped trusting its lease a
-//! lock nobody else can take, without a new token).
+//! lock nobody else can take, without a new token). The newer lease is
+//! extended once asking another TTL, and must report that TTL afterwards
+//! (the workload's extends mostly ask the acquire's own).
 //!
 //! A fault that makes a step fail or be refused (a partition, a paused
 //! server, a stepped clock that has not expired the first lease yet) ends
@@ -33,10 +35,13 @@ const NAME: &str = "stale-lease-probe";
 const EXPIRED_TTL_MS: u64 = 20;
 /// The second lease's TTL: long enough to outlast the probe's own requests.
 const HELD_TTL_MS: u64 = 2_000;
+/// What the second lease's extension asks instead.
+const RESIZED_TTL_MS: u64 = 1_500;
 
 /// Runs the probe on `lock` (see the module docs).
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), redis_primitives::Error> {
     let (short, long) = (Ttl::from_millis(EXPIRED_TTL_MS)?, Ttl::from_millis(HELD_TTL_MS)?);
+    let resized_ttl = Ttl::from_millis(RESIZED_TTL_MS)?;
     let Ok(Some(mut expired)) = lock.acquire(NAME, short).await else { return Ok(()) };
     tokio::time::sleep(Duration::from_millis(EXPIRED_TTL_MS + 5)).await;
     // The server agrees it expired (a stepped clock may not have yet: then
@@ -60,7 +65,16 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), redi
         }
     }
     let shared = lock.clone();
-    let Ok(Some(held)) = shared.acquire(NAME, long).await else { return Ok(()) };
+    let Ok(Some(mut held)) = shared.acquire(NAME, long).await else { return Ok(()) };
+    // The newer lease asks another TTL when extended: the lease must report
+    // the TTL its key was last set with, not the acquire's.
+    let resized = shared.extend(&mut held, resized_ttl).await;
+    if let Ok(true) = resized {
+        actor.configured(
+            "Lock::extend asking a TTL other than the acquire's",
+            &[("Lease::ttl afterwards", format!("{}ms", held.ttl().as_millis()), format!("{RESIZED_TTL_MS}ms"))],
+        );
+    }
     let stale_release = lock.release(&expired).await;
     let stale_extend = lock.extend(&mut expired, long).await;
     let release = shared.release(&held).await;
