@@ -900,6 +900,9 @@ pub mod situation {
     pub const ACQUIRE_TIMED_OUT_BUT_APPLIED: &str = "acquire-timed-out-but-applied";
     /// `Retry::run` was granted on a second or later attempt.
     pub const RETRY_ACQUIRED_AFTER_CONTENTION: &str = "retry-acquired-after-contention";
+    /// `Retry::run`'s caller froze in its first backoff until the retry's
+    /// deadline (the next attempt, if any, would start exactly on it).
+    pub const RETRY_PAUSED_TO_DEADLINE: &str = "retry-paused-to-deadline";
     /// An extend confirmed after a pause, but past the local deadline: the
     /// holder treated the success as a loss.
     pub const STALE_SUCCESS_AFTER_PAUSE: &str = "stale-success-after-pause";
@@ -925,7 +928,7 @@ use crate::scenarios::Situation;
 /// The situations of `fencing`; `lock` declares all but the last (its
 /// holders check their deadline before writing, so a refused stale write
 /// is rare there).
-const ALL: [Situation; 17] = [
+const ALL: [Situation; 18] = [
     Situation {
         name: situation::LEASE_EXPIRED_WHILE_PAUSED,
         meaning: "a holder resumed from a pause after its lease's local deadline",
@@ -945,6 +948,10 @@ const ALL: [Situation; 17] = [
     Situation {
         name: situation::RETRY_ACQUIRED_AFTER_CONTENTION,
         meaning: "Retry::run was granted on its second or later attempt",
+    },
+    Situation {
+        name: situation::RETRY_PAUSED_TO_DEADLINE,
+        meaning: "Retry::run's caller froze in its first backoff until exactly the retry's deadline",
     },
     Situation {
         name: situation::STALE_SUCCESS_AFTER_PAUSE,
@@ -1805,6 +1812,11 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             // (drawn last, as above).
             let timeout = cx.actor.net().response_timeout.as_millis() as u64;
             let first_held = edges.random_bool(0.25).then(|| timeout + edges.random_range(1..=30));
+            // With a deadline and no stall above, half the time a pause in
+            // the first backoff aimed to end on the deadline's own
+            // millisecond: the attempt that would follow starts exactly at
+            // it, which a `>` where `>=` belongs lets through (drawn last).
+            let to_deadline = deadline_ms.filter(|&d| d > 0 && stall_ms.is_none() && edges.random_bool(0.5));
             let mut retry = redis_primitives::Retry::new(
                 core::num::NonZeroU32::new(attempts).expect("at least 2"),
                 Duration::from_millis(5),
@@ -1822,6 +1834,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let backoff_ms = Some((5, max_delay_ms));
             let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token, backoff_ms };
             let rid = cx.actor.call("Retry::run", rop(None));
+            let started = cx.actor.now();
             if let Some(ms) = first_held {
                 let key = cx.lock.key(LOCK_NAME)?;
                 cx.actor.delay_next_request_mentioning(cx.w.lock_node, ms, &key);
@@ -1850,6 +1863,13 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                                 actor.fail(id, op(None, None));
                                 if let (Some(ms), 1) = (stall_ms, t2.get()) {
                                     actor.stall(ms, "in Retry::run's backoff after a refusal");
+                                }
+                                // Longer than the first backoff's cap (5 ms),
+                                // or the policy gives up before sleeping.
+                                let left = to_deadline.map(|d| (started + d).saturating_sub(actor.now()));
+                                if let (Some(ms @ 6..), 1) = (left, t2.get()) {
+                                    actor.stall(ms, "in Retry::run's backoff, until its deadline");
+                                    actor.reached(situation::RETRY_PAUSED_TO_DEADLINE);
                                 }
                             }
                             Err(e) => actor.errored(id, op(None, None), e),
