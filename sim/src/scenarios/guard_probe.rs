@@ -31,8 +31,9 @@
 //!   `with_lock` calls stage the same hold, but only when they win the
 //!   contended name.
 //!
-//! Once per run, before its workload, the first client runs all four on
-//! names of its own through the workload's `Lock`, and records them as the
+//! Once per run, while the clients run the workload, the reader (idle
+//! until its liveness probe) runs all four on names of its own through a
+//! `Lock` configured as the workload's, and records them as the
 //! workload records its calls ([`Op::Guarded`] around an [`Op::Acquire`],
 //! an [`Op::Release`] from the body's end), with an [`Op::TakenAway`] at the
 //! overwrite and an [`Op::RemainingTtl`] read right after the second call.

@@ -360,7 +360,12 @@ impl LockWorkload {
                 &run.executions.concat(),
                 &schedule.spans(),
                 &schedule.freeze_spans(),
-                &(0..self.plan.clients).map(|i| (format!("client-{i}"), schedule.spans_reaching(i))).collect(),
+                &(0..self.plan.clients)
+                    .map(|i| (format!("client-{i}"), schedule.spans_reaching(i)))
+                    // The reader (whose probes run guarded calls) is reached
+                    // by the faults on the nodes only: no client index is its.
+                    .chain([("reader".to_string(), schedule.spans_reaching(u32::MAX))])
+                    .collect(),
             ));
             outcome.violations.extend(corrupt_state::check(&outcome.history));
             outcome.violations.extend(lease_views::check(&outcome.history, DRIFT));
@@ -581,17 +586,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     // Only the validation probe's key names use it: nothing is sent on it.
     let names_conn = store_conn.clone();
     let lock = match w.lock {
-        LockKind::Fenced => {
-            let builder = Lock::builder(lock_conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(&w)?);
-            let builder = match w.protection {
-                Protection::None => builder,
-                Protection::Acknowledged => {
-                    builder.acknowledged(Acknowledgement::new(1, Duration::from_millis(ACK_TIMEOUT_MS))?)
-                }
-                Protection::TimeFloored => builder.tokens(Tokens::TimeFloored),
-            };
-            AnyLock::Fenced(builder.build()?)
-        }
+        LockKind::Fenced => AnyLock::Fenced(fenced_lock(&actor, lock_conn, &w)?),
         LockKind::Naive => AnyLock::Naive(NaiveLock::new(lock_conn)),
     };
     let fenced = FencedStore::new(store_conn.clone());
@@ -603,8 +598,6 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
             super::validation::key_names(&actor, &names_conn);
             super::validation::lock_settings(&actor, &names_conn)?;
             super::validation::durations(&actor);
-            super::stale_lease::probe(&actor, l).await?;
-            super::guard_probe::probe(&actor, l, w.lock_node).await?;
         }
         let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
         actor.configured(
@@ -803,6 +796,14 @@ async fn write(
 }
 
 async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32>) -> ActorResult {
+    // The probes run here, on names of their own, while the clients run the
+    // workload: the reader is idle until `read_at`, and the clients'
+    // timelines stay the same whatever the probes do or how long they take.
+    if let (true, LockKind::Fenced) = (w.modes, w.lock) {
+        let lock = fenced_lock(&actor, actor.connection(w.lock_node), &w)?;
+        super::stale_lease::probe(&actor, &lock).await?;
+        super::guard_probe::probe(&actor, &lock, w.lock_node).await?;
+    }
     let now = actor.now();
     if read_at > now {
         sleep_ms(read_at - now).await;
@@ -1102,6 +1103,21 @@ const DRIFT: lease_views::Allowance = lease_views::Allowance { per_mille: 20, co
 
 /// The drift the workload's locks are built with (the default for the
 /// broken variants, whose seeds stay as they were).
+/// The workload's `Lock` on `conn`, configured as the scenario says (drift,
+/// acknowledged writes, time-floored tokens), drawing owners from `actor`'s
+/// seed.
+fn fenced_lock(actor: &Actor, conn: SimConnection, w: &LockWorkload) -> redis_primitives::Result<Lock<SimConnection>> {
+    let builder = Lock::builder(conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(w)?);
+    let builder = match w.protection {
+        Protection::None => builder,
+        Protection::Acknowledged => {
+            builder.acknowledged(Acknowledgement::new(1, Duration::from_millis(ACK_TIMEOUT_MS))?)
+        }
+        Protection::TimeFloored => builder.tokens(Tokens::TimeFloored),
+    };
+    builder.build()
+}
+
 fn lock_drift(w: &LockWorkload) -> redis_primitives::Result<redis_primitives::Drift> {
     if w.modes {
         redis_primitives::Drift::new(DRIFT.per_mille as u32, Duration::from_millis(DRIFT.constant_ms))

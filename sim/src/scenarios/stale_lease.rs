@@ -8,7 +8,8 @@
 //! each client acquires, works and releases in turn, because a client's
 //! stale lease and its newer one never meet. They meet when one `Lock`
 //! serves two tasks: one task's late release deletes the other's lease.
-//! So once per run the first client takes a lease on a name of its own,
+//! So once per run the reader (idle while the clients run the workload)
+//! takes a lease on a name of its own,
 //! lets it expire, takes a second through a clone of the same `Lock`, and
 //! then releases and extends the expired one; each answer is recorded as an
 //! `Op::Configured` read-back (judged by `configuration`). Before the second
