@@ -586,7 +586,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     // Only the validation probe's key names use it: nothing is sent on it.
     let names_conn = store_conn.clone();
     let lock = match w.lock {
-        LockKind::Fenced => AnyLock::Fenced(fenced_lock(&actor, lock_conn, &w)?),
+        LockKind::Fenced => AnyLock::Fenced(fenced_lock(lock_conn, &w, actor.seed())?),
         LockKind::Naive => AnyLock::Naive(NaiveLock::new(lock_conn)),
     };
     let fenced = FencedStore::new(store_conn.clone());
@@ -797,12 +797,16 @@ async fn write(
 
 async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32>) -> ActorResult {
     // The probes run here, on names of their own, while the clients run the
-    // workload: the reader is idle until `read_at`, and the clients'
-    // timelines stay the same whatever the probes do or how long they take.
+    // workload: the reader is idle until `read_at`, and no client waits for
+    // them (client 0 contends from the start). Their requests still draw
+    // from turmoil's one latency RNG, so a changed probe moves the clients'
+    // timelines a little all the same.
     if let (true, LockKind::Fenced) = (w.modes, w.lock) {
-        let lock = fenced_lock(&actor, actor.connection(w.lock_node), &w)?;
+        let lock = fenced_lock(actor.connection(w.lock_node), &w, actor.seed())?;
         super::stale_lease::probe(&actor, &lock).await?;
         super::guard_probe::probe(&actor, &lock, w.lock_node).await?;
+        let rival = fenced_lock(actor.connection(w.lock_node), &w, actor.seed_for("release-race"))?;
+        super::release_race::probe(&actor, &lock, &rival, w.lock_node).await?;
     }
     let now = actor.now();
     if read_at > now {
@@ -1101,13 +1105,10 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
 /// shows. `lease-views` judges deadlines with the same numbers.
 const DRIFT: lease_views::Allowance = lease_views::Allowance { per_mille: 20, constant_ms: 3 };
 
-/// The drift the workload's locks are built with (the default for the
-/// broken variants, whose seeds stay as they were).
 /// The workload's `Lock` on `conn`, configured as the scenario says (drift,
-/// acknowledged writes, time-floored tokens), drawing owners from `actor`'s
-/// seed.
-fn fenced_lock(actor: &Actor, conn: SimConnection, w: &LockWorkload) -> redis_primitives::Result<Lock<SimConnection>> {
-    let builder = Lock::builder(conn).owners(OwnerSource::seeded(actor.seed())).drift(lock_drift(w)?);
+/// acknowledged writes, time-floored tokens), drawing owners from `seed`.
+fn fenced_lock(conn: SimConnection, w: &LockWorkload, seed: u64) -> redis_primitives::Result<Lock<SimConnection>> {
+    let builder = Lock::builder(conn).owners(OwnerSource::seeded(seed)).drift(lock_drift(w)?);
     let builder = match w.protection {
         Protection::None => builder,
         Protection::Acknowledged => {
@@ -1118,6 +1119,8 @@ fn fenced_lock(actor: &Actor, conn: SimConnection, w: &LockWorkload) -> redis_pr
     builder.build()
 }
 
+/// The drift the workload's locks are built with (the default for the
+/// broken variants, whose seeds stay as they were).
 fn lock_drift(w: &LockWorkload) -> redis_primitives::Result<redis_primitives::Drift> {
     if w.modes {
         redis_primitives::Drift::new(DRIFT.per_mille as u32, Duration::from_millis(DRIFT.constant_ms))

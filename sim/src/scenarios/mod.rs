@@ -24,6 +24,7 @@ pub mod lock_failover;
 pub mod lock_naive;
 pub mod rate_limit;
 pub mod redlock;
+pub mod release_race;
 pub mod stale_lease;
 pub mod validation;
 
