@@ -25,6 +25,12 @@
 //!   a cancellation then comes at that deadline (`at` within 1 ms of it),
 //!   not when the held extend is answered, unless the caller was frozen
 //!   across it.
+//! - `Completed` ⇒ the body ended no later than the deadline its acquire
+//!   reported (within a millisecond) unless some request on the lease's key
+//!   ran at the server between the acquire and the body's end (the
+//!   execution log): with no extension run, nothing moved the deadline, and
+//!   the keep-alive is polled before the body, so a body that became ready
+//!   together with an expired deadline (a frozen caller) is dropped.
 //! - `Completed` ⇒ every step completed (the body was not dropped midway),
 //!   and the body's drop guard never fired ([`Op::BodyDropped`]);
 //!   `Cancelled { at }` ⇒ `at` is the instant that guard fired (within a
@@ -217,6 +223,41 @@ pub fn check(
                 ),
             )),
             _ => {}
+        }
+        // (`with_lock_guarded` only: a `keep_alive` caller races its own
+        // body.) A body that ended past the deadline its acquire reported,
+        // with no request on the lease's key run at the server in between: no
+        // extension moved that deadline, so the guard dropped the body there
+        // (the keep-alive is polled first); `Completed` is wrong even when a
+        // freeze made both ready at once.
+        if let (Some(GuardedResult::Completed), Some(end), Some(&d), Some(_)) =
+            (outcome, body_end, deadlines.get(&(name.as_str(), g.process, *token)), every)
+        {
+            let key = format!("lock:{{{name}}}");
+            let acquired = grants
+                .iter()
+                .find(|&&(n, p, t, invoked, _)| {
+                    n == name && p == g.process && t == Some(*token) && invoked >= g.invoked
+                })
+                .map(|&(.., done)| done);
+            let extended = |from: Millis| {
+                executions.iter().any(|x| {
+                    *x.client == *g.process
+                        && x.key.as_deref() == Some(key.as_str())
+                        && x.sim_ms > from
+                        && x.sim_ms <= end
+                })
+            };
+            if let Some(from) = acquired.filter(|&from| end > d + 1 && !extended(from)) {
+                out.push(Violation::new(
+                    SELF_FENCING,
+                    Some(done.time),
+                    format!(
+                        "{} (token {token}): the guarded call reported Completed, but its body ended at {end}ms, past the lease's deadline of {d}ms, and no request on {key} ran at the server after the acquire ({from}ms): nothing moved the deadline, so the body must have been dropped at it",
+                        g.process
+                    ),
+                ));
+            }
         }
         let undisturbed = |from: Millis, to: Millis| {
             let overlaps = |s: Millis, e: Millis| s <= to && e >= from;
@@ -711,6 +752,39 @@ mod tests {
         let v = run(50, GuardedResult::Completed);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("dropped unfinished"), "{v:?}");
+    }
+
+    #[test]
+    fn a_body_completed_past_an_unmoved_deadline_fails() {
+        // Acquired over 0-2 ms with a deadline of 291 ms, every 250 ms; the
+        // body's end (its release invoked) at `end`.
+        let run = |end: u64, extended_at: Option<u64>| {
+            let h = History::new();
+            let op = |token, outcome| Op::Guarded { name: "l".into(), token, outcome, every_ms: Some(250) };
+            let id = h.invoke_at(0, "a", op(None, None));
+            acq_until(&h, "a", 0, 2, 1, 291);
+            h.invoke_at(end, "a", Op::Release { name: "l".into(), token: Some(1) });
+            h.complete_at(end + 1, id, "a", EventKind::Ok, op(Some(1), Some(GuardedResult::Completed)));
+            let log: Vec<Execution> = extended_at
+                .into_iter()
+                .map(|t| Execution {
+                    client: "a".into(),
+                    command: "EVALSHA".into(),
+                    key: Some("lock:{l}".into()),
+                    server_unix_ms: t,
+                    sim_ms: t,
+                    held_ms: 0,
+                })
+                .collect();
+            check(&h.events(), &log, &[], &[], &BTreeMap::new())
+                .into_iter()
+                .filter(|v| v.detail.contains("nothing moved the deadline"))
+                .count()
+        };
+        assert_eq!(run(200, None), 0, "ended before the deadline");
+        assert_eq!(run(292, None), 0, "within the millisecond the two readings may straddle");
+        assert_eq!(run(400, None), 1, "ready together with the expired deadline");
+        assert_eq!(run(400, Some(252)), 0, "an extension ran: the deadline may have moved");
     }
 
     /// A guarded call of `a` on `l` (every 100 ms, token 1) from 0 ms to

@@ -31,8 +31,14 @@
 //!   `with_lock` calls stage the same hold, but only when they win the
 //!   contended name.
 //!
+//! - **Ready together.** The caller freezes inside the body before the
+//!   first extension is due and resumes past the lease's deadline, when
+//!   the body's next step and the deadline are both ready: the keep-alive
+//!   is polled first, so the body is dropped (`Cancelled`), never reported
+//!   `Completed` with nothing having moved the deadline.
+//!
 //! Once per run, while the clients run the workload, the reader (idle
-//! until its liveness probe) runs all four on names of its own through a
+//! until its liveness probe) runs all five on names of its own through a
 //! `Lock` configured as the workload's, and records them as the
 //! workload records its calls ([`Op::Guarded`] around an [`Op::Acquire`],
 //! an [`Op::Release`] from the body's end), with an [`Op::TakenAway`] at the
@@ -71,12 +77,35 @@ const UNANSWERED: &str = "guard-probe-unanswered";
 /// Longer than any guarded call here: a body that is never done by itself.
 const BODY_MS: u64 = 3 * FAILED_TTL_MS;
 
-/// Runs both cases on `lock` (see the module docs).
+/// The lock name whose body becomes ready together with its expired
+/// deadline.
+const TIE: &str = "guard-probe-tie";
+/// The tied lease, and its interval: the first extension is due after the
+/// body freezes, before the deadline.
+const TIE_TTL_MS: u64 = 300;
+const TIE_EVERY_MS: u64 = 250;
+
+/// Runs every case on `lock` (see the module docs).
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
     taken_away(actor, lock, &actor.connection(node)).await?;
     failed_extension(actor, lock, node).await?;
     slow_extension(actor, lock, node).await?;
-    unanswered_release(actor, lock, node).await
+    unanswered_release(actor, lock, node).await?;
+    tie_at_deadline(actor, lock).await
+}
+
+/// The caller freezes inside the body before the first extension is due
+/// and resumes past the lease's deadline, when the body's next step and
+/// the deadline are ready at once: the guard must drop the body.
+async fn tie_at_deadline(actor: &Actor, lock: &Lock<SimConnection>) -> ActorResult {
+    let policy = KeepAlive::new(lock, Ttl::from_millis(TIE_TTL_MS)?, Duration::from_millis(TIE_EVERY_MS))?;
+    let body = move |_lease: Lease, actor: Actor| async move {
+        tokio::time::sleep(Duration::from_millis(TIE_EVERY_MS - 50)).await;
+        actor.stall(TIE_TTL_MS - 100, "inside a guarded body, across its lease's deadline");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    guarded(actor, lock, TIE, policy, body).await?;
+    Ok(())
 }
 
 /// The first extension is held for [`SLOW_HOLD_MS`]; the body runs four
