@@ -29,7 +29,7 @@
 //! end.
 
 use core::time::Duration;
-use redis_primitives::{Lock, Ttl};
+use redis_primitives::{Lease, Lock, Ttl};
 
 use crate::history::Op;
 use crate::net::SimConnection;
@@ -59,25 +59,8 @@ const RIVAL_TTL_MS: u64 = 2_000;
 /// module docs). Answers that fail end the probe; the checkers judge what
 /// was recorded.
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, rival: &Lock<SimConnection>, node: usize) -> ActorResult {
-    let acquire = |ttl_ms, token, deadline| Op::Acquire { name: NAME.into(), ttl_ms, token, deadline };
-    let release = |token| Op::Release { name: NAME.into(), token: Some(token) };
     let sent = actor.now();
-    let id = actor.call("Lock::acquire", acquire(SHORT_TTL_MS, None, None));
-    let short = match lock.acquire(NAME, Ttl::from_millis(SHORT_TTL_MS)?).await {
-        Ok(Some(l)) => {
-            let token = l.token().get();
-            actor.ok(id, acquire(SHORT_TTL_MS, Some(token), Some(actor.millis_of(l.local_deadline()))));
-            l
-        }
-        Ok(None) => {
-            actor.fail(id, acquire(SHORT_TTL_MS, None, None));
-            return Ok(());
-        }
-        Err(e) => {
-            actor.errored(id, acquire(SHORT_TTL_MS, None, None), &e);
-            return Ok(());
-        }
-    };
+    let Some(short) = acquire(actor, lock, SHORT_TTL_MS).await? else { return Ok(()) };
     sleep_until(actor, sent + RELEASE_AFTER_MS).await;
     if actor.now() + 10 >= sent + SHORT_TTL_MS {
         // A fault stretched the acquire: the release would not be inside
@@ -87,33 +70,9 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, rival: &Lock<SimCo
     let key = short.key().to_string();
     actor.delay_next_request_mentioning(node, 0, &key);
     actor.delay_next_request_mentioning(node, SECOND_HOLD_MS, &key);
-    let first = async {
-        let token = short.token().get();
-        let id = actor.call("Lock::release", release(token));
-        match lock.release(&short).await {
-            Ok(true) => actor.ok(id, release(token)),
-            Ok(false) => actor.fail(id, release(token)),
-            Err(e) => actor.errored(id, release(token), &e),
-        }
-    };
     let second = async {
         sleep_until(actor, sent + RIVAL_AFTER_MS).await;
-        let id = actor.call("Lock::acquire", acquire(RIVAL_TTL_MS, None, None));
-        let held = match rival.acquire(NAME, Ttl::from_millis(RIVAL_TTL_MS)?).await {
-            Ok(Some(l)) => {
-                let token = l.token().get();
-                actor.ok(id, acquire(RIVAL_TTL_MS, Some(token), Some(actor.millis_of(l.local_deadline()))));
-                l
-            }
-            Ok(None) => {
-                actor.fail(id, acquire(RIVAL_TTL_MS, None, None));
-                return Ok(());
-            }
-            Err(e) => {
-                actor.errored(id, acquire(RIVAL_TTL_MS, None, None), &e);
-                return Ok(());
-            }
-        };
+        let Some(held) = acquire(actor, rival, RIVAL_TTL_MS).await? else { return Ok(()) };
         sleep_until(actor, sent + READ_AFTER_MS).await;
         let read = |ms| Op::RemainingTtl { name: NAME.into(), ms };
         let id = actor.call("Lock::remaining_ttl", read(None));
@@ -121,18 +80,44 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, rival: &Lock<SimCo
             Ok(d) => actor.ok(id, read(d.map(|d| d.as_millis() as u64))),
             Err(e) => actor.errored(id, read(None), &e),
         }
-        let token = held.token().get();
-        let id = actor.call("Lock::release", release(token));
-        match rival.release(&held).await {
-            Ok(true) => actor.ok(id, release(token)),
-            Ok(false) => actor.fail(id, release(token)),
-            Err(e) => actor.errored(id, release(token), &e),
-        }
+        release(actor, rival, &held).await;
         Ok::<(), redis_primitives::Error>(())
     };
-    let ((), rival_done) = tokio::join!(first, second);
+    let ((), rival_done) = tokio::join!(release(actor, lock, &short), second);
     rival_done?;
     Ok(())
+}
+
+/// `lock.acquire` of [`NAME`] for `ttl_ms`, recorded; the lease if granted.
+async fn acquire(actor: &Actor, lock: &Lock<SimConnection>, ttl_ms: u64) -> redis_primitives::Result<Option<Lease>> {
+    let op = |token, deadline| Op::Acquire { name: NAME.into(), ttl_ms, token, deadline };
+    let id = actor.call("Lock::acquire", op(None, None));
+    match lock.acquire(NAME, Ttl::from_millis(ttl_ms)?).await {
+        Ok(Some(l)) => {
+            actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline()))));
+            Ok(Some(l))
+        }
+        Ok(None) => {
+            actor.fail(id, op(None, None));
+            Ok(None)
+        }
+        Err(e) => {
+            actor.errored(id, op(None, None), &e);
+            Ok(None)
+        }
+    }
+}
+
+/// `lock.release` of `lease`, recorded.
+async fn release(actor: &Actor, lock: &Lock<SimConnection>, lease: &Lease) {
+    let token = lease.token().get();
+    let op = || Op::Release { name: NAME.into(), token: Some(token) };
+    let id = actor.call("Lock::release", op());
+    match lock.release(lease).await {
+        Ok(true) => actor.ok(id, op()),
+        Ok(false) => actor.fail(id, op()),
+        Err(e) => actor.errored(id, op(), &e),
+    }
 }
 
 async fn sleep_until(actor: &Actor, at: u64) {
