@@ -361,13 +361,37 @@ impl<C: Connection> Lock<C> {
     /// gone (it is not recreated) or someone else holds the name. On success
     /// the lease's TTL and local deadline move forward, measured from the
     /// moment this request was sent.
+    ///
+    /// On `Err` the outcome is unknown: the extend may have run and set the
+    /// key to live `ttl` from about now. When that is sooner than the
+    /// lease's local deadline (an extend asking a shorter TTL than the lease
+    /// has left), the deadline is brought forward to what `ttl` would give,
+    /// so the lease never trusts itself past a key that may have expired;
+    /// a longer `ttl` changes nothing (the lease cannot count on it).
     pub async fn extend(&self, lease: &mut Lease, ttl: Ttl) -> Result<bool> {
         let usable = self.drift.usable(ttl);
-        let mut conn = self.conn.clone();
-        let (key, owner) = (lease.key.as_str(), lease.owner.as_str());
         // Measured from before any detection: a deadline counted from the
         // earlier moment is the conservative one.
         let sent_at = Instant::now();
+        match self.extend_request(lease, ttl).await {
+            Ok(true) => {
+                lease.ttl = ttl;
+                lease.sent_at = sent_at;
+                lease.deadline = after(sent_at, usable);
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => {
+                lease.deadline = lease.deadline.min(after(sent_at, usable));
+                Err(e)
+            }
+        }
+    }
+
+    /// The extend request itself: whether the server moved the key.
+    async fn extend_request(&self, lease: &Lease, ttl: Ttl) -> Result<bool> {
+        let mut conn = self.conn.clone();
+        let (key, owner) = (lease.key.as_str(), lease.owner.as_str());
         let native = self.commands.commands(&mut conn).await.extend(key, owner, ttl.as_millis());
         // The native `SET … IFEQ` answers OK or nil; the script 1 or 0.
         let extended = match self.commands.run::<Option<String>, _>(&mut conn, native, key).await? {
@@ -383,11 +407,6 @@ impl<C: Connection> Lock<C> {
                 n == 1
             }
         };
-        if extended {
-            lease.ttl = ttl;
-            lease.sent_at = sent_at;
-            lease.deadline = after(sent_at, usable);
-        }
         Ok(extended)
     }
 

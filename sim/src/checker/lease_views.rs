@@ -75,6 +75,35 @@ pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
             }
             _ => None,
         };
+        // An extend of unknown outcome may have run and set the key to its
+        // TTL from the send: the lease keeps its TTL and send instant, and
+        // its deadline becomes the earlier of the two.
+        if let (Op::Extend { name, ttl_ms, token: Some(token), deadline: Some(d), .. }, EventKind::Info) =
+            (&e.op, e.kind)
+        {
+            let Some(setters) = leases
+                .get_mut(&(e.process.as_str(), *token))
+                .and_then(|n| n.iter_mut().find(|(n, _)| n == name))
+                .map(|(_, s)| s)
+            else {
+                continue;
+            };
+            let Some(&(prev_sent, prev_ttl, prev_ns, _)) = setters.last() else { continue };
+            let deadline_ns = prev_ns.min(allowance.deadline_ns(sent, *ttl_ms));
+            let expected = (deadline_ns / 1_000_000) as Millis;
+            if *d != expected {
+                out.push(Violation::new(
+                    LEASE_VIEWS,
+                    Some(e.time),
+                    format!(
+                        "{}: the extend of {name} (token {token}) sent at {sent}ms for {ttl_ms}ms failed, and the lease reports a local deadline of {d}ms; the key may now expire {ttl_ms}ms after the send, so it is {expected}ms",
+                        e.process
+                    ),
+                ));
+            }
+            setters.push((prev_sent, prev_ttl, deadline_ns, e.time));
+            continue;
+        }
         if let Some((name, ttl_ms, token, d, what)) = set {
             let deadline_ns = allowance.deadline_ns(sent, ttl_ms);
             let expected = (deadline_ns / 1_000_000) as Millis;
@@ -176,6 +205,25 @@ mod tests {
         let op = |token, deadline| Op::Acquire { name: "l".into(), ttl_ms: 300, token, deadline };
         let id = h.invoke_at(10, "c", op(None, None));
         h.complete_at(14, id, "c", EventKind::Ok, op(Some(1), Some(deadline)));
+    }
+
+    #[test]
+    fn an_extend_of_unknown_outcome_brings_a_later_deadline_forward() {
+        // Acquired at 10 ms for 300 ms (deadline 305 ms); at 100 ms an extend
+        // asking 100 ms (allowance 3 ms) fails: the key may expire at 200 ms,
+        // so the lease's deadline is 197 ms, its TTL and send unchanged.
+        let run = |reported: Millis| {
+            let h = History::new();
+            acquire(&h, 305);
+            let op = |deadline| Op::Extend { name: "l".into(), token: Some(1), ttl_ms: 100, deadline };
+            let id = h.invoke_at(100, "c", op(None));
+            h.complete_at(130, id, "c", EventKind::Info, op(Some(reported)));
+            view(&h, 150, reported, true);
+            check(&h.events(), Allowance::DEFAULT)
+        };
+        assert_eq!(run(197), vec![]);
+        let v = run(305);
+        assert!(v.iter().any(|v| v.detail.contains("so it is 197ms")), "{v:?}");
     }
 
     #[test]

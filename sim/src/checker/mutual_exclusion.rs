@@ -131,6 +131,16 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
                     }
                 }
             }
+            // An extend of unknown outcome may have shortened the key's life
+            // (a shorter TTL): the holder's lease reports the deadline it
+            // kept (`lease-views` judges it), never a later one.
+            (Op::Extend { name, token, deadline: Some(d), .. }, EventKind::Info) => {
+                if let Some(h) = open.get_mut(&k(name)) {
+                    if same(h, token) {
+                        h.trusted_until = h.trusted_until.min(*d);
+                    }
+                }
+            }
             (Op::Release { name, token }, EventKind::Invoke) | (Op::LeaseLost { name, token, .. }, _)
                 if open.get(&k(name)).is_some_and(|h| same(h, token)) =>
             {
@@ -256,6 +266,18 @@ mod tests {
         assert_eq!(r.violations.len(), 1, "{:?}", r.overlaps);
         assert!(r.violations[0].detail.contains("b (token none) and c (token none)"), "{:?}", r.violations);
         assert_eq!(r.overlaps.iter().find(|o| o.second.0 == "c").map(|o| o.trusted_ms), Some(189));
+    }
+
+    #[test]
+    fn an_extend_of_unknown_outcome_can_only_bring_the_deadline_forward() {
+        let h = History::new();
+        acquire(&h, "a", 0, 1, 300, Some(1));
+        let op = |deadline| Op::Extend { name: "l".into(), token: Some(1), ttl_ms: 100, deadline };
+        let id = h.invoke_at(50, "a", op(None));
+        h.complete_at(80, id, "a", EventKind::Info, op(Some(147)));
+        let id = h.invoke_at(90, "a", op(None));
+        h.complete_at(95, id, "a", EventKind::Info, op(Some(400)));
+        assert_eq!(holds(&h.events())[0].trusted_until, 147);
     }
 
     #[test]

@@ -1553,7 +1553,10 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                         break;
                     }
                     Err(e) => {
-                        cx.actor.errored(id, op(None), &e);
+                        // The lease's deadline after an extend of unknown
+                        // outcome (judged by `lease-views`; the overlap
+                        // checks hold the lease to it).
+                        cx.actor.errored(id, op(Some(cx.deadline_ms(&lease))), &e);
                         break;
                     }
                 }
