@@ -285,7 +285,7 @@ async fn drift_is_validated_whole_and_the_largest_accepted_one_never_panics() {
 }
 
 /// A connection that forwards every request to the real server but loses
-/// the reply to the first `EVALSHA`/`EVAL` that runs after it is armed: the
+/// the reply to the first `EVALSHA`/`EVAL`/`SET` that runs after it is armed: the
 /// request ran, the caller hears a timeout (a reply lost on the way back).
 #[derive(Clone)]
 struct LosesArmedReply(redis::aio::MultiplexedConnection, std::sync::Arc<std::sync::atomic::AtomicBool>);
@@ -293,7 +293,8 @@ struct LosesArmedReply(redis::aio::MultiplexedConnection, std::sync::Arc<std::sy
 impl redis::aio::ConnectionLike for LosesArmedReply {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
         Box::pin(async move {
-            let script = support::is_command(cmd, "EVALSHA") || support::is_command(cmd, "EVAL");
+            // The extend: a script, or Valkey's native `SET … IFEQ`.
+            let script = ["EVALSHA", "EVAL", "SET"].iter().any(|c| support::is_command(cmd, c));
             let reply = self.0.req_packed_command(cmd).await;
             // A `NOSCRIPT` did nothing: the reply lost is the one of the
             // request that ran.
