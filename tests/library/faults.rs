@@ -8,6 +8,7 @@ use crate::support;
 
 use core::num::NonZeroU32;
 use core::time::Duration;
+use redis::aio::ConnectionLike as _;
 
 use redis_primitives::{Drift, Error, FencedStore, FencingToken, KeepAlive, Lock, Retry, Ttl, WriteOutcome};
 use support::{connect, connect_with_timeout, ms, server};
@@ -99,29 +100,20 @@ async fn noscript_after_script_flush_recovers_by_itself() {
 /// `NOSCRIPT` and the retry. Found by the simulation's rate-limit sweep
 /// (seed 20000067: a burst in flight while another client flushed).
 #[derive(Clone)]
-struct FlushBeforeEvalsha(redis::aio::MultiplexedConnection);
+struct FlushBeforeEvalsha;
 
-impl redis::aio::ConnectionLike for FlushBeforeEvalsha {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+impl support::Hook for FlushBeforeEvalsha {
+    fn command<'a>(
+        &'a self,
+        conn: &'a mut redis::aio::MultiplexedConnection,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
         Box::pin(async move {
             if support::is_command(cmd, "EVALSHA") {
-                redis::cmd("SCRIPT").arg("FLUSH").query_async::<()>(&mut self.0).await?;
+                redis::cmd("SCRIPT").arg("FLUSH").query_async::<()>(&mut *conn).await?;
             }
-            self.0.req_packed_command(cmd).await
+            conn.req_packed_command(cmd).await
         })
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a redis::Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
-        self.0.req_packed_commands(pipeline, offset, count)
-    }
-
-    fn get_db(&self) -> i64 {
-        0
     }
 }
 
@@ -129,7 +121,7 @@ impl redis::aio::ConnectionLike for FlushBeforeEvalsha {
 async fn noscript_that_survives_a_reload_still_runs_the_script_once() {
     use redis_primitives::rate_limit::{Limit, SlidingWindowLog};
     let s = server();
-    let conn = FlushBeforeEvalsha(connect(&s).await);
+    let conn = support::Hooked(connect(&s).await, FlushBeforeEvalsha);
     let lock = Lock::new(conn.clone());
     let store = FencedStore::new(conn.clone());
     // Every EVALSHA meets an empty cache: each call must fall back to EVAL,
@@ -288,37 +280,28 @@ async fn drift_is_validated_whole_and_the_largest_accepted_one_never_panics() {
 /// the reply to the first `EVALSHA`/`EVAL`/`SET` that runs after it is armed: the
 /// request ran, the caller hears a timeout (a reply lost on the way back).
 #[derive(Clone)]
-struct LosesArmedReply(redis::aio::MultiplexedConnection, std::sync::Arc<std::sync::atomic::AtomicBool>);
+struct LosesArmedReply(std::sync::Arc<std::sync::atomic::AtomicBool>);
 
-impl redis::aio::ConnectionLike for LosesArmedReply {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+impl support::Hook for LosesArmedReply {
+    fn command<'a>(
+        &'a self,
+        conn: &'a mut redis::aio::MultiplexedConnection,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
         Box::pin(async move {
             // The extend: a script, or Valkey's native `SET … IFEQ`.
             let script = ["EVALSHA", "EVAL", "SET"].iter().any(|c| support::is_command(cmd, c));
-            let reply = self.0.req_packed_command(cmd).await;
+            let reply = conn.req_packed_command(cmd).await;
             // A `NOSCRIPT` did nothing: the reply lost is the one of the
             // request that ran.
             if script
                 && matches!(reply, Ok(ref v) if !matches!(v, redis::Value::ServerError(_)))
-                && self.1.swap(false, std::sync::atomic::Ordering::SeqCst)
+                && self.0.swap(false, std::sync::atomic::Ordering::SeqCst)
             {
                 return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "reply lost").into());
             }
             reply
         })
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a redis::Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
-        self.0.req_packed_commands(pipeline, offset, count)
-    }
-
-    fn get_db(&self) -> i64 {
-        0
     }
 }
 
@@ -331,7 +314,7 @@ impl redis::aio::ConnectionLike for LosesArmedReply {
 async fn extend_of_unknown_outcome_never_leaves_the_lease_trusting_past_a_shorter_ttl() {
     let s = server();
     let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let lock = Lock::new(LosesArmedReply(connect(&s).await, armed.clone()));
+    let lock = Lock::new(support::Hooked(connect(&s).await, LosesArmedReply(armed.clone())));
     let mut lease = lock.acquire("n", ms(5000)).await.unwrap().unwrap();
     let acquired_deadline = lease.local_deadline();
 

@@ -6,6 +6,7 @@
 use crate::support;
 
 use core::time::Duration;
+use redis::aio::ConnectionLike as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -119,7 +120,6 @@ async fn a_key_of_another_type_is_wrong_type_natively_and_by_script() {
 /// nothing native.
 #[derive(Clone)]
 struct Downgradable {
-    conn: MultiplexedConnection,
     downgraded: Arc<AtomicBool>,
 }
 
@@ -137,29 +137,20 @@ impl Downgradable {
     }
 }
 
-impl redis::aio::ConnectionLike for Downgradable {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+impl support::Hook for Downgradable {
+    fn command<'a>(
+        &'a self,
+        conn: &'a mut MultiplexedConnection,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
         Box::pin(async move {
             if self.downgraded.load(Ordering::SeqCst) {
                 let renamed = self.rename(cmd);
-                self.conn.req_packed_command(&renamed).await
+                conn.req_packed_command(&renamed).await
             } else {
-                self.conn.req_packed_command(cmd).await
+                conn.req_packed_command(cmd).await
             }
         })
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a redis::Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
-        self.conn.req_packed_commands(pipeline, offset, count)
-    }
-
-    fn get_db(&self) -> i64 {
-        0
     }
 }
 
@@ -167,7 +158,7 @@ impl redis::aio::ConnectionLike for Downgradable {
 async fn a_server_that_no_longer_knows_the_native_command_gets_the_script() {
     let valkey = valkey();
     let downgraded = Arc::new(AtomicBool::new(false));
-    let conn = Downgradable { conn: connect(&valkey).await, downgraded: Arc::clone(&downgraded) };
+    let conn = support::Hooked(connect(&valkey).await, Downgradable { downgraded: Arc::clone(&downgraded) });
     let lock = Lock::new(conn);
     assert_eq!(lock.compare_commands().await, CompareCommands::DelIfEq);
     let lease = lock.acquire("f", ms(5000)).await.unwrap().unwrap();

@@ -50,3 +50,40 @@ pub fn ms(n: u64) -> redis_primitives::Ttl {
 pub fn is_command(cmd: &redis::Cmd, name: &str) -> bool {
     matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(first)) if first.eq_ignore_ascii_case(name.as_bytes()))
 }
+
+/// What a [`Hooked`] connection does with each single command it sends on
+/// the real connection: the tests' transport faults (a script cache flushed
+/// first, a reply lost, a command renamed).
+pub trait Hook: Clone + Send + Sync + 'static {
+    /// Sends `cmd` on `conn`, with the fault around it.
+    fn command<'a>(
+        &'a self,
+        conn: &'a mut MultiplexedConnection,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value>;
+}
+
+/// A real connection to a real server whose single commands go through
+/// `H`; pipelines pass untouched.
+#[derive(Clone)]
+pub struct Hooked<H>(pub MultiplexedConnection, pub H);
+
+impl<H: Hook> redis::aio::ConnectionLike for Hooked<H> {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        let Hooked(conn, hook) = self;
+        hook.command(conn, cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        self.0.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
