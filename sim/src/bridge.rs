@@ -519,11 +519,7 @@ pub fn next_request(buf: &[u8]) -> io::Result<Option<usize>> {
 /// The command name of a complete, canonical request (`*N\r\n$L\r\nNAME…`),
 /// upper-cased; empty if it has none.
 fn command_name(request: &[u8]) -> String {
-    let mut parts = request.splitn(4, |&b| b == b'\n');
-    let _count = parts.next();
-    let _len = parts.next();
-    let name = parts.next().unwrap_or_default();
-    String::from_utf8_lossy(name.strip_suffix(b"\r").unwrap_or(name)).to_ascii_uppercase()
+    arguments(request).next().map(|name| String::from_utf8_lossy(name).to_ascii_uppercase()).unwrap_or_default()
 }
 
 /// The bulk strings of a request (`*n\r\n$len\r\nbytes\r\n…`), in order;

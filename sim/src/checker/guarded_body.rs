@@ -233,7 +233,7 @@ pub fn check(
         if let (Some(GuardedResult::Completed), Some(end), Some(&d), Some(_)) =
             (outcome, body_end, deadlines.get(&(name.as_str(), g.process, *token)), every)
         {
-            let key = format!("lock:{{{name}}}");
+            let key = super::lock_key(name);
             let acquired = grants
                 .iter()
                 .find(|&&(n, p, t, invoked, _)| {
@@ -470,8 +470,7 @@ fn late_extension(
     events: &[Event],
     calm: impl Fn(Millis, Millis) -> bool,
 ) -> Option<Violation> {
-    // `Lock::new`'s documented key.
-    let key = format!("lock:{{{}}}", l.name);
+    let key = super::lock_key(l.name);
     let sent = |x: &Execution| x.sim_ms.saturating_sub(x.held_ms);
     let mine = |x: &&Execution| *x.client == *l.process;
     let mut requests: Vec<&Execution> = executions

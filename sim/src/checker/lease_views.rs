@@ -147,7 +147,7 @@ pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
         };
         let Some(&(sent, ttl, deadline_ns, _)) = setters.iter().rev().find(|s| s.3 <= e.time) else { continue };
         let expected_trusted = u128::from(e.time) * 1_000_000 < deadline_ns;
-        let documented_key = format!("lock:{{{granted_name}}}");
+        let documented_key = super::lock_key(granted_name);
         let mut wrong = Vec::new();
         if name != granted_name {
             wrong.push(format!("name {name:?} (granted for {granted_name:?})"));

@@ -278,6 +278,12 @@ pub(crate) fn interruptions(events: &[crate::history::Event]) -> Vec<(&str, Mill
         .collect()
 }
 
+/// The key `Lock` keeps the lease of `name` under (`Lock::key`'s documented
+/// form), as the bridge's execution log names it.
+pub(crate) fn lock_key(name: &str) -> String {
+    format!("lock:{{{name}}}")
+}
+
 /// Whether the workload froze `process` (`Op::Paused`) in a span for which
 /// `overlaps(start, end)` holds.
 pub(crate) fn paused(
