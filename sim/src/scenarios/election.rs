@@ -797,7 +797,10 @@ const END_SETTLE_MS: u64 = 10;
 
 /// Reads the resource once every node has stopped: `no-stale-overwrite`
 /// then judges the final value against every accepted write.
-async fn final_read(actor: Actor, read_at: u64) -> crate::world::ActorResult {
+async fn final_read(actor: Actor, read_at: u64, faults: Vec<(Millis, Millis)>) -> crate::world::ActorResult {
+    // Idle until the read: the election probe runs meanwhile, on names of
+    // its own.
+    super::election_probe::probe(&actor, 0, &faults).await?;
     let now = actor.now();
     if read_at > now {
         sleep(Duration::from_millis(read_at - now)).await;
@@ -831,7 +834,9 @@ fn run_plan(
     }
     if variant != Variant::NoEpoch {
         let read_at = plan.length_ms + 200;
-        world.actor("reader", move |actor| final_read(actor, read_at));
+        // The reader's index: it comes after the nodes.
+        let faults = schedule.spans_reaching(plan.nodes);
+        world.actor("reader", move |actor| final_read(actor, read_at, faults));
     }
     world.nemesis(schedule);
     let run = world.run()?;

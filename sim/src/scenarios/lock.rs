@@ -803,7 +803,7 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
     // timelines a little all the same.
     if let (true, LockKind::Fenced) = (w.modes, w.lock) {
         let lock = fenced_lock(actor.connection(w.lock_node), &w, actor.seed())?;
-        super::stale_lease::probe(&actor, &lock).await?;
+        super::stale_lease::probe(&actor, &lock, w.lock_node).await?;
         super::guard_probe::probe(&actor, &lock, w.lock_node).await?;
         let rival = fenced_lock(actor.connection(w.lock_node), &w, actor.seed_for("release-race"))?;
         super::release_race::probe(&actor, &lock, &rival, w.lock_node).await?;

@@ -15,6 +15,7 @@
 pub mod corruption;
 pub mod counter_loss;
 pub mod election;
+pub mod election_probe;
 pub mod fencing;
 pub mod fencing_unfenced;
 pub mod guard_probe;
@@ -24,6 +25,7 @@ pub mod lock_failover;
 pub mod lock_naive;
 pub mod rate_limit;
 pub mod redlock;
+pub mod redlock_refusal;
 pub mod release_race;
 pub mod stale_lease;
 pub mod validation;

@@ -12,10 +12,12 @@
 //! `Acquisition`'s and an `Extension`'s accessors, a lease's votes and
 //! quorum, a refusal's `validity_left`, a timed-out vote's latency) is read
 //! after every call and recorded only when it disagrees.
-//! Client-0 first runs the validation probe (`validation.rs`): bad
-//! configurations, one master listed twice, and a Redlock with a drift and
-//! an owner source of its own, whose settings, commands per master and
-//! lease it reads back.
+//! Beside its workload, client-0 runs the refused-extend probe
+//! (`redlock_refusal.rs`: a lease whose key was overwritten on a majority,
+//! extended, must stop being trusted) and then the validation probe
+//! (`validation.rs`): bad configurations, one master listed twice, and a
+//! Redlock with a drift and an owner source of its own, whose settings,
+//! commands per master and lease it reads back.
 //!
 //! Checkers: `redlock-mutual-exclusion` (no two clients inside their
 //! validity, extensions included), `redlock-validity` (validity ≤ TTL −
@@ -288,14 +290,18 @@ async fn client(
         Variant::NoValidity => ("NaiveRedlock::connect", None),
         _ => ("Redlock::connect", Some(())),
     };
-    // The validation probe runs beside client-0's workload, on connections
-    // of its own (the same links, so the same faults): its waits on slow
-    // links must not take phase 1's time from client-0's rounds.
+    // The validation and refused-extend probes run beside client-0's
+    // workload, on connections of its own (the same links, so the same
+    // faults): their waits on slow links must not take phase 1's time from
+    // client-0's rounds.
     let probe = (variant == Variant::Correct && actor.index() == 0).then(|| {
         let own: Vec<SimConnection> =
             (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect();
         let a = actor.clone();
-        actor.spawn(async move { super::validation::redlock(&a, &own).await })
+        actor.spawn(async move {
+            super::redlock_refusal::probe(&a, &own, timing.master_timeout_ms, timing.length_ms).await?;
+            super::validation::redlock(&a, &own).await
+        })
     });
     let id = actor.call(api, connect_op(None));
     let client = match client {
@@ -928,7 +934,8 @@ pub fn run_planned(
     if variant == Variant::Correct {
         let rule = Rule { prefix: "redlock:{", suffix: "}", life: Life::AtMost(plan.ttl_ms), what: "Redlock key" };
         for (node, keys) in run.keys_at_end.iter().enumerate() {
-            violations.extend(crate::checker::key_lifetimes::check(node, keys, &[rule], &[]));
+            let rules = [rule, super::redlock_refusal::KEY_RULE];
+            violations.extend(crate::checker::key_lifetimes::check(node, keys, &rules, &[]));
         }
     }
     outcome.violations.extend(violations);

@@ -27,6 +27,16 @@
 //! answers fit is `checker::lock_replies`' business, which knows the
 //! faults that make a lease end early. The rival releases its lease at the
 //! end.
+//!
+//! An extend is a compare-and-pexpire with the same window: as `GET` then
+//! `PEXPIRE`, the `PEXPIRE` that lands after the rival's grant re-arms the
+//! rival's key with the first holder's TTL. So the probe stages the same
+//! race a second time on another name, with an extend asking a TTL shorter
+//! than what the lease has left (30 ms) in place of the
+//! release: one request extends the short lease so that it still expires
+//! before the rival acquires (recorded as the workload records its
+//! extends, [`Op::Extend`]); two requests shorten the rival's lease, and
+//! the rival's read finds the name free while it holds it.
 
 use core::time::Duration;
 use redis_primitives::{Lease, Lock, Ttl};
@@ -35,9 +45,10 @@ use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
-/// The probe's own lock name: apart from the workload's and the other
-/// probes'.
-const NAME: &str = "release-race-probe";
+/// The probe's own lock names: apart from the workload's and the other
+/// probes'; one for each race.
+const RELEASE_NAME: &str = "release-race-probe";
+const EXTEND_NAME: &str = "extend-race-probe";
 /// The short lease, released inside it.
 const SHORT_TTL_MS: u64 = 60;
 /// When the release is sent, after the short lease was granted.
@@ -53,14 +64,40 @@ const SECOND_HOLD_MS: u64 = 120;
 const READ_AFTER_MS: u64 = RELEASE_AFTER_MS + SECOND_HOLD_MS + 60;
 /// The rival's lease: held well past its read.
 const RIVAL_TTL_MS: u64 = 2_000;
+/// What the extend race's extend asks: the short lease, extended at
+/// [`RELEASE_AFTER_MS`], still expires before the rival acquires.
+const EXTENDED_TTL_MS: u64 = 30;
+
+/// The request that races the rival: the second of a two-request version
+/// runs after the rival's grant.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// `Lock::release`.
+    Release,
+    /// `Lock::extend` asking [`EXTENDED_TTL_MS`].
+    Extend,
+}
 
 /// Runs the probe with `lock` as the first holder and `rival` (a `Lock`
 /// configured the same way, on another connection) as the second (see the
-/// module docs). Answers that fail end the probe; the checkers judge what
-/// was recorded.
+/// module docs): the release race, then the extend race. Answers that
+/// fail end a race; the checkers judge what was recorded.
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, rival: &Lock<SimConnection>, node: usize) -> ActorResult {
+    race(actor, lock, rival, node, RELEASE_NAME, Step::Release).await?;
+    race(actor, lock, rival, node, EXTEND_NAME, Step::Extend).await
+}
+
+/// One race on `name`, with `step` as the first holder's request.
+async fn race(
+    actor: &Actor,
+    lock: &Lock<SimConnection>,
+    rival: &Lock<SimConnection>,
+    node: usize,
+    name: &str,
+    step: Step,
+) -> ActorResult {
     let sent = actor.now();
-    let Some(short) = acquire(actor, lock, SHORT_TTL_MS).await? else { return Ok(()) };
+    let Some(mut short) = acquire(actor, lock, name, SHORT_TTL_MS).await? else { return Ok(()) };
     sleep_until(actor, sent + RELEASE_AFTER_MS).await;
     if actor.now() + 10 >= sent + SHORT_TTL_MS {
         // A fault stretched the acquire: the release would not be inside
@@ -72,27 +109,40 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, rival: &Lock<SimCo
     actor.delay_next_request_mentioning(node, SECOND_HOLD_MS, &key);
     let second = async {
         sleep_until(actor, sent + RIVAL_AFTER_MS).await;
-        let Some(held) = acquire(actor, rival, RIVAL_TTL_MS).await? else { return Ok(()) };
+        let Some(held) = acquire(actor, rival, name, RIVAL_TTL_MS).await? else { return Ok(()) };
         sleep_until(actor, sent + READ_AFTER_MS).await;
-        let read = |ms| Op::RemainingTtl { name: NAME.into(), ms };
+        let read = |ms| Op::RemainingTtl { name: name.into(), ms };
         let id = actor.call("Lock::remaining_ttl", read(None));
-        match rival.remaining_ttl(NAME).await {
+        match rival.remaining_ttl(name).await {
             Ok(d) => actor.ok(id, read(d.map(|d| d.as_millis() as u64))),
             Err(e) => actor.errored(id, read(None), &e),
         }
         release(actor, rival, &held).await;
         Ok::<(), redis_primitives::Error>(())
     };
-    let ((), rival_done) = tokio::join!(release(actor, lock, &short), second);
+    let first = async {
+        match step {
+            Step::Release => release(actor, lock, &short).await,
+            Step::Extend => extend(actor, lock, &mut short).await?,
+        }
+        Ok::<(), redis_primitives::Error>(())
+    };
+    let (first_done, rival_done) = tokio::join!(first, second);
+    first_done?;
     rival_done?;
     Ok(())
 }
 
-/// `lock.acquire` of [`NAME`] for `ttl_ms`, recorded; the lease if granted.
-async fn acquire(actor: &Actor, lock: &Lock<SimConnection>, ttl_ms: u64) -> redis_primitives::Result<Option<Lease>> {
-    let op = |token, deadline| Op::Acquire { name: NAME.into(), ttl_ms, token, deadline };
+/// `lock.acquire` of `name` for `ttl_ms`, recorded; the lease if granted.
+async fn acquire(
+    actor: &Actor,
+    lock: &Lock<SimConnection>,
+    name: &str,
+    ttl_ms: u64,
+) -> redis_primitives::Result<Option<Lease>> {
+    let op = |token, deadline| Op::Acquire { name: name.into(), ttl_ms, token, deadline };
     let id = actor.call("Lock::acquire", op(None, None));
-    match lock.acquire(NAME, Ttl::from_millis(ttl_ms)?).await {
+    match lock.acquire(name, Ttl::from_millis(ttl_ms)?).await {
         Ok(Some(l)) => {
             actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline()))));
             Ok(Some(l))
@@ -108,10 +158,28 @@ async fn acquire(actor: &Actor, lock: &Lock<SimConnection>, ttl_ms: u64) -> redi
     }
 }
 
+/// `lock.extend` of `lease` asking [`EXTENDED_TTL_MS`], recorded as the
+/// workload records its extends.
+async fn extend(actor: &Actor, lock: &Lock<SimConnection>, lease: &mut Lease) -> redis_primitives::Result<()> {
+    let (name, token, ttl_ms) = (lease.name().to_string(), lease.token().get(), EXTENDED_TTL_MS);
+    let op = |deadline| Op::Extend { name: name.clone(), token: Some(token), ttl_ms, deadline };
+    let id = actor.call("Lock::extend", op(None));
+    let result = lock.extend(lease, Ttl::from_millis(ttl_ms)?).await;
+    let deadline = Some(actor.millis_of(lease.local_deadline()));
+    match result {
+        Ok(true) => actor.ok(id, op(deadline)),
+        Ok(false) => actor.fail(id, op(None)),
+        // The deadline after an extend of unknown outcome, as the workload
+        // records it.
+        Err(e) => actor.errored(id, op(deadline), &e),
+    }
+    Ok(())
+}
+
 /// `lock.release` of `lease`, recorded.
 async fn release(actor: &Actor, lock: &Lock<SimConnection>, lease: &Lease) {
     let token = lease.token().get();
-    let op = || Op::Release { name: NAME.into(), token: Some(token) };
+    let op = || Op::Release { name: lease.name().into(), token: Some(token) };
     let id = actor.call("Lock::release", op());
     match lock.release(lease).await {
         Ok(true) => actor.ok(id, op()),

@@ -18,14 +18,21 @@
 //! that "re-acquires" would hand a holder that stopped trusting its lease a
 //! lock nobody else can take, without a new token). The newer lease is
 //! extended once asking another TTL, and must report that TTL afterwards
-//! (the workload's extends mostly ask the acquire's own).
+//! (the workload's extends mostly ask the acquire's own). Last, a third
+//! lease is extended asking a much shorter TTL, with the reply held past
+//! the response timeout: the extend runs (the key now lives only that long) and the
+//! caller gets an error. An extend of unknown outcome must leave the lease
+//! trusting itself no longer than the shorter TTL would allow, or it
+//! outlives its key while someone else takes the name (the workload meets
+//! an errored extend asking less than the lease has left in about one run
+//! of a thousand).
 //!
 //! A fault that makes a step fail or be refused (a partition, a paused
 //! server, a stepped clock that has not expired the first lease yet) ends
 //! the probe without a verdict: it only judges the answers it got.
 
 use core::time::Duration;
-use redis_primitives::{Lock, Ttl};
+use redis_primitives::{Lease, Lock, Ttl};
 
 use crate::net::SimConnection;
 use crate::world::Actor;
@@ -38,9 +45,12 @@ const EXPIRED_TTL_MS: u64 = 20;
 const HELD_TTL_MS: u64 = 2_000;
 /// What the second lease's extension asks instead.
 const RESIZED_TTL_MS: u64 = 1_500;
+/// What the second lease's extension of unknown outcome asks: far less
+/// than the lease has left.
+const SHORTENED_TTL_MS: u64 = 300;
 
 /// Runs the probe on `lock` (see the module docs).
-pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), redis_primitives::Error> {
+pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Result<(), redis_primitives::Error> {
     let (short, long) = (Ttl::from_millis(EXPIRED_TTL_MS)?, Ttl::from_millis(HELD_TTL_MS)?);
     let resized_ttl = Ttl::from_millis(RESIZED_TTL_MS)?;
     let Ok(Some(mut expired)) = lock.acquire(NAME, short).await else { return Ok(()) };
@@ -90,5 +100,34 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), redi
             ("release of the newer lease afterwards", format!("{release:?}"), "Ok(true)".into()),
         ],
     );
+    // Last, on a third lease (the shortened key is left to expire).
+    let Ok(Some(mut third)) = shared.acquire(NAME, long).await else { return Ok(()) };
+    shorten_unanswered(actor, &shared, &mut third, node).await
+}
+
+/// Extends `held` asking [`SHORTENED_TTL_MS`] with the reply held past the
+/// response timeout, and reads the lease's local deadline back when the
+/// extend errs (see the module docs). An extend that was answered after
+/// all (a fault moved the timeout) gives no verdict.
+async fn shorten_unanswered(
+    actor: &Actor,
+    lock: &Lock<SimConnection>,
+    held: &mut Lease,
+    node: usize,
+) -> Result<(), redis_primitives::Error> {
+    let hold = actor.net().response_timeout.as_millis() as u64 + 10;
+    actor.delay_next_reply_mentioning(node, hold, held.key());
+    let sent = actor.now();
+    let shortened = lock.extend(held, Ttl::from_millis(SHORTENED_TTL_MS)?).await;
+    if shortened.is_err() {
+        let after_send = actor.millis_of(held.local_deadline()).saturating_sub(sent);
+        let bound = format!("at most {SHORTENED_TTL_MS}ms after the send");
+        let reported =
+            if after_send <= SHORTENED_TTL_MS { bound.clone() } else { format!("{after_send}ms after the send") };
+        actor.configured(
+            "Lock::extend asking a shorter TTL whose reply was lost",
+            &[("Lease::local_deadline afterwards", reported, bound)],
+        );
+    }
     Ok(())
 }

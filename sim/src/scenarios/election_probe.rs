@@ -1,0 +1,362 @@
+//! The election probe: the term endings the workload reaches too rarely
+//! to judge, staged once per run on elections of the reader's own.
+//!
+//! The workload's nodes end terms all the time, but the endings whose
+//! mistakes stay silent need a renewal or a campaign whose reply is late or
+//! lost at the right moment: a leader whose renewal ran at the server but
+//! whose reply came after its deadline, a leader whose renewal's reply never
+//! came, a follower whose campaign's reply never came. Each leaves the key
+//! alive at the server while the node has stopped leading (or never
+//! started), and what the node does next is what decides how long everyone
+//! else waits: a node that does not hand the lease back makes the next
+//! leader wait out a whole TTL; one that leads on until a late reply comes
+//! leads past the deadline it promised to stop at; one that gives up after
+//! one lost campaign reply never leads again. In the workload these show up
+//! as slower failovers at most, in a few runs of a hundred.
+//!
+//! So the reader (idle until its final read) runs one single-node election
+//! per case, all at once, each on a name of its own (self-fencing, the
+//! library's default, whatever the scenario's nodes use), with the request
+//! or reply it aims at held at the server, and records what it reads back
+//! as an [`Op::Configured`](crate::history::Op::Configured) read-back,
+//! judged by `configuration`:
+//!
+//! 1. **deadline**: once a first renewal was confirmed (`leader_lease()`
+//!    must show it), the next renewal's reply is held past the lease's
+//!    local deadline, on a connection whose response timeout outlasts the
+//!    hold. Just past the deadline the node must have published its
+//!    demotion (the renewal races the deadline; demote, then hand back),
+//!    and once the reply came the lease must be gone from the server
+//!    (handed back).
+//! 2. **error**: a renewal's reply held past the response timeout. The
+//!    renewal errs; the node must hand the lease back (the extend ran, so
+//!    the key would otherwise live a whole TTL more).
+//! 3. **lost campaign**: the first campaign's reply held past the response
+//!    timeout. The campaign errs (it won at the server); `run()` must
+//!    campaign on and lead once that key has expired.
+//! 4. **late campaign**: the first campaign's reply held past the lease's
+//!    deadline (no timeout). The node must never lead on that lease.
+//! 5. **stop**: a leader's `stop()` with its hand-back's reply held: the
+//!    node must stop saying leader before the key goes, not after.
+//! 6. **stop mid-campaign**: `stop()` while the first campaign is in
+//!    flight (its reply held): the won lease is handed back, never led on.
+//!
+//! A case that met trouble of its own (not elected in time, a failed read)
+//! gives no verdict. Every read-back depends on timing, so the probe runs
+//! only when no fault of the schedule that can reach the reader (a node's
+//! fault, or one aimed at the reader) overlaps its span.
+
+use core::time::Duration;
+use std::sync::{Arc, Mutex};
+
+use redis_primitives::election::Election;
+use redis_primitives::OwnerSource;
+use tokio::time::sleep;
+
+use crate::history::Millis;
+use crate::net::{NetConfig, SimConnection};
+use crate::world::{Actor, ActorResult};
+
+/// The probe's elections' lease, renewal and campaign intervals (the
+/// workload's, as in the reference).
+const LEASE_MS: u64 = 400;
+const RENEW_MS: u64 = 100;
+const CAMPAIGN_MS: u64 = 25;
+/// How long the deadline case holds a renewal's reply: from a renewal
+/// sent [`RENEW_MS`] into the lease, past the lease's deadline.
+const PAST_DEADLINE_HOLD_MS: u64 = 330;
+/// When the deadline case reads the published role, after the renewed
+/// lease was sent: past its deadline, before the held reply can arrive.
+const ROLE_READ_AFTER_MS: u64 = LEASE_MS + 15;
+/// When the deadline case reads the name, after the renewed lease was
+/// sent: once the hand-back has run (at the latest right behind the held
+/// reply), and before the key the held renewal extended expires (a
+/// renewal's `LEASE_MS` from when it ran, [`RENEW_MS`] in).
+const NAME_READ_AFTER_MS: u64 = RENEW_MS + PAST_DEADLINE_HOLD_MS + 40;
+/// How long the stop cases hold a reply, and when the stop case reads the
+/// role while its hand-back is held.
+const STOP_HOLD_MS: u64 = 100;
+const STOP_READ_AFTER_MS: u64 = 50;
+/// The probe's whole span (all cases run at once), checked against the
+/// faults, ms.
+const SPAN_MS: u64 = 1_100;
+/// How long a case waits for its node to lead before it gives up.
+const ELECTED_WITHIN_MS: u64 = 200;
+
+/// Runs the cases (see the module docs) on node `node`, unless one of
+/// `faults` (the spans of the faults that can reach this actor) overlaps
+/// the probe's span.
+pub async fn probe(actor: &Actor, node: usize, faults: &[(Millis, Millis)]) -> ActorResult {
+    let from = actor.now();
+    if faults.iter().any(|&(a, b)| a <= from + SPAN_MS && b + 10 >= from) {
+        return Ok(());
+    }
+    let (a, b, c, d, e, f) = tokio::join!(
+        deadline(actor, node),
+        renewal_error(actor, node),
+        lost_campaign(actor, node),
+        late_campaign(actor, node),
+        stop_with_hand_back_held(actor, node),
+        stop_mid_campaign(actor, node),
+    );
+    a.and(b).and(c).and(d).and(e).and(f)
+}
+
+/// Case 1: a renewal's reply held past the deadline.
+async fn deadline(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-deadline";
+    // The hold must not time the renewal out: this case is about the
+    // deadline, not an error.
+    let net = NetConfig { response_timeout: Duration::from_millis(4 * LEASE_MS), ..actor.net() };
+    let node_ = Node::start(actor, actor.connection_with(node, net), NAME)?;
+    let Some((first, epoch)) = node_.elected(actor).await else {
+        node_.end().await;
+        return Ok(());
+    };
+    // The first renewal is sent `RENEW_MS` in and confirmed a round trip
+    // later: the published lease moves with it.
+    sleep_until(actor, first + RENEW_MS + 30).await;
+    let renewed = node_.election.leader_lease().map_or(first, |l| actor.millis_of(l.sent_at));
+    actor.delay_next_reply_mentioning(node, PAST_DEADLINE_HOLD_MS, &key(NAME));
+    sleep_until(actor, renewed + ROLE_READ_AFTER_MS).await;
+    let role = role(node_.election.leadership().is_leader());
+    sleep_until(actor, renewed + NAME_READ_AFTER_MS).await;
+    let lease = old_lease(actor, node, NAME, epoch).await;
+    node_.end().await;
+    let moved = if renewed > first { "moved to the renewal's send" } else { "still the acquire's" };
+    if let Some(lease) = lease {
+        actor.configured(
+            "Election whose renewal's reply came after the lease's deadline",
+            &[
+                ("leader_lease() after a confirmed renewal", moved.into(), "moved to the renewal's send".into()),
+                ("published role just past the deadline", role, "follower".into()),
+                ("the lease once the reply came", lease, "handed back".into()),
+            ],
+        );
+    }
+    Ok(())
+}
+
+/// Case 2: a renewal's reply held past the response timeout.
+async fn renewal_error(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-error";
+    let node_ = Node::start(actor, actor.connection(node), NAME)?;
+    let Some((sent, epoch)) = node_.elected(actor).await else {
+        node_.end().await;
+        return Ok(());
+    };
+    let timeout = actor.net().response_timeout.as_millis() as u64;
+    actor.delay_next_reply_mentioning(node, timeout + 10, &key(NAME));
+    // The renewal is sent `RENEW_MS` in and errs a response timeout later;
+    // the hand-back follows on a new connection.
+    sleep_until(actor, sent + RENEW_MS + timeout + 60).await;
+    let lease = old_lease(actor, node, NAME, epoch).await;
+    node_.end().await;
+    if let Some(lease) = lease {
+        actor.configured(
+            "Election whose renewal's reply was lost (the renewal ran)",
+            &[("the lease afterwards", lease, "handed back".into())],
+        );
+    }
+    Ok(())
+}
+
+/// Case 3: the first campaign's reply held past the response timeout.
+async fn lost_campaign(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-campaign";
+    let timeout = actor.net().response_timeout.as_millis() as u64;
+    actor.delay_next_reply_mentioning(node, timeout + 10, &key(NAME));
+    let started = actor.now();
+    let node_ = Node::start(actor, actor.connection(node), NAME)?;
+    // The lost campaign's key expires `LEASE_MS` after it ran; the next
+    // campaigns win it within a campaign interval or two.
+    sleep_until(actor, started + LEASE_MS + 6 * CAMPAIGN_MS).await;
+    let campaigning = if node_.run.is_finished() { "returned" } else { "campaigning" };
+    let leading = if node_.election.is_leader() { "leader" } else { "not leader" };
+    node_.end().await;
+    actor.configured(
+        "Election whose first campaign's reply was lost (the campaign won at the server)",
+        &[
+            ("run() afterwards", campaigning.into(), "campaigning".into()),
+            ("role once the lost campaign's key expired", leading.into(), "leader".into()),
+        ],
+    );
+    Ok(())
+}
+
+/// Case 4: the first campaign's reply held past the lease's deadline.
+async fn late_campaign(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-late";
+    let Some(before) = counter(actor, node, NAME).await else { return Ok(()) };
+    let net = NetConfig { response_timeout: Duration::from_millis(4 * LEASE_MS), ..actor.net() };
+    actor.delay_next_reply_mentioning(node, LEASE_MS + 30, &key(NAME));
+    let started = actor.now();
+    let node_ = Node::start(actor, actor.connection_with(node, net), NAME)?;
+    // Handed back when the late reply came, the name is won again at once.
+    sleep_until(actor, started + LEASE_MS + 30 + 4 * CAMPAIGN_MS).await;
+    let late = before + 1;
+    let led_on_late = node_.elected_epochs().contains(&late);
+    let leading = node_.election.is_leader();
+    node_.end().await;
+    actor.configured(
+        "Election whose first campaign's reply came after the lease's deadline",
+        &[
+            ("led on that campaign's lease", led_on_late.to_string(), "false".into()),
+            ("leads again once it was handed back", leading.to_string(), "true".into()),
+        ],
+    );
+    Ok(())
+}
+
+/// Case 5: a leader's `stop()` whose hand-back's reply is held.
+async fn stop_with_hand_back_held(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-stop";
+    let node_ = Node::start(actor, actor.connection(node), NAME)?;
+    if node_.elected(actor).await.is_none() {
+        node_.end().await;
+        return Ok(());
+    }
+    // The next request naming the key is the hand-back (the first renewal
+    // is a renewal interval away).
+    actor.delay_next_reply_mentioning(node, STOP_HOLD_MS, &key(NAME));
+    let read = async {
+        sleep(Duration::from_millis(STOP_READ_AFTER_MS)).await;
+        (node_.election.leadership().is_leader(), node_.election.is_leader())
+    };
+    let ((), (published, is_leader)) = tokio::join!(node_.election.stop(), read);
+    let _ = node_.run.await;
+    actor.configured(
+        "Election::stop() whose hand-back's reply was held",
+        &[
+            ("published role while the hand-back was in flight", role(published), "follower".into()),
+            ("is_leader() while the hand-back was in flight", is_leader.to_string(), "false".into()),
+        ],
+    );
+    Ok(())
+}
+
+/// Case 6: `stop()` while the first campaign is in flight.
+async fn stop_mid_campaign(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-stopped";
+    actor.delay_next_reply_mentioning(node, STOP_HOLD_MS, &key(NAME));
+    let node_ = Node::start(actor, actor.connection(node), NAME)?;
+    sleep(Duration::from_millis(STOP_HOLD_MS / 2)).await;
+    if !node_.elected_epochs().is_empty() {
+        // The campaign was answered after all: nothing in flight to judge.
+        node_.end().await;
+        return Ok(());
+    }
+    let calls = node_.end().await.len();
+    actor.configured(
+        "Election::stop() while the first campaign was in flight (it won at the server)",
+        &[("on_elected calls", calls.to_string(), "0".into())],
+    );
+    Ok(())
+}
+
+/// One probe node: its election, its `run()` task and the epochs its
+/// `on_elected` was called with.
+struct Node {
+    election: Election<SimConnection>,
+    run: tokio::task::JoinHandle<redis_primitives::Result<()>>,
+    elected: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Node {
+    /// A single node's election on `name` with the probe's timings and the
+    /// library's default demotion (self-fencing), running.
+    fn start(actor: &Actor, conn: SimConnection, name: &str) -> redis_primitives::Result<Node> {
+        let elected = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&elected);
+        let election = Election::builder(conn, name)
+            .lease_ttl(Duration::from_millis(LEASE_MS))
+            .renew_interval(Duration::from_millis(RENEW_MS))
+            .campaign_interval(Duration::from_millis(CAMPAIGN_MS))
+            .owners(OwnerSource::seeded(actor.seed_for(name)))
+            .on_elected(move |epoch| match log.lock() {
+                Ok(mut l) => l.push(epoch.get()),
+                Err(p) => p.into_inner().push(epoch.get()),
+            })
+            .build()?;
+        let run = actor.spawn({
+            let e = election.clone();
+            async move { e.run().await }
+        });
+        Ok(Node { election, run, elected })
+    }
+
+    /// The epochs `on_elected` was called with so far.
+    fn elected_epochs(&self) -> Vec<u64> {
+        match self.elected.lock() {
+            Ok(l) => l.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// Stops the election and waits for its `run()`; the epochs
+    /// `on_elected` was called with.
+    async fn end(self) -> Vec<u64> {
+        self.election.stop().await;
+        let epochs = self.elected_epochs();
+        let _ = self.run.await;
+        epochs
+    }
+
+    /// Waits until the node leads; the lease's send instant (simulated ms)
+    /// and epoch, or `None` when it does not lead within
+    /// [`ELECTED_WITHIN_MS`].
+    async fn elected(&self, actor: &Actor) -> Option<(Millis, u64)> {
+        for _ in 0..ELECTED_WITHIN_MS {
+            if let Some(lease) = self.election.leader_lease() {
+                return Some((actor.millis_of(lease.sent_at), lease.epoch.get()));
+            }
+            sleep(Duration::from_millis(1)).await;
+        }
+        None
+    }
+}
+
+/// A role as the read-backs name it.
+fn role(leader: bool) -> String {
+    if leader { "leader" } else { "follower" }.into()
+}
+
+/// The fence counter of an election on `name` (0 before its first
+/// campaign), `None` when the read fails.
+async fn counter(actor: &Actor, node: usize, name: &str) -> Option<u64> {
+    let mut conn = actor.connection(node);
+    let value: Option<u64> = redis::cmd("GET").arg(format!("{}:fence", key(name))).query_async(&mut conn).await.ok()?;
+    Some(value.unwrap_or(0))
+}
+
+/// Whether the lease of epoch `old` still holds `name` at node `node`,
+/// read on a connection of its own (`None`: a read failed, no verdict).
+/// A single-node election campaigns again as soon as it is demoted, so a
+/// lease handed back is soon followed by a newer one of the same node: the
+/// fence counter past `old` (read after the name) counts as handed back,
+/// since the old key would have refused that campaign until its expiry.
+async fn old_lease(actor: &Actor, node: usize, name: &str, old: u64) -> Option<String> {
+    // An election of the same name only to reach its lock's key: it never
+    // runs.
+    let reader = Election::builder(actor.connection(node), name).build().ok()?;
+    let left = reader.lock().remaining_ttl(name).await.ok()?;
+    let counter = counter(actor, node, name).await?;
+    Some(match left {
+        None => "handed back".into(),
+        Some(_) if counter > old => "handed back".into(),
+        Some(left) => format!("still held, for {}ms more", left.as_millis()),
+    })
+}
+
+/// The key an election on `name` keeps its lease at.
+fn key(name: &str) -> String {
+    format!("election:{{{name}}}")
+}
+
+/// Sleeps until simulated time `at` (at once if it has passed).
+async fn sleep_until(actor: &Actor, at: Millis) {
+    let now = actor.now();
+    if at > now {
+        sleep(Duration::from_millis(at - now)).await;
+    }
+}
