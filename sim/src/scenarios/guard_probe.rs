@@ -27,10 +27,18 @@
 //! - **Release unanswered.** `with_lock`'s release is held at the server
 //!   past the response timeout on an uncontended name: the body ran, the
 //!   release's outcome is unknown, and the call must say so
-//!   (`Release::Unknown`), not report the key already gone. The workload's
+//!   (`Release::Unknown`), not report the key already gone, and return the
+//!   body's output (an [`Op::Configured`] read-back when it returns an
+//!   error instead). The workload's
 //!   `with_lock` calls stage the same hold, but only when they win the
 //!   contended name.
 //!
+//! - **Extension answered after the deadline.** The first extension is
+//!   held at the server past the lease's local deadline, still under the
+//!   response timeout: the keep-alive races each extension against the
+//!   deadline, so the body is dropped at the deadline, not when the late
+//!   answer comes. The workload's held extensions are answered well before
+//!   the deadline or fail.
 //! - **Ready together.** The caller freezes inside the body before the
 //!   first extension is due and resumes past the lease's deadline, when
 //!   the body's next step and the deadline are both ready: the keep-alive
@@ -38,7 +46,7 @@
 //!   `Completed` with nothing having moved the deadline.
 //!
 //! Once per run, while the clients run the workload, the reader (idle
-//! until its liveness probe) runs all five on names of its own through a
+//! until its liveness probe) runs all six on names of its own through a
 //! `Lock` configured as the workload's, and records them as the
 //! workload records its calls ([`Op::Guarded`] around an [`Op::Acquire`],
 //! an [`Op::Release`] from the body's end), with an [`Op::TakenAway`] at the
@@ -49,6 +57,9 @@
 //! that excuse a late answer; the probe only stages and records.
 
 use core::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use redis_primitives::{KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
 use super::lock::{BodyMark, GuardedCall, GuardedEnd};
@@ -72,6 +83,15 @@ const SLOW: &str = "guard-probe-slow";
 /// How long that extension is held at the server: well under the
 /// interval, far from the deadline.
 const SLOW_HOLD_MS: u64 = 60;
+/// The lock name whose first extension is answered after the deadline.
+const LATE: &str = "guard-probe-late";
+/// The late lease and its interval: the first extension is sent 50 ms
+/// before the deadline (less the drift allowance)...
+const LATE_TTL_MS: u64 = 200;
+const LATE_EVERY_MS: u64 = 150;
+/// ...and held 100 ms: it runs after the deadline, well under the response
+/// timeout.
+const LATE_HOLD_MS: u64 = 100;
 /// The lock name whose `with_lock` release gets no answer.
 const UNANSWERED: &str = "guard-probe-unanswered";
 /// Longer than any guarded call here: a body that is never done by itself.
@@ -90,6 +110,7 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Ac
     taken_away(actor, lock, &actor.connection(node)).await?;
     failed_extension(actor, lock, node).await?;
     slow_extension(actor, lock, node).await?;
+    late_extension(actor, lock, node).await?;
     unanswered_release(actor, lock, node).await?;
     tie_at_deadline(actor, lock).await
 }
@@ -121,6 +142,27 @@ async fn slow_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize) 
     Ok(())
 }
 
+/// The first extension is held past the lease's deadline (under the
+/// response timeout): the body must be dropped at the deadline.
+async fn late_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
+    let timeout = actor.net().response_timeout.as_millis() as u64;
+    if LATE_HOLD_MS + 20 >= timeout {
+        // The extension would fail instead: the failed case's business.
+        return Ok(());
+    }
+    // A drift allowance of 50 ms or more at 200 ms refuses the interval:
+    // no lock the workload builds has one, but a refusal is no verdict.
+    let Ok(policy) = KeepAlive::new(lock, Ttl::from_millis(LATE_TTL_MS)?, Duration::from_millis(LATE_EVERY_MS)) else {
+        return Ok(());
+    };
+    let body = move |lease: Lease, actor: Actor| async move {
+        actor.delay_next_request_mentioning(node, LATE_HOLD_MS, lease.key());
+        tokio::time::sleep(Duration::from_millis(BODY_MS)).await;
+    };
+    guarded(actor, lock, LATE, policy, body).await?;
+    Ok(())
+}
+
 /// `with_lock` whose release is held at the server past the response
 /// timeout: recorded as the workload records `with_lock`.
 async fn unanswered_release(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
@@ -131,8 +173,11 @@ async fn unanswered_release(actor: &Actor, lock: &Lock<SimConnection>, node: usi
     let release = |token| Op::Release { name: UNANSWERED.into(), token: Some(token) };
     let acquire_id = actor.call("Lock::with_lock", acquire(None, None));
     let inner = actor.clone();
+    let ran = Arc::new(AtomicBool::new(false));
+    let body_ran = Arc::clone(&ran);
     let r = lock
         .with_lock(UNANSWERED, ttl, move |lease: Lease| async move {
+            body_ran.store(true, Ordering::Release);
             let token = lease.token().get();
             inner.ok(acquire_id, acquire(Some(token), Some(inner.millis_of(lease.local_deadline()))));
             inner.delay_next_request_mentioning(node, hold, lease.key());
@@ -146,7 +191,18 @@ async fn unanswered_release(actor: &Actor, lock: &Lock<SimConnection>, node: usi
             Release::Unknown(e) => actor.errored(rid, release(token), &e),
         },
         Ok(LockOutcome::NotAcquired) => actor.fail(acquire_id, acquire(None, None)),
-        Err(e) => actor.errored(acquire_id, acquire(None, None), &e),
+        Err(e) => {
+            actor.errored(acquire_id, acquire(None, None), &e);
+            // The body ran: whatever the release did, its output is the
+            // caller's (the workload judges this only when it wins the
+            // contended name with its release held).
+            if ran.load(Ordering::Acquire) {
+                actor.configured(
+                    "Lock::with_lock whose body ran and whose release went unanswered",
+                    &[("the call's result", format!("Err({e})"), "Ok(Ran { output, .. })".into())],
+                );
+            }
+        }
     }
     Ok(())
 }
