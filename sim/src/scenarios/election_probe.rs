@@ -15,7 +15,7 @@
 //! as slower failovers at most, in a few runs of a hundred.
 //!
 //! So the reader (idle until its final read) runs one single-node election
-//! per case, all at once, each on a name of its own (self-fencing, the
+//! per case, all seven at once, each on a name of its own (self-fencing, the
 //! library's default, whatever the scenario's nodes use), with the request
 //! or reply it aims at held at the server, and records what it reads back
 //! as an [`Op::Configured`](crate::history::Op::Configured) read-back,
@@ -41,6 +41,11 @@
 //! 6. **stop mid-campaign**: `stop()` while the first campaign is in
 //!    flight (its reply held): the won lease is handed back, never led on.
 //!
+//! 7. **refused renewal**: the leader's key overwritten with another owner
+//!    (an operator's `SET`, a peer that ignored the election): the next
+//!    renewal is refused, and the node must be a follower a renewal
+//!    interval and a round trip later, its term ended for `LeaseLost`.
+//!
 //! A case that met trouble of its own (not elected in time, a failed read)
 //! gives no verdict. Every read-back depends on timing, so the probe runs
 //! only when no fault of the schedule that can reach the reader (a node's
@@ -49,7 +54,7 @@
 use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
-use redis_primitives::election::Election;
+use redis_primitives::election::{DemotionReason, Election};
 use redis_primitives::OwnerSource;
 use tokio::time::sleep;
 
@@ -91,15 +96,16 @@ pub async fn probe(actor: &Actor, node: usize, faults: &[(Millis, Millis)]) -> A
     if faults.iter().any(|&(a, b)| a <= from + SPAN_MS && b + 10 >= from) {
         return Ok(());
     }
-    let (a, b, c, d, e, f) = tokio::join!(
+    let (a, b, c, d, e, f, g) = tokio::join!(
         deadline(actor, node),
         renewal_error(actor, node),
         lost_campaign(actor, node),
         late_campaign(actor, node),
         stop_with_hand_back_held(actor, node),
         stop_mid_campaign(actor, node),
+        refused_renewal(actor, node),
     );
-    a.and(b).and(c).and(d).and(e).and(f)
+    a.and(b).and(c).and(d).and(e).and(f).and(g)
 }
 
 /// Case 1: a renewal's reply held past the deadline.
@@ -252,6 +258,58 @@ async fn stop_mid_campaign(actor: &Actor, node: usize) -> ActorResult {
         &[("on_elected calls", calls.to_string(), "0".into())],
     );
     Ok(())
+}
+
+/// Case 7: the leader's key overwritten with another owner.
+async fn refused_renewal(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-refused";
+    let node_ = Node::start(actor, actor.connection(node), NAME)?;
+    let Some((sent, _)) = node_.elected(actor).await else {
+        node_.end().await;
+        return Ok(());
+    };
+    // `XX`: only over the lease that is there. The other owner keeps the
+    // name past the read below, so the node cannot win it back meanwhile.
+    let mut conn = actor.connection(node);
+    let set: Option<String> = redis::cmd("SET")
+        .arg(key(NAME))
+        .arg("someone-else")
+        .arg("XX")
+        .arg("PX")
+        .arg(LEASE_MS)
+        .query_async(&mut conn)
+        .await
+        .unwrap_or(None);
+    let overwritten = actor.now();
+    if set.as_deref() != Some("OK") || overwritten >= sent + RENEW_MS {
+        // Not overwritten, or not before the first renewal: no verdict.
+        node_.end().await;
+        return Ok(());
+    }
+    sleep_until(actor, sent + RENEW_MS + 40).await;
+    let leadership = node_.election.leadership();
+    let ended = match leadership.last_demotion() {
+        _ if leadership.is_leader() => "still leading".to_string(),
+        Some(d) => format!("ended for {}", reason(&d.reason)),
+        None => "no term ended".to_string(),
+    };
+    node_.end().await;
+    actor.configured(
+        "Election whose leader's key was overwritten by another owner",
+        &[("the term, a renewal interval and a round trip later", ended, "ended for LeaseLost".into())],
+    );
+    Ok(())
+}
+
+/// A demotion reason's variant name.
+fn reason(r: &DemotionReason) -> &'static str {
+    match r {
+        DemotionReason::LeaseLost => "LeaseLost",
+        DemotionReason::RedisError(_) => "RedisError",
+        DemotionReason::DeadlineReached => "DeadlineReached",
+        DemotionReason::Stopped => "Stopped",
+        DemotionReason::Dropped => "Dropped",
+    }
 }
 
 /// One probe node: its election, its `run()` task and the epochs its
