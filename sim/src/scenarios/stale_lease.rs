@@ -11,7 +11,8 @@
 //! So once per run the reader (idle while the clients run the workload)
 //! takes a lease on a name of its own,
 //! lets it expire, takes a second through a clone of the same `Lock`, and
-//! then releases and extends the expired one; each answer is recorded as an
+//! then releases and extends the expired one (a refused extend must leave
+//! the lease's deadline where it was); each answer is recorded as an
 //! `Op::Configured` read-back (judged by `configuration`). Before the second
 //! lease, while the name is free, it also extends the expired lease: an
 //! extend must refuse a key that is gone, never take it again (an extend
@@ -87,7 +88,10 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Re
         );
     }
     let stale_release = lock.release(&expired).await;
+    let before = expired.local_deadline();
     let stale_extend = lock.extend(&mut expired, long).await;
+    // A refused extend must leave the lease as it was, not trusted anew.
+    let deadline = if expired.local_deadline() == before { "unchanged" } else { "moved" };
     let release = shared.release(&held).await;
     if [&stale_release, &stale_extend, &release].iter().any(|r| r.is_err()) {
         return Ok(());
@@ -97,6 +101,7 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Re
         &[
             ("release of the expired lease", format!("{stale_release:?}"), "Ok(false)".into()),
             ("extend of the expired lease", format!("{stale_extend:?}"), "Ok(false)".into()),
+            ("the expired lease's deadline after that extend", deadline.into(), "unchanged".into()),
             ("release of the newer lease afterwards", format!("{release:?}"), "Ok(true)".into()),
         ],
     );
