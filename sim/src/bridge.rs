@@ -61,6 +61,7 @@
 //! - **restart** is the world's job (crash this host, flush or restart the
 //!   server, bounce the host), which drops every simulated connection.
 
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,7 +104,8 @@ const BARRIER_WAIT_MS: u64 = 1000;
 /// One command as the real server executed it (the bridge's execution log).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Execution {
-    /// The simulated host that sent it (an actor's name).
+    /// The process that sent it: an actor's name, or an alias's
+    /// ([`crate::Actor::alias`]).
     pub client: Arc<str>,
     /// The command name as sent (`EVALSHA`, `GET`, ...).
     pub command: String,
@@ -160,6 +162,10 @@ pub struct BridgeNode {
     /// One-shot delays: the next request from this client (that mentions
     /// the bytes, if any) waits this long.
     delays: Mutex<Vec<Delay>>,
+    /// The process each simulated connection speaks for, by its client-side
+    /// address ([`BridgeNode::attribute`]); a connection missing here is
+    /// named after its host.
+    processes: Mutex<BTreeMap<SocketAddr, Arc<str>>>,
 }
 
 impl BridgeNode {
@@ -176,7 +182,24 @@ impl BridgeNode {
             stats: BridgeStats::default(),
             log: Mutex::new(Vec::new()),
             delays: Mutex::new(Vec::new()),
+            processes: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// Names the simulated connection whose client end is `peer` after
+    /// `process`: its executions are logged, and its held requests matched,
+    /// as that process's rather than its host's. Several processes may
+    /// share a host ([`crate::Actor::alias`]); each opens its own
+    /// connections, and says which are its own here as soon as one is open,
+    /// before its first request is sent. A later connection from the same
+    /// address (a reused ephemeral port) replaces the name.
+    pub fn attribute(&self, peer: SocketAddr, process: Arc<str>) {
+        lock_or_inner(&self.processes).insert(peer, process);
+    }
+
+    /// Who a connection from `peer` (on host `host`) speaks for.
+    fn process_of(&self, peer: SocketAddr, host: &Arc<str>) -> Arc<str> {
+        lock_or_inner(&self.processes).get(&peer).cloned().unwrap_or_else(|| Arc::clone(host))
     }
 
     /// Delays the next request `client` sends to this node by `by` of
@@ -336,10 +359,10 @@ impl BridgeNode {
         loop {
             let (stream, peer) = listener.accept().await?;
             self.stats.connections.fetch_add(1, Ordering::Relaxed);
-            let client: Arc<str> = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string()).into();
+            let host: Arc<str> = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string()).into();
             let node = Arc::clone(&self);
             tokio::task::spawn_local(async move {
-                if node.serve_connection(stream, client).await.is_err() {
+                if node.serve_connection(stream, peer, host).await.is_err() {
                     node.stats.errors.fetch_add(1, Ordering::Relaxed);
                 }
             });
@@ -388,7 +411,12 @@ impl BridgeNode {
         }
     }
 
-    async fn serve_connection(&self, stream: turmoil::net::TcpStream, client: Arc<str>) -> io::Result<()> {
+    async fn serve_connection(
+        &self,
+        stream: turmoil::net::TcpStream,
+        peer: SocketAddr,
+        host: Arc<str>,
+    ) -> io::Result<()> {
         let mut real = std::net::TcpStream::connect(self.real_addr())?;
         real.set_nodelay(true)?;
         real.set_read_timeout(Some(REAL_REPLY_TIMEOUT))?;
@@ -399,9 +427,13 @@ impl BridgeNode {
         let mut scratch = Vec::new();
         // Inside MULTI the barrier's WAIT would be queued: it runs after EXEC.
         let mut in_multi = false;
+        // Named at the first request, not at accept: the client says which
+        // process it is once its connect has returned, before it sends.
+        let mut client: Option<Arc<str>> = None;
         loop {
             while let Some(len) = next_request(&inbox)? {
-                let (held, reply_held) = match self.take_delay(&client, &inbox[..len]) {
+                let client = client.get_or_insert_with(|| self.process_of(peer, &host));
+                let (held, reply_held) = match self.take_delay(client, &inbox[..len]) {
                     Some(d) if d.phase == Phase::Before => (d.by, None),
                     Some(d) => (Duration::ZERO, Some(d)),
                     None => (Duration::ZERO, None),
@@ -411,7 +443,7 @@ impl BridgeNode {
                 }
                 self.wait_while_paused().await;
                 let at = self.pin_clock();
-                self.record(&client, &inbox[..len], at, held);
+                self.record(client, &inbox[..len], at, held);
                 let command = command_name(&inbox[..len]);
                 let wait = if command == "WAIT" { client_wait(&inbox[..len]) } else { None };
                 match &wait {

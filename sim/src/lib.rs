@@ -143,5 +143,6 @@ pub use space::{rng, FaultSpace, Space, WorkloadFault, Workloads};
 pub use stats::{Bound, Histograms, Percentiles, Summary};
 pub use timeline::Timeline;
 pub use world::{
-    derive_seed, Actor, ActorResult, RestartMode, RunOutcome, SimError, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS,
+    derive_seed, together, Actor, ActorResult, Process, RestartMode, RunOutcome, SimError, World, WorldConfig,
+    DEFAULT_EPOCH_UNIX_MS,
 };

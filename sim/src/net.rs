@@ -51,6 +51,7 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisConnectionInfo, RedisErro
 use serde::{Deserialize, Serialize};
 use tokio::time::{sleep_until, Instant};
 
+use crate::bridge::BridgeNode;
 use crate::history::{History, Op};
 use crate::pause::PauseHandle;
 
@@ -132,6 +133,8 @@ struct Shared {
     stats: NetStats,
     /// Where error replies are recorded, and as which process.
     errors: std::sync::OnceLock<(History, String)>,
+    /// The bridge told which process each new connection speaks for.
+    attribution: std::sync::OnceLock<(Arc<BridgeNode>, Arc<str>)>,
 }
 
 /// A reconnecting redis-rs connection over the simulated network. Clones
@@ -174,6 +177,7 @@ impl SimConnection {
                 generation: AtomicU64::new(0),
                 stats: NetStats::default(),
                 errors: std::sync::OnceLock::new(),
+                attribution: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -183,6 +187,15 @@ impl SimConnection {
     /// calls are ignored.
     pub fn record_errors(&self, history: History, process: impl Into<String>) {
         let _ = self.shared.errors.set((history, process.into()));
+    }
+
+    /// Tells `bridge` (the node this connection talks to) that every
+    /// connection it opens speaks for `process`, so that the bridge logs
+    /// its executions and matches its held requests under that name
+    /// (`BridgeNode::attribute`); without it they go under the host's
+    /// name. Set once; later calls are ignored.
+    pub fn attribute_to(&self, bridge: Arc<BridgeNode>, process: impl Into<Arc<str>>) {
+        let _ = self.shared.attribution.set((bridge, process.into()));
     }
 
     /// The simulated host this connection talks to.
@@ -235,6 +248,9 @@ impl SimConnection {
         let s = &self.shared;
         let attempt = async {
             let stream = turmoil::net::TcpStream::connect((s.host.as_str(), s.port)).await?;
+            if let (Some((bridge, process)), Ok(at)) = (s.attribution.get(), stream.local_addr()) {
+                bridge.attribute(at, Arc::clone(process));
+            }
             // No CLIENT SETINFO: one less round trip to hang on, nothing lost.
             let info = RedisConnectionInfo::default().set_skip_set_lib_name();
             // No redis-rs response timeout: ours is explicit (TimeoutRace).

@@ -39,7 +39,9 @@
 //! servers reset (`FLUSHALL`, `SCRIPT FLUSH`, clock pinned) before each run.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Instant as WallInstant, UNIX_EPOCH};
 
 use core::fmt;
@@ -251,8 +253,12 @@ impl RunOutcome {
 #[derive(Debug, Clone)]
 pub struct Actor {
     name: String,
+    /// The turmoil host it runs on (its own name unless it is an alias).
+    host: Arc<str>,
     index: usize,
     seed: u64,
+    /// The world's seed, which an alias's own seed derives from.
+    world_seed: u64,
     history: History,
     pause: PauseHandle,
     net: NetConfig,
@@ -261,9 +267,34 @@ pub struct Actor {
 }
 
 impl Actor {
-    /// The actor's name (its turmoil host name, and `process` in the history).
+    /// The actor's name: `process` in the history, and its turmoil host's
+    /// name unless it is an [`Actor::alias`].
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The turmoil host it runs on (what a partition of
+    /// `Target::Client(index)` cuts off).
+    pub fn host_name(&self) -> &str {
+        &self.host
+    }
+
+    /// Another process on this actor's host: the same host, index and
+    /// pause switch, its own name in the history and at the bridges (its
+    /// executions and held requests are its own) and its own seed (the one
+    /// an actor registered under `name` would get). Run it beside the
+    /// others with [`together`].
+    ///
+    /// What it is for: turmoil ticks every running host every simulated
+    /// millisecond, whether it has work or not, and that tick is most of a
+    /// run's wall time (reports/explore-speed.md). Workload parts that no
+    /// fault aims at on their own (a producer, an auditor, probes) lose
+    /// nothing by sharing a host, and the run gets faster. What it shares:
+    /// a fault aimed at the host's index (a partition, a pause) reaches
+    /// every process on it.
+    pub fn alias(&self, name: impl Into<String>) -> Actor {
+        let name = name.into();
+        Actor { seed: derive_seed(self.world_seed, &name), name, ..self.clone() }
     }
 
     /// Registration index (what `Target::Client(i)` refers to).
@@ -327,8 +358,15 @@ impl Actor {
 
     /// Like [`Actor::connection`] with other timeouts.
     pub fn connection_with(&self, node: usize, net: NetConfig) -> SimConnection {
-        let conn = SimConnection::new(self.host(node), REDIS_PORT, net, self.pause.clone());
+        let conn = self.attributed(node, net);
         conn.record_errors(self.history.clone(), self.name.clone());
+        conn
+    }
+
+    /// A connection to node `node` that the bridge knows as this process's.
+    fn attributed(&self, node: usize, net: NetConfig) -> SimConnection {
+        let conn = SimConnection::new(self.host(node), REDIS_PORT, net, self.pause.clone());
+        conn.attribute_to(Arc::clone(self.bridge_arc(node)), self.name.as_str());
         conn
     }
 
@@ -344,7 +382,7 @@ impl Actor {
     /// for a workload that provokes them on purpose, such as the
     /// corruption probe, which plants values the library must refuse.
     pub fn connection_expecting_errors(&self, node: usize) -> SimConnection {
-        SimConnection::new(self.host(node), REDIS_PORT, self.net, self.pause.clone())
+        self.attributed(node, self.net)
     }
 
     /// Spawns a task that freezes with this actor (the only way an actor
@@ -494,6 +532,10 @@ impl Actor {
     /// The bridge of node `node`; panics when it does not exist (a scenario
     /// bug, caught on the first run).
     fn bridge(&self, node: usize) -> &BridgeNode {
+        self.bridge_arc(node)
+    }
+
+    fn bridge_arc(&self, node: usize) -> &Arc<BridgeNode> {
         match self.bridges.get(node) {
             Some(b) => b,
             None => panic!("scenario bug: node {node} does not exist ({} nodes)", self.bridges.len()),
@@ -509,6 +551,45 @@ impl Actor {
     pub fn note(&self, text: impl Into<String>) {
         self.observe(Op::Note { text: text.into() })
     }
+}
+
+/// One process's future, boxed so that processes of different code can
+/// run [`together`].
+pub type Process = Pin<Box<dyn Future<Output = ActorResult>>>;
+
+/// Runs `processes` (an actor's [`Actor::alias`]es) side by side inside the
+/// calling actor: one task, each process polled in the order given whenever
+/// the task wakes, so their interleaving is the seed's like everything
+/// else. Returns once every one has returned, or at the first `Err`, which
+/// fails the run as an actor's own `Err` would.
+///
+/// ```no_run
+/// # use redis_primitives_sim::{together, Actor, ActorResult};
+/// async fn producer(actor: Actor) -> ActorResult { Ok(()) }
+/// async fn auditor(actor: Actor) -> ActorResult { Ok(()) }
+/// async fn side(actor: Actor) -> ActorResult {
+///     together(vec![Box::pin(producer(actor.alias("producer"))), Box::pin(auditor(actor.alias("auditor")))]).await
+/// }
+/// ```
+pub async fn together(processes: Vec<Process>) -> ActorResult {
+    let mut pending: Vec<Option<Process>> = processes.into_iter().map(Some).collect();
+    std::future::poll_fn(move |cx| {
+        let mut done = true;
+        for slot in &mut pending {
+            let Some(process) = slot else { continue };
+            match process.as_mut().poll(cx) {
+                Poll::Ready(Ok(())) => *slot = None,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => done = false,
+            }
+        }
+        if done {
+            Poll::Ready(Ok(()))
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
 }
 
 struct ActorEntry {
@@ -610,8 +691,10 @@ impl<'s> World<'s> {
         let pause = PauseHandle::new();
         let actor = Actor {
             name: name.clone(),
+            host: Arc::from(name.as_str()),
             index,
             seed: derive_seed(self.config.seed, &name),
+            world_seed: self.config.seed,
             history: self.history.clone(),
             pause: pause.clone(),
             net: self.config.net,

@@ -237,8 +237,26 @@ impl Marker {
 
 /// The election's lease key, which the aimed delays mention (not the
 /// fence counter's or the resource's requests).
-fn lease_key() -> String {
-    format!("election:{{{ELECTION_NAME}}}")
+fn lease_key(actor: &Actor) -> String {
+    keys_of(actor, ELECTION_NAME).0
+}
+
+/// The keys an election on `name` keeps its lease and its fence counter
+/// at, as the library names them: asked of an election built for nothing
+/// else (it never runs; its connection is never opened), so that what the
+/// workloads aim at follows the library's naming.
+///
+/// # Panics
+/// If the library refuses `name`: a scenario bug, caught on the first run.
+pub(super) fn keys_of(actor: &Actor, name: &str) -> (String, String) {
+    let keys = Election::builder(actor.connection(0), name).build().and_then(|e| {
+        let lock = e.lock();
+        Ok((lock.key(name)?, lock.fence_key(name)?))
+    });
+    match keys {
+        Ok(k) => k,
+        Err(e) => panic!("scenario bug: the election name {name:?} is refused: {e}"),
+    }
 }
 
 enum Node {
@@ -662,7 +680,7 @@ async fn node_actor(
                 }
                 // Aimed at the renewals (the lease key), not the writes.
                 for ms in SLOW_RENEWALS_MS {
-                    actor.delay_next_request_mentioning(0, ms, &lease_key());
+                    actor.delay_next_request_mentioning(0, ms, &lease_key(&actor));
                 }
                 actor.reached("renewals-held-at-the-server");
             }
@@ -680,7 +698,7 @@ async fn node_actor(
                     if let Ok(mut m) = markers.lock() {
                         m.push(Marker::TimedOut { node: actor.name().to_string(), at: now, until });
                     }
-                    actor.delay_next_request_mentioning(0, TIMED_OUT_HOLD_MS, &lease_key());
+                    actor.delay_next_request_mentioning(0, TIMED_OUT_HOLD_MS, &lease_key(&actor));
                     actor.reached(RENEWAL_TIMED_OUT.name);
                 }
             }
@@ -718,7 +736,7 @@ async fn node_actor(
                     0
                 };
                 if held_ms > 0 {
-                    actor.delay_next_reply_mentioning(0, held_ms, &lease_key());
+                    actor.delay_next_reply_mentioning(0, held_ms, &lease_key(&actor));
                     actor.reached(HAND_BACK_HELD.name);
                 }
                 if let Ok(mut m) = markers.lock() {
@@ -786,7 +804,7 @@ async fn stop_mid_campaign(actor: &Actor, plan: &ElectionPlan) {
     sleep(Duration::from_millis(END_SETTLE_MS)).await;
     // The next campaign is sent within one campaign interval; its reply is
     // held past the `stop()` below, which comes at least 20 ms after it.
-    actor.delay_next_reply_mentioning(0, plan.campaign_ms + 40, &lease_key());
+    actor.delay_next_reply_mentioning(0, plan.campaign_ms + 40, &lease_key(actor));
     sleep(Duration::from_millis(plan.campaign_ms + 20)).await;
     actor.reached(CAMPAIGN_HELD_AT_STOP.name);
 }
@@ -1184,7 +1202,7 @@ fn lease_key_taken_at(
 async fn take_lease_key(actor: Actor, plan: ElectionPlan, markers: Arc<Mutex<Vec<Marker>>>) {
     let mut conn = actor.connection(0);
     let set = redis::cmd("SET")
-        .arg(lease_key())
+        .arg(lease_key(&actor))
         .arg("someone-else")
         .arg("XX")
         .arg("PX")

@@ -114,21 +114,21 @@ async fn deadline(actor: &Actor, node: usize) -> ActorResult {
     // The hold must not time the renewal out: this case is about the
     // deadline, not an error.
     let net = NetConfig { response_timeout: Duration::from_millis(4 * LEASE_MS), ..actor.net() };
-    let node_ = Node::start(actor, actor.connection_with(node, net), NAME)?;
-    let Some((first, epoch)) = node_.elected(actor).await else {
-        node_.end().await;
+    let probe = Node::start(actor, actor.connection_with(node, net), NAME)?;
+    let Some((first, epoch)) = probe.elected(actor).await else {
+        probe.end().await;
         return Ok(());
     };
     // The first renewal is sent `RENEW_MS` in and confirmed a round trip
     // later: the published lease moves with it.
     sleep_until(actor, first + RENEW_MS + 30).await;
-    let renewed = node_.election.leader_lease().map_or(first, |l| actor.millis_of(l.sent_at));
-    actor.delay_next_reply_mentioning(node, PAST_DEADLINE_HOLD_MS, &key(NAME));
+    let renewed = probe.election.leader_lease().map_or(first, |l| actor.millis_of(l.sent_at));
+    actor.delay_next_reply_mentioning(node, PAST_DEADLINE_HOLD_MS, &key(actor, NAME));
     sleep_until(actor, renewed + ROLE_READ_AFTER_MS).await;
-    let role = role(node_.election.leadership().is_leader());
+    let role = role(probe.election.leadership().is_leader());
     sleep_until(actor, renewed + NAME_READ_AFTER_MS).await;
     let lease = old_lease(actor, node, NAME, epoch).await;
-    node_.end().await;
+    probe.end().await;
     let moved = if renewed > first { "moved to the renewal's send" } else { "still the acquire's" };
     if let Some(lease) = lease {
         actor.configured(
@@ -146,18 +146,18 @@ async fn deadline(actor: &Actor, node: usize) -> ActorResult {
 /// Case 2: a renewal's reply held past the response timeout.
 async fn renewal_error(actor: &Actor, node: usize) -> ActorResult {
     const NAME: &str = "election-probe-error";
-    let node_ = Node::start(actor, actor.connection(node), NAME)?;
-    let Some((sent, epoch)) = node_.elected(actor).await else {
-        node_.end().await;
+    let probe = Node::start(actor, actor.connection(node), NAME)?;
+    let Some((sent, epoch)) = probe.elected(actor).await else {
+        probe.end().await;
         return Ok(());
     };
     let timeout = actor.net().response_timeout.as_millis() as u64;
-    actor.delay_next_reply_mentioning(node, timeout + 10, &key(NAME));
+    actor.delay_next_reply_mentioning(node, timeout + 10, &key(actor, NAME));
     // The renewal is sent `RENEW_MS` in and errs a response timeout later;
     // the hand-back follows on a new connection.
     sleep_until(actor, sent + RENEW_MS + timeout + 60).await;
     let lease = old_lease(actor, node, NAME, epoch).await;
-    node_.end().await;
+    probe.end().await;
     if let Some(lease) = lease {
         actor.configured(
             "Election whose renewal's reply was lost (the renewal ran)",
@@ -171,15 +171,15 @@ async fn renewal_error(actor: &Actor, node: usize) -> ActorResult {
 async fn lost_campaign(actor: &Actor, node: usize) -> ActorResult {
     const NAME: &str = "election-probe-campaign";
     let timeout = actor.net().response_timeout.as_millis() as u64;
-    actor.delay_next_reply_mentioning(node, timeout + 10, &key(NAME));
+    actor.delay_next_reply_mentioning(node, timeout + 10, &key(actor, NAME));
     let started = actor.now();
-    let node_ = Node::start(actor, actor.connection(node), NAME)?;
+    let probe = Node::start(actor, actor.connection(node), NAME)?;
     // The lost campaign's key expires `LEASE_MS` after it ran; the next
     // campaigns win it within a campaign interval or two.
     sleep_until(actor, started + LEASE_MS + 6 * CAMPAIGN_MS).await;
-    let campaigning = if node_.run.is_finished() { "returned" } else { "campaigning" };
-    let leading = if node_.election.is_leader() { "leader" } else { "not leader" };
-    node_.end().await;
+    let campaigning = if probe.run.is_finished() { "returned" } else { "campaigning" };
+    let leading = if probe.election.is_leader() { "leader" } else { "not leader" };
+    probe.end().await;
     actor.configured(
         "Election whose first campaign's reply was lost (the campaign won at the server)",
         &[
@@ -195,15 +195,15 @@ async fn late_campaign(actor: &Actor, node: usize) -> ActorResult {
     const NAME: &str = "election-probe-late";
     let Some(before) = counter(actor, node, NAME).await else { return Ok(()) };
     let net = NetConfig { response_timeout: Duration::from_millis(4 * LEASE_MS), ..actor.net() };
-    actor.delay_next_reply_mentioning(node, LEASE_MS + 30, &key(NAME));
+    actor.delay_next_reply_mentioning(node, LEASE_MS + 30, &key(actor, NAME));
     let started = actor.now();
-    let node_ = Node::start(actor, actor.connection_with(node, net), NAME)?;
+    let probe = Node::start(actor, actor.connection_with(node, net), NAME)?;
     // Handed back when the late reply came, the name is won again at once.
     sleep_until(actor, started + LEASE_MS + 30 + 4 * CAMPAIGN_MS).await;
     let late = before + 1;
-    let led_on_late = node_.elected_epochs().contains(&late);
-    let leading = node_.election.is_leader();
-    node_.end().await;
+    let led_on_late = probe.elected_epochs().contains(&late);
+    let leading = probe.election.is_leader();
+    probe.end().await;
     actor.configured(
         "Election whose first campaign's reply came after the lease's deadline",
         &[
@@ -217,20 +217,20 @@ async fn late_campaign(actor: &Actor, node: usize) -> ActorResult {
 /// Case 5: a leader's `stop()` whose hand-back's reply is held.
 async fn stop_with_hand_back_held(actor: &Actor, node: usize) -> ActorResult {
     const NAME: &str = "election-probe-stop";
-    let node_ = Node::start(actor, actor.connection(node), NAME)?;
-    if node_.elected(actor).await.is_none() {
-        node_.end().await;
+    let probe = Node::start(actor, actor.connection(node), NAME)?;
+    if probe.elected(actor).await.is_none() {
+        probe.end().await;
         return Ok(());
     }
     // The next request naming the key is the hand-back (the first renewal
     // is a renewal interval away).
-    actor.delay_next_reply_mentioning(node, STOP_HOLD_MS, &key(NAME));
+    actor.delay_next_reply_mentioning(node, STOP_HOLD_MS, &key(actor, NAME));
     let read = async {
         sleep(Duration::from_millis(STOP_READ_AFTER_MS)).await;
-        (node_.election.leadership().is_leader(), node_.election.is_leader())
+        (probe.election.leadership().is_leader(), probe.election.is_leader())
     };
-    let ((), (published, is_leader)) = tokio::join!(node_.election.stop(), read);
-    let _ = node_.run.await;
+    let ((), (published, is_leader)) = tokio::join!(probe.election.stop(), read);
+    let _ = probe.run.await;
     actor.configured(
         "Election::stop() whose hand-back's reply was held",
         &[
@@ -244,15 +244,15 @@ async fn stop_with_hand_back_held(actor: &Actor, node: usize) -> ActorResult {
 /// Case 6: `stop()` while the first campaign is in flight.
 async fn stop_mid_campaign(actor: &Actor, node: usize) -> ActorResult {
     const NAME: &str = "election-probe-stopped";
-    actor.delay_next_reply_mentioning(node, STOP_HOLD_MS, &key(NAME));
-    let node_ = Node::start(actor, actor.connection(node), NAME)?;
+    actor.delay_next_reply_mentioning(node, STOP_HOLD_MS, &key(actor, NAME));
+    let probe = Node::start(actor, actor.connection(node), NAME)?;
     sleep(Duration::from_millis(STOP_HOLD_MS / 2)).await;
-    if !node_.elected_epochs().is_empty() {
+    if !probe.elected_epochs().is_empty() {
         // The campaign was answered after all: nothing in flight to judge.
-        node_.end().await;
+        probe.end().await;
         return Ok(());
     }
-    let calls = node_.end().await.len();
+    let calls = probe.end().await.len();
     actor.configured(
         "Election::stop() while the first campaign was in flight (it won at the server)",
         &[("on_elected calls", calls.to_string(), "0".into())],
@@ -263,16 +263,16 @@ async fn stop_mid_campaign(actor: &Actor, node: usize) -> ActorResult {
 /// Case 7: the leader's key overwritten with another owner.
 async fn refused_renewal(actor: &Actor, node: usize) -> ActorResult {
     const NAME: &str = "election-probe-refused";
-    let node_ = Node::start(actor, actor.connection(node), NAME)?;
-    let Some((sent, _)) = node_.elected(actor).await else {
-        node_.end().await;
+    let probe = Node::start(actor, actor.connection(node), NAME)?;
+    let Some((sent, _)) = probe.elected(actor).await else {
+        probe.end().await;
         return Ok(());
     };
     // `XX`: only over the lease that is there. The other owner keeps the
     // name past the read below, so the node cannot win it back meanwhile.
     let mut conn = actor.connection(node);
     let set: Option<String> = redis::cmd("SET")
-        .arg(key(NAME))
+        .arg(key(actor, NAME))
         .arg("someone-else")
         .arg("XX")
         .arg("PX")
@@ -283,17 +283,17 @@ async fn refused_renewal(actor: &Actor, node: usize) -> ActorResult {
     let overwritten = actor.now();
     if set.as_deref() != Some("OK") || overwritten >= sent + RENEW_MS {
         // Not overwritten, or not before the first renewal: no verdict.
-        node_.end().await;
+        probe.end().await;
         return Ok(());
     }
     sleep_until(actor, sent + RENEW_MS + 40).await;
-    let leadership = node_.election.leadership();
+    let leadership = probe.election.leadership();
     let ended = match leadership.last_demotion() {
         _ if leadership.is_leader() => "still leading".to_string(),
         Some(d) => format!("ended for {}", reason(&d.reason)),
         None => "no term ended".to_string(),
     };
-    node_.end().await;
+    probe.end().await;
     actor.configured(
         "Election whose leader's key was overwritten by another owner",
         &[("the term, a renewal interval and a round trip later", ended, "ended for LeaseLost".into())],
@@ -383,7 +383,8 @@ fn role(leader: bool) -> String {
 /// campaign), `None` when the read fails.
 async fn counter(actor: &Actor, node: usize, name: &str) -> Option<u64> {
     let mut conn = actor.connection(node);
-    let value: Option<u64> = redis::cmd("GET").arg(format!("{}:fence", key(name))).query_async(&mut conn).await.ok()?;
+    let fence = super::election::keys_of(actor, name).1;
+    let value: Option<u64> = redis::cmd("GET").arg(fence).query_async(&mut conn).await.ok()?;
     Some(value.unwrap_or(0))
 }
 
@@ -407,8 +408,8 @@ async fn old_lease(actor: &Actor, node: usize, name: &str, old: u64) -> Option<S
 }
 
 /// The key an election on `name` keeps its lease at.
-fn key(name: &str) -> String {
-    format!("election:{{{name}}}")
+fn key(actor: &Actor, name: &str) -> String {
+    super::election::keys_of(actor, name).0
 }
 
 /// Sleeps until simulated time `at` (at once if it has passed).

@@ -299,3 +299,55 @@ fn partitions_time_out_and_the_connection_recovers_after_repair() {
     assert_eq!(seen[3], "1400: 3");
     assert_eq!(seen[4], "connects 3");
 }
+
+/// Per process: its name, its seed, when it sent, when it heard back.
+type Heard = Arc<Mutex<Vec<(String, u64, u64, u64)>>>;
+
+#[test]
+fn aliases_share_a_host_and_keep_their_own_names() {
+    let mut servers = Servers::new();
+    let seen: Heard = Arc::default();
+    let mut world = World::new(&mut servers, config(7)).unwrap();
+    let s = seen.clone();
+    world.actor("side", move |actor| {
+        let one = |alias: Actor, hold: Option<u64>, s: Heard| async move {
+            let mut conn = alias.connection(0);
+            let key = format!("key-of-{}", alias.name());
+            if let Some(ms) = hold {
+                alias.delay_next_request_mentioning(0, ms, &key);
+            }
+            let sent = alias.now();
+            let _: () = conn.set(&key, 1).await?;
+            s.lock().unwrap().push((alias.name().to_string(), alias.seed(), sent, alias.now()));
+            Ok(())
+        };
+        redis_primitives_sim::together(vec![
+            Box::pin(one(actor.alias("a"), None, s.clone())),
+            Box::pin(one(actor.alias("b"), Some(50), s.clone())),
+        ])
+    });
+    let outcome = world.run().unwrap();
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    // Each has the seed an actor of its own name would have had.
+    assert_eq!(seen[0].1, redis_primitives_sim::derive_seed(7, "a"));
+    assert_eq!(seen[1].1, redis_primitives_sim::derive_seed(7, "b"));
+    // Only b's request was held: the bridge knew whose it was (links are
+    // 2 ms each way here, so both connect and ask in the same time but for
+    // the hold).
+    assert_eq!(seen[0].3 - seen[0].2, 6, "{seen:?}");
+    assert_eq!(seen[1].3 - seen[1].2, 6 + 50, "{seen:?}");
+    // The execution log names the process, not the host.
+    let names: Vec<(&str, Option<&str>)> = outcome.executions[0]
+        .iter()
+        .map(|x| (&*x.client, x.key.as_deref()))
+        .filter(|(_, k)| k.is_some_and(|k| k.starts_with("key-of-")))
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    for (client, key) in names {
+        assert_eq!(key, Some(format!("key-of-{client}").as_str()));
+    }
+    // And the history too.
+    let processes: Vec<String> = outcome.history.events().iter().map(|e| e.process.clone()).collect();
+    assert!(!processes.iter().any(|p| p == "side"), "{processes:?}");
+}

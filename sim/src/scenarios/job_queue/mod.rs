@@ -45,7 +45,7 @@ use crate::nemesis::{Fault, Schedule};
 use crate::servers::{Servers, SetupError};
 use crate::space::{FaultSpace, WorkloadFault};
 use crate::stats::Histograms;
-use crate::world::{Actor, ActorResult, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
+use crate::world::{together, Actor, ActorResult, Process, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
@@ -74,6 +74,9 @@ pub const SCRIPTS: &[&str] = &["job_enqueue", "job_claim", "job_complete", "job_
 const QUEUE: &str = "jobs";
 /// The actor that enqueues the workers' jobs.
 const PRODUCER: &str = "producer";
+/// The host the producer, the reaper, the auditor, the probe and the edge
+/// actors share ([`Actor::alias`]).
+const SIDE: &str = "queue-side";
 /// Extra runs per job (its claims − 1): work done twice, measured.
 const DOUBLE_RUNS: &str = "job-double-run-count";
 const ENQUEUE: &str = "job-enqueue";
@@ -631,19 +634,23 @@ fn run_planned(
         let p = plan.clone();
         world.actor(format!("worker-{i}"), move |actor| worker(actor, variant, p, end));
     }
+    // Everything but the workers shares one host: no fault aims at them
+    // alone, and each host costs the simulation a tick per millisecond.
     let p = plan.clone();
-    world.actor(PRODUCER, move |actor| producer(actor, variant, p));
-    let p = plan.clone();
-    world.actor("reaper", move |actor| reaper(actor, variant, p, end));
-    if variant == Variant::Fenced {
-        let p = plan.clone();
-        world.actor("auditor", move |actor| auditor(actor, p, end));
-        world.actor("prober", probe::probe);
-        for i in 0..EDGES {
-            let lease_ms = plan.lease_ms;
-            world.actor(format!("edge-{i}"), move |actor| edge(actor, i, lease_ms));
+    world.actor(SIDE, move |actor| {
+        let mut processes: Vec<Process> = vec![
+            Box::pin(producer(actor.alias(PRODUCER), variant, p.clone())),
+            Box::pin(reaper(actor.alias("reaper"), variant, p.clone(), end)),
+        ];
+        if variant == Variant::Fenced {
+            processes.push(Box::pin(auditor(actor.alias("auditor"), p.clone(), end)));
+            processes.push(Box::pin(probe::probe(actor.alias("prober"))));
+            for i in 0..EDGES {
+                processes.push(Box::pin(edge(actor.alias(format!("edge-{i}")), i, p.lease_ms)));
+            }
         }
-    }
+        together(processes)
+    });
     world.nemesis(schedule);
     let run = world.run()?;
     let stalls = run

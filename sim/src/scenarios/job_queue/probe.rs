@@ -113,7 +113,7 @@ impl Case<'_> {
 /// fault cut it short) is skipped, not judged.
 pub async fn probe(actor: Actor) -> ActorResult {
     settings(&actor)?;
-    for n in 0..17u32 {
+    for n in 0..18u32 {
         // Its planted states make the scripts answer with error replies:
         // expected here, so not recorded for `unexpected-errors`.
         let conn = actor.connection_expecting_errors(0);
@@ -300,6 +300,24 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
             let b = c.before().await;
             let r = other.extend(&mut claim, lease).await;
             c.record("extend: a claim of another queue", "invalid claim".into(), said(&r, |x| format!("{x:?}")), b)
+                .await;
+        }
+        17 => {
+            // A reaped job goes back to its own place: before a job
+            // enqueued after it, which is still waiting.
+            c.queue.enqueue("j", "p").await?;
+            c.queue.enqueue("k", "p").await?;
+            let Some(first) = c.queue.claim(Ttl::from_millis(1)?).await? else { return Ok(()) };
+            tokio::time::sleep(core::time::Duration::from_millis(5)).await;
+            if first.id() != "j" || c.queue.reap().await? != ["j"] {
+                return Ok(());
+            }
+            let r = c.queue.claim(lease).await;
+            let claimed = |c: &Option<redis_primitives::Claim>| match c {
+                Some(c) => format!("{} attempt {}", c.id(), c.attempt()),
+                None => "nothing".to_string(),
+            };
+            c.record("claim: after a reap, with a later job waiting", "j attempt 2".into(), said(&r, claimed), None)
                 .await;
         }
         _ => {
