@@ -807,6 +807,11 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
         super::guard_probe::probe(&actor, &lock, w.lock_node).await?;
         let rival = fenced_lock(actor.connection(w.lock_node), &w, actor.seed_for("release-race"))?;
         super::release_race::probe(&actor, &lock, &rival, w.lock_node).await?;
+        // A process of its own on the reader's host: the liveness rule
+        // judges the reader's own retries, and these are refused on purpose.
+        let prober = actor.alias("retry-prober");
+        let lock = fenced_lock(prober.connection(w.lock_node), &w, prober.seed())?;
+        super::retry_probe::probe(&prober, &lock, w.lock_node).await?;
     }
     let now = actor.now();
     if read_at > now {

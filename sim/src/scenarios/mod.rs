@@ -27,6 +27,7 @@ pub mod rate_limit;
 pub mod redlock;
 pub mod redlock_refusal;
 pub mod release_race;
+pub mod retry_probe;
 pub mod stale_lease;
 pub mod validation;
 

@@ -134,7 +134,7 @@ async fn race(
 }
 
 /// `lock.acquire` of `name` for `ttl_ms`, recorded; the lease if granted.
-async fn acquire(
+pub(super) async fn acquire(
     actor: &Actor,
     lock: &Lock<SimConnection>,
     name: &str,
@@ -177,7 +177,7 @@ async fn extend(actor: &Actor, lock: &Lock<SimConnection>, lease: &mut Lease) ->
 }
 
 /// `lock.release` of `lease`, recorded.
-async fn release(actor: &Actor, lock: &Lock<SimConnection>, lease: &Lease) {
+pub(super) async fn release(actor: &Actor, lock: &Lock<SimConnection>, lease: &Lease) {
     let token = lease.token().get();
     let op = || Op::Release { name: lease.name().into(), token: Some(token) };
     let id = actor.call("Lock::release", op());
