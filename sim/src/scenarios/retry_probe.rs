@@ -61,7 +61,7 @@ struct Case {
 }
 
 /// Runs the four cases (see the module docs) through `lock` on node
-/// `node`, under the probe's own hold of [`NAME`].
+/// `node`, under the probe's own hold of its own name.
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
     let Some(held) = acquire(actor, lock, NAME, HOLD_TTL_MS).await? else { return Ok(()) };
     let timeout = actor.net().response_timeout.as_millis() as u64;
