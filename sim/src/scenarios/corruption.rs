@@ -173,7 +173,12 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
 
     let big = TWO_53 + rng.random_range(0..4);
     let small = rng.random_range(1..1000u64);
+    // Across a power of ten (drawn last: the draws above stay as they
+    // were): compared as text, 9 would read as newer than 10.
+    let power = 10u64.pow(rng.random_range(1..=19));
     let stores = [
+        (power.to_string(), power - 1),
+        ((power - 1).to_string(), power),
         (bad.to_string(), longer),
         ("0".to_string(), rng.random_range(0..3)),
         (small.to_string(), small - 1),

@@ -15,7 +15,7 @@
 //! as slower failovers at most, in a few runs of a hundred.
 //!
 //! So the reader (idle until its final read) runs one single-node election
-//! per case, all seven at once, each on a name of its own (self-fencing, the
+//! per case, all eight at once, each on a name of its own (self-fencing, the
 //! library's default, whatever the scenario's nodes use), with the request
 //! or reply it aims at held at the server, and records what it reads back
 //! as an [`Op::Configured`](crate::history::Op::Configured) read-back,
@@ -45,6 +45,9 @@
 //!    (an operator's `SET`, a peer that ignored the election): the next
 //!    renewal is refused, and the node must be a follower a renewal
 //!    interval and a round trip later, its term ended for `LeaseLost`.
+//! 8. **renewed expiry**: a round trip after the first renewal, the
+//!    leader's key still expires within a lease (a renewal that rewrote it
+//!    without a TTL would hold the name for ever once the leader died).
 //!
 //! A case that met trouble of its own (not elected in time, a failed read)
 //! gives no verdict. Every read-back depends on timing, so the probe runs
@@ -96,7 +99,7 @@ pub async fn probe(actor: &Actor, node: usize, faults: &[(Millis, Millis)]) -> A
     if faults.iter().any(|&(a, b)| a <= from + SPAN_MS && b + 10 >= from) {
         return Ok(());
     }
-    let (a, b, c, d, e, f, g) = tokio::join!(
+    let (a, b, c, d, e, f, g, h) = tokio::join!(
         deadline(actor, node),
         renewal_error(actor, node),
         lost_campaign(actor, node),
@@ -104,8 +107,9 @@ pub async fn probe(actor: &Actor, node: usize, faults: &[(Millis, Millis)]) -> A
         stop_with_hand_back_held(actor, node),
         stop_mid_campaign(actor, node),
         refused_renewal(actor, node),
+        renewed_expiry(actor, node),
     );
-    a.and(b).and(c).and(d).and(e).and(f).and(g)
+    a.and(b).and(c).and(d).and(e).and(f).and(g).and(h)
 }
 
 /// Case 1: a renewal's reply held past the deadline.
@@ -297,6 +301,38 @@ async fn refused_renewal(actor: &Actor, node: usize) -> ActorResult {
     actor.configured(
         "Election whose leader's key was overwritten by another owner",
         &[("the term, a renewal interval and a round trip later", ended, "ended for LeaseLost".into())],
+    );
+    Ok(())
+}
+
+/// Case 8: a renewed lease keeps an expiry: the leader's key, read a
+/// round trip after its first renewal, expires within a lease (a renewal
+/// that set the key without one would leave the name held for ever once
+/// the leader died).
+async fn renewed_expiry(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-renewed";
+    let probe = Node::start(actor, actor.connection(node), NAME)?;
+    let Some((first, _)) = probe.elected(actor).await else {
+        probe.end().await;
+        return Ok(());
+    };
+    sleep_until(actor, first + RENEW_MS + 30).await;
+    let renewed = probe.election.leader_lease().is_some_and(|l| actor.millis_of(l.sent_at) > first);
+    // An election of the same name only to reach its lock: it never runs.
+    let reader = Election::builder(actor.connection(node), NAME).build()?;
+    let left = reader.lock().remaining_ttl(NAME).await;
+    probe.end().await;
+    let got = match left {
+        _ if !renewed => return Ok(()),
+        Ok(Some(d)) if d.as_millis() <= u128::from(LEASE_MS) => "expires within the lease".to_string(),
+        Ok(Some(d)) => format!("expires in {}ms", d.as_millis()),
+        Ok(None) => "gone".to_string(),
+        Err(e) if e.outcome_is_unknown() => return Ok(()),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    actor.configured(
+        "Election whose lease was renewed",
+        &[("the lease key, a round trip after the renewal", got, "expires within the lease".into())],
     );
     Ok(())
 }
