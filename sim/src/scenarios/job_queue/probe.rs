@@ -113,7 +113,7 @@ impl Case<'_> {
 /// fault cut it short) is skipped, not judged.
 pub async fn probe(actor: Actor) -> ActorResult {
     settings(&actor)?;
-    for n in 0..18u32 {
+    for n in 0..19u32 {
         // Its planted states make the scripts answer with error replies:
         // expected here, so not recorded for `unexpected-errors`.
         let conn = actor.connection_expecting_errors(0);
@@ -319,6 +319,26 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
             };
             c.record("claim: after a reap, with a later job waiting", "j attempt 2".into(), said(&r, claimed), None)
                 .await;
+        }
+        18 => {
+            // A claim whose lease lapsed and whose job was reaped, before
+            // anyone claims it again: the job is pending with the claim's
+            // own attempt, and only its state tells the extension apart.
+            c.queue.enqueue("j", "p").await?;
+            let Some(mut stale) = c.queue.claim(Ttl::from_millis(1)?).await? else { return Ok(()) };
+            tokio::time::sleep(core::time::Duration::from_millis(5)).await;
+            if c.queue.reap().await?.is_empty() {
+                return Ok(());
+            }
+            let b = c.before().await;
+            let r = c.queue.extend(&mut stale, lease).await;
+            c.record(
+                "extend: a reaped claim, its job pending again",
+                "false".into(),
+                said(&r, |x| format!("{x:?}")),
+                b,
+            )
+            .await;
         }
         _ => {
             // 101 leases lapsed at once: a reap takes at most 100, the next the rest.
