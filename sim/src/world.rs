@@ -253,8 +253,6 @@ impl RunOutcome {
 #[derive(Debug, Clone)]
 pub struct Actor {
     name: String,
-    /// The turmoil host it runs on (its own name unless it is an alias).
-    host: Arc<str>,
     index: usize,
     seed: u64,
     /// The world's seed, which an alias's own seed derives from.
@@ -271,12 +269,6 @@ impl Actor {
     /// name unless it is an [`Actor::alias`].
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// The turmoil host it runs on (what a partition of
-    /// `Target::Client(index)` cuts off).
-    pub fn host_name(&self) -> &str {
-        &self.host
     }
 
     /// Another process on this actor's host: the same host, index and
@@ -691,7 +683,6 @@ impl<'s> World<'s> {
         let pause = PauseHandle::new();
         let actor = Actor {
             name: name.clone(),
-            host: Arc::from(name.as_str()),
             index,
             seed: derive_seed(self.config.seed, &name),
             world_seed: self.config.seed,
