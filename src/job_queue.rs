@@ -548,11 +548,34 @@ impl<C: Connection> JobQueue<C> {
     /// measured from when this request was sent. `Ok(false)` leaves the claim
     /// and the job unchanged: a reaped job is not made active again, another
     /// attempt's lease is not touched.
+    ///
+    /// On `Err` the extension may still have run (its reply was lost), so
+    /// the claim's local deadline becomes the earlier of its own and the one
+    /// this request would have given: an extension to a *shorter* lease may
+    /// have moved the server's lease closer, and the claim must not trust
+    /// itself past it.
     pub async fn extend(&self, claim: &mut Claim, lease: Ttl) -> Result<bool> {
         self.check_claim(claim)?;
         let usable = self.drift.usable(lease);
-        let mut conn = self.conn.clone();
         let sent_at = Instant::now();
+        match self.extend_request(claim, lease).await {
+            Ok(Some(lease_until_ms)) => {
+                claim.lease_until_ms = lease_until_ms;
+                claim.sent_at = sent_at;
+                claim.deadline = after(sent_at, usable);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => {
+                claim.deadline = claim.deadline.min(after(sent_at, usable));
+                Err(e)
+            }
+        }
+    }
+
+    /// The extension's request: the new lease end, or `None` when refused.
+    async fn extend_request(&self, claim: &Claim, lease: Ttl) -> Result<Option<u64>> {
+        let mut conn = self.conn.clone();
         let reply: Value = EXTEND_SCRIPT
             .call([&claim.key, &self.active_key()])
             .arg(&claim.id)
@@ -562,12 +585,9 @@ impl<C: Connection> JobQueue<C> {
             .await
             .map_err(|e| script_error(e, &claim.key))?;
         if reply == Value::Nil {
-            return Ok(false);
+            return Ok(None);
         }
-        claim.lease_until_ms = lease_until_from(reply, &claim.key)?;
-        claim.sent_at = sent_at;
-        claim.deadline = after(sent_at, usable);
-        Ok(true)
+        lease_until_from(reply, &claim.key).map(Some)
     }
 
     /// Returns every claim whose lease has lapsed on the server's clock to

@@ -10,7 +10,7 @@ use core::num::NonZeroU32;
 use core::time::Duration;
 use redis::aio::ConnectionLike as _;
 
-use redis_primitives::{Drift, Error, FencedStore, FencingToken, KeepAlive, Lock, Retry, Ttl, WriteOutcome};
+use redis_primitives::{Drift, Error, FencedStore, FencingToken, JobQueue, KeepAlive, Lock, Retry, Ttl, WriteOutcome};
 use support::{connect, connect_with_timeout, ms, server};
 
 fn is_invalid<T: std::fmt::Debug>(r: Result<T, Error>, what: &str) {
@@ -338,4 +338,45 @@ async fn extend_of_unknown_outcome_never_leaves_the_lease_trusting_past_a_shorte
     armed.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(lock.extend(&mut lease, ms(5000)).await.is_err());
     assert_eq!(lease.local_deadline(), before);
+}
+
+/// The job queue's twin of the test above: an extension asking a shorter
+/// lease than the claim has left, whose reply is lost after it ran, moved
+/// the server's lease closer; the claim must stop trusting itself by then.
+/// (`JobQueue::extend` left the deadline alone on `Err` until this test.)
+#[tokio::test]
+async fn job_extend_of_unknown_outcome_never_leaves_the_claim_trusting_past_a_shorter_lease() {
+    let s = server();
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let queue = JobQueue::new(support::Hooked(connect(&s).await, LosesArmedReply(armed.clone())), "q").unwrap();
+    queue.enqueue("a", "p").await.unwrap();
+    queue.enqueue("b", "p").await.unwrap();
+    let mut claim = queue.claim(ms(5000)).await.unwrap().expect("a is pending");
+    let claimed_deadline = claim.local_deadline();
+
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let sent = tokio::time::Instant::now();
+    let r = queue.extend(&mut claim, ms(200)).await;
+    assert!(r.as_ref().is_err_and(Error::outcome_is_unknown), "the lost reply is an unknown outcome: {r:?}");
+    let score: u64 = s
+        .command(&["ZSCORE", &queue.active_key(), "a"])
+        .unwrap()
+        .lines()
+        .nth(1)
+        .and_then(|l| l.parse().ok())
+        .expect("a is active");
+    assert!(score < claim.lease_until_ms(), "the extension ran at the server: the lease now ends sooner");
+    assert!(
+        claim.local_deadline() <= sent + Duration::from_millis(200),
+        "the claim trusts itself {:?} past the send, longer than the 200 ms the server's lease may now have",
+        claim.local_deadline() - sent
+    );
+    assert!(claim.local_deadline() < claimed_deadline);
+
+    // Longer than what is left: the deadline stays where it was.
+    let mut claim = queue.claim(ms(500)).await.unwrap().expect("b is pending");
+    let before = claim.local_deadline();
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(queue.extend(&mut claim, ms(5000)).await.is_err());
+    assert_eq!(claim.local_deadline(), before);
 }

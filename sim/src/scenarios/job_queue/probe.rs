@@ -14,6 +14,7 @@ use redis::aio::ConnectionLike;
 use redis_primitives::{Completion, Drift, Enqueued, Error, FencingToken, JobQueue, JobState, Ttl};
 use serde::{Deserialize, Serialize};
 
+use crate::checker::lease_views::Allowance;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -54,6 +55,13 @@ fn said<T>(r: &Result<T, Error>, ok: impl Fn(&T) -> String) -> String {
         Err(e) => format!("error {e}"),
     }
 }
+
+/// How long case 19 holds its extension's reply at the server: past the
+/// simulation's response timeout (250 ms), so the caller hears an error.
+const LOST_REPLY_MS: u64 = 600;
+
+/// What case 19 expects of the claim's local deadline.
+const WITHIN_SHORTER: &str = "a deadline within the shorter lease";
 
 /// The keys' types and contents, as one comparable line.
 async fn fingerprint(conn: &mut SimConnection, keys: &[String]) -> redis::RedisResult<String> {
@@ -113,7 +121,7 @@ impl Case<'_> {
 /// fault cut it short) is skipped, not judged.
 pub async fn probe(actor: Actor) -> ActorResult {
     settings(&actor)?;
-    for n in 0..19u32 {
+    for n in 0..20u32 {
         // Its planted states make the scripts answer with error replies:
         // expected here, so not recorded for `unexpected-errors`.
         let conn = actor.connection_expecting_errors(0);
@@ -339,6 +347,31 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
                 b,
             )
             .await;
+        }
+        19 => {
+            // An extension to a shorter lease whose reply is lost after it
+            // ran (held at the server past the response timeout): the
+            // server's lease now ends sooner, so the claim must not trust
+            // itself past `sent + usable(short)` (the library's docs of
+            // `JobQueue::extend` on `Err`).
+            c.queue.enqueue("j", "p").await?;
+            let Some(mut claim) = c.queue.claim(lease).await? else { return Ok(()) };
+            let short = Ttl::from_millis(1000)?;
+            // The probe's queue has the default drift: the harness's own
+            // model of it, not the library's arithmetic, gives the bound.
+            let usable_ns = Allowance::DEFAULT.deadline_ns(0, short.as_millis());
+            let by = tokio::time::Instant::now() + Duration::from_nanos(usable_ns as u64);
+            c.actor.delay_next_reply_mentioning(0, LOST_REPLY_MS, j);
+            let r = c.queue.extend(&mut claim, short).await;
+            if !r.as_ref().is_err_and(Error::outcome_is_unknown) {
+                return Err(format!("the extension's reply was not lost: {r:?}").into());
+            }
+            let got = if claim.local_deadline() <= by {
+                WITHIN_SHORTER.to_string()
+            } else {
+                format!("trusted until {} µs past it", (claim.local_deadline() - by).as_micros())
+            };
+            c.record("extend: a shorter lease, its reply lost", WITHIN_SHORTER.into(), got, None).await;
         }
         _ => {
             // 101 leases lapsed at once: a reap takes at most 100, the next the rest.
