@@ -815,10 +815,33 @@ const END_SETTLE_MS: u64 = 10;
 
 /// Reads the resource once every node has stopped: `no-stale-overwrite`
 /// then judges the final value against every accepted write.
-async fn final_read(actor: Actor, read_at: u64, faults: Vec<(Millis, Millis)>) -> crate::world::ActorResult {
+async fn final_read(
+    actor: Actor,
+    read_at: u64,
+    faults: Vec<(Millis, Millis)>,
+    ack_at: Option<Millis>,
+) -> crate::world::ActorResult {
+    // The acknowledgement probe: a process of its own on the reader's host,
+    // at the schedule's moment (a replication cut nothing else disturbs).
+    let ack = ack_at.map(|at| {
+        let prober = actor.alias("ack-prober");
+        actor.spawn(async move {
+            let ack = Acknowledgement::new(1, Duration::from_millis(super::lock::ACK_TIMEOUT_MS))?;
+            let store = FencedStore::new(prober.connection(0)).acknowledged(ack);
+            let what = "Acknowledged FencedStore::write";
+            super::ack_probe::probe(&prober, at, super::lock::ACK_TIMEOUT_MS, what, || async {
+                let written = store.write("ack-probe", b"v", FencingToken::new(1)).await?;
+                Ok(written == WriteOutcome::Accepted)
+            })
+            .await
+        })
+    });
     // Idle until the read: the election probe runs meanwhile, on names of
     // its own.
     super::election_probe::probe(&actor, 0, &faults).await?;
+    if let Some(ack) = ack {
+        ack.await??;
+    }
     let now = actor.now();
     if read_at > now {
         sleep(Duration::from_millis(read_at - now)).await;
@@ -854,7 +877,10 @@ fn run_plan(
         let read_at = plan.length_ms + 200;
         // The reader's index: it comes after the nodes.
         let faults = schedule.spans_reaching(plan.nodes);
-        world.actor("reader", move |actor| final_read(actor, read_at, faults));
+        let ack_at = (variant == Variant::FailoverAcknowledged)
+            .then(|| super::ack_probe::send_at(&schedule, 0, Some(plan.nodes), super::lock::ACK_TIMEOUT_MS))
+            .flatten();
+        world.actor("reader", move |actor| final_read(actor, read_at, faults, ack_at));
     }
     world.nemesis(schedule);
     let run = world.run()?;

@@ -15,7 +15,7 @@
 //! as slower failovers at most, in a few runs of a hundred.
 //!
 //! So the reader (idle until its final read) runs one single-node election
-//! per case, all eight at once, each on a name of its own (self-fencing, the
+//! per case, all nine at once, each on a name of its own (self-fencing, the
 //! library's default, whatever the scenario's nodes use), with the request
 //! or reply it aims at held at the server, and records what it reads back
 //! as an [`Op::Configured`](crate::history::Op::Configured) read-back,
@@ -48,6 +48,13 @@
 //! 8. **renewed expiry**: a round trip after the first renewal, the
 //!    leader's key still expires within a lease (a renewal that rewrote it
 //!    without a TTL would hold the name for ever once the leader died).
+//! 9. **epoch at the deadline**: `epoch()` read a millisecond before the
+//!    lease's local deadline and exactly at it, with the node's `run()` not
+//!    polled in between (its own deadline timer not yet served, as on a
+//!    runtime where the reader's thread gets there first): `Some` before,
+//!    `None` at the deadline. The workload's views, read every millisecond,
+//!    come after the run loop has demoted at that instant, so they cannot
+//!    tell `>=` from `>`.
 //!
 //! A case that met trouble of its own (not elected in time, a failed read)
 //! gives no verdict. Every read-back depends on timing, so the probe runs
@@ -57,7 +64,7 @@
 use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
-use redis_primitives::election::{DemotionReason, Election};
+use redis_primitives::election::{DemotionReason, Election, ElectionBuilder};
 use redis_primitives::OwnerSource;
 use tokio::time::sleep;
 
@@ -99,7 +106,7 @@ pub async fn probe(actor: &Actor, node: usize, faults: &[(Millis, Millis)]) -> A
     if faults.iter().any(|&(a, b)| a <= from + SPAN_MS && b + 10 >= from) {
         return Ok(());
     }
-    let (a, b, c, d, e, f, g, h) = tokio::join!(
+    let (a, b, c, d, e, f, g, h, i) = tokio::join!(
         deadline(actor, node),
         renewal_error(actor, node),
         lost_campaign(actor, node),
@@ -108,8 +115,9 @@ pub async fn probe(actor: &Actor, node: usize, faults: &[(Millis, Millis)]) -> A
         stop_mid_campaign(actor, node),
         refused_renewal(actor, node),
         renewed_expiry(actor, node),
+        epoch_at_deadline(actor, node),
     );
-    a.and(b).and(c).and(d).and(e).and(f).and(g).and(h)
+    a.and(b).and(c).and(d).and(e).and(f).and(g).and(h).and(i)
 }
 
 /// Case 1: a renewal's reply held past the deadline.
@@ -337,6 +345,54 @@ async fn renewed_expiry(actor: &Actor, node: usize) -> ActorResult {
     Ok(())
 }
 
+/// Case 9: `epoch()` at the lease's local deadline, read before the run
+/// loop is woken by the same instant. The probe drives `run()` itself so
+/// that it can stop polling it once the node leads.
+async fn epoch_at_deadline(actor: &Actor, node: usize) -> ActorResult {
+    const NAME: &str = "election-probe-at-deadline";
+    // A deadline on a whole millisecond, where a timer can wake a reader
+    // exactly at it: the default drift of a 400 ms lease is 6 ms.
+    const _: () = assert!(LEASE_MS % 100 == 0);
+    let election = Node::builder(actor, actor.connection(node), NAME).build()?;
+    let run = election.run();
+    tokio::pin!(run);
+    let lease = tokio::select! {
+        biased;
+        _ = &mut run => None,
+        lease = async {
+            for _ in 0..ELECTED_WITHIN_MS {
+                if let Some(lease) = election.leader_lease() {
+                    return Some(lease);
+                }
+                sleep(Duration::from_millis(1)).await;
+            }
+            None
+        } => lease,
+    };
+    // From here `run()` is not polled until the reads are done: no renewal
+    // is sent and no demotion runs.
+    let reads = match lease {
+        Some(lease) if lease.local_deadline > tokio::time::Instant::now() + Duration::from_millis(1) => {
+            tokio::time::sleep_until(lease.local_deadline - Duration::from_millis(1)).await;
+            let before = format!("{:?}", election.epoch().map(|e| e.get()));
+            tokio::time::sleep_until(lease.local_deadline).await;
+            let at = format!("{:?}", election.epoch().map(|e| e.get()));
+            Some((before, at, lease.epoch.get()))
+        }
+        _ => None,
+    };
+    let (_, _) = tokio::join!(election.stop(), &mut run);
+    let Some((before, at, epoch)) = reads else { return Ok(()) };
+    actor.configured(
+        "Election read at its lease's local deadline, its run loop not yet woken",
+        &[
+            ("epoch() a millisecond before the deadline", before, format!("{:?}", Some(epoch))),
+            ("epoch() at the deadline", at, "None".into()),
+        ],
+    );
+    Ok(())
+}
+
 /// A demotion reason's variant name.
 fn reason(r: &DemotionReason) -> &'static str {
     match r {
@@ -362,11 +418,7 @@ impl Node {
     fn start(actor: &Actor, conn: SimConnection, name: &str) -> redis_primitives::Result<Node> {
         let elected = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&elected);
-        let election = Election::builder(conn, name)
-            .lease_ttl(Duration::from_millis(LEASE_MS))
-            .renew_interval(Duration::from_millis(RENEW_MS))
-            .campaign_interval(Duration::from_millis(CAMPAIGN_MS))
-            .owners(OwnerSource::seeded(actor.seed_for(name)))
+        let election = Node::builder(actor, conn, name)
             .on_elected(move |epoch| match log.lock() {
                 Ok(mut l) => l.push(epoch.get()),
                 Err(p) => p.into_inner().push(epoch.get()),
@@ -377,6 +429,16 @@ impl Node {
             async move { e.run().await }
         });
         Ok(Node { election, run, elected })
+    }
+
+    /// An election on `name` with the probe's timings and the library's
+    /// default demotion (self-fencing), its owners drawn from the seed.
+    fn builder(actor: &Actor, conn: SimConnection, name: &str) -> ElectionBuilder<SimConnection> {
+        Election::builder(conn, name)
+            .lease_ttl(Duration::from_millis(LEASE_MS))
+            .renew_interval(Duration::from_millis(RENEW_MS))
+            .campaign_interval(Duration::from_millis(CAMPAIGN_MS))
+            .owners(OwnerSource::seeded(actor.seed_for(name)))
     }
 
     /// The epochs `on_elected` was called with so far.

@@ -326,8 +326,17 @@ impl LockWorkload {
         } else {
             (self.plan.length_ms + 500).max(last_fault + 200)
         };
+        // The acknowledgement probe's moment: a replication cut of the lock's
+        // node that nothing else disturbs (client faults never aim at the
+        // reader's host).
+        let ack_at = match (self.protection, self.replicas) {
+            (Protection::Acknowledged, 1..) => {
+                super::ack_probe::send_at(&schedule, self.lock_node as u32, None, ACK_TIMEOUT_MS)
+            }
+            _ => None,
+        };
         let w = self.clone();
-        world.actor("reader", move |actor| reader(actor, w, read_at, done));
+        world.actor("reader", move |actor| reader(actor, w, read_at, done, ack_at));
         world.nemesis(schedule.clone());
         let run = world.run()?;
         // The workload's own stall is a fault too: list it with the schedule.
@@ -795,7 +804,27 @@ async fn write(
     }
 }
 
-async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32>) -> ActorResult {
+async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32>, ack_at: Option<u64>) -> ActorResult {
+    // A process of its own on the reader's host, beside the probes below:
+    // its moment is the schedule's, not theirs.
+    let ack = ack_at.map(|at| {
+        let prober = actor.alias("ack-prober");
+        let w = w.clone();
+        actor.spawn(async move {
+            let lock = fenced_lock(prober.connection(w.lock_node), &w, prober.seed())?;
+            let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
+            super::ack_probe::probe(&prober, at, ACK_TIMEOUT_MS, "Acknowledged Lock::acquire", || async {
+                match lock.acquire("ack-probe", ttl).await? {
+                    Some(lease) => {
+                        let _ = lock.release(&lease).await;
+                        Ok(true)
+                    }
+                    None => Ok(false),
+                }
+            })
+            .await
+        })
+    });
     // The probes run here, on names of their own, while the clients run the
     // workload: the reader is idle until `read_at`, and no client waits for
     // them (client 0 contends from the start). Their requests still draw
@@ -841,6 +870,9 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
     if w.modes {
         let tokens = if w.protection == Protection::TimeFloored { Tokens::TimeFloored } else { Tokens::Counter };
         super::corruption::probe(&actor, w.lock_node, tokens).await?;
+    }
+    if let Some(ack) = ack {
+        ack.await??;
     }
     Ok(())
 }

@@ -12,6 +12,7 @@
 //! trusted if it catches them, and `sim/tests/harness/scenarios.rs` pins seeds that
 //! prove it does.
 
+pub mod ack_probe;
 pub mod corruption;
 pub mod counter_loss;
 pub mod election;

@@ -1,0 +1,92 @@
+//! The acknowledgement probe: a `WAIT` that gives up in time.
+//!
+//! [`redis_primitives::Acknowledgement`] promises a bounded wait: the
+//! `WAIT` after an acknowledged acquire or write returns once the replicas
+//! confirmed or its timeout passed, and a call its replicas did not confirm
+//! is refused `NotAcknowledged` then. `WAIT n 0` blocks for ever, so a
+//! timeout sent in the wrong unit (50 ms as whole seconds is 0) or not at
+//! all turns that refusal into a connection that hangs until its response
+//! timeout, with every request on it queued behind the `WAIT`. Random
+//! timing cannot tell the two apart: a call made during a replication cut
+//! ends in an error either way, and a timeout is an unknown outcome every
+//! checker accepts.
+//!
+//! So once per run, when the schedule cuts the node's replication for long
+//! enough and nothing else reaches the prober meanwhile, the prober (a
+//! process of its own, on a connection and a name of its own) makes one
+//! acknowledged call a few milliseconds into the cut and records how it
+//! ended and how long it took, as an
+//! [`Op::Configured`](crate::history::Op::Configured) read-back judged by
+//! `configuration`: refused `NotAcknowledged` within the acknowledgement's
+//! timeout plus a few round trips.
+
+use std::future::Future;
+
+use tokio::time::sleep;
+
+use crate::history::Millis;
+use crate::nemesis::{FaultKind, Schedule, Target};
+use crate::world::{Actor, ActorResult};
+
+/// How far into the cut the call is sent, ms.
+const INTO_CUT_MS: Millis = 10;
+/// The round trips an acknowledged call makes besides the `WAIT`'s own
+/// timeout, at the simulation's longest link latency (10 ms each way): the
+/// call itself, the `PTTL` + `WAIT` pipeline, and a refused acquire's
+/// release. A call that takes longer waited past its timeout.
+const ROUND_TRIPS_MS: Millis = 3 * 20 + 20;
+
+/// What the probe expects, for an acknowledgement timeout of `ack_ms`.
+fn expected(ack_ms: Millis) -> String {
+    format!("refused NotAcknowledged within {} ms", ack_ms + ROUND_TRIPS_MS)
+}
+
+/// When the probe sends its call: a few milliseconds into the first replication
+/// cut of `node` that lasts the whole call and that no other fault reaching
+/// process `client` (its own, or any node's) overlaps. `None`: no such cut.
+pub fn send_at(schedule: &Schedule, node: u32, client: Option<u32>, ack_ms: Millis) -> Option<Millis> {
+    let need = INTO_CUT_MS + ack_ms + ROUND_TRIPS_MS + 20;
+    schedule.unreplicated_spans(node).into_iter().find_map(|(start, end)| {
+        let (from, to) = (start, start + need);
+        let disturbed = schedule.faults.iter().any(|f| {
+            let reaches = match f.target {
+                Target::Client(c) | Target::Link { client: c, .. } => Some(c) == client,
+                Target::Node(n) => !(n == node && f.kind == FaultKind::CutReplication),
+            };
+            reaches && f.at <= to && f.felt_until() + 10 >= from
+        });
+        (end >= to && !disturbed).then_some(start + INTO_CUT_MS)
+    })
+}
+
+/// Sends `call` at `at` (see [`send_at`]) and records how it ended.
+/// `call` is one acknowledged library call whose answer the caller has
+/// turned into `Ok(true)` (confirmed), `Ok(false)` (refused for another
+/// reason) or the library's error.
+pub async fn probe<F, Fut>(actor: &Actor, at: Millis, ack_ms: Millis, what: &str, call: F) -> ActorResult
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = redis_primitives::Result<bool>>,
+{
+    let now = actor.now();
+    if at > now {
+        sleep(core::time::Duration::from_millis(at - now)).await;
+    }
+    let sent = actor.now();
+    let r = call().await;
+    let took = actor.now() - sent;
+    let bound = ack_ms + ROUND_TRIPS_MS;
+    let got = match r {
+        Err(redis_primitives::Error::NotAcknowledged { .. }) if took <= bound => expected(ack_ms),
+        Err(redis_primitives::Error::NotAcknowledged { .. }) => format!("refused NotAcknowledged after {took} ms"),
+        Err(e) if e.outcome_is_unknown() => format!("outcome unknown after {took} ms ({e})"),
+        Err(e) => format!("error after {took} ms: {e}"),
+        Ok(true) => format!("confirmed after {took} ms, with replication cut"),
+        Ok(false) => format!("refused after {took} ms"),
+    };
+    actor.configured(
+        &format!("{what} during a replication cut"),
+        &[("the call sent into the cut", got, expected(ack_ms))],
+    );
+    Ok(())
+}
