@@ -104,6 +104,25 @@ mod tests {
         assert_ne!(source.next_owner(16), source.next_owner(16));
     }
 
+    /// Two random sources (two `Lock`s, two threads) never hand out the
+    /// same owner: an owner shared by two holders lets one release or
+    /// extend the other's lease. A source seeded by a constant, or a
+    /// generator per call seeded by the time, fails here.
+    #[test]
+    fn random_sources_never_repeat_each_other() {
+        let draw = || {
+            let source = OwnerSource::Random;
+            (0..500).map(|_| source.next_owner(16)).collect::<Vec<_>>()
+        };
+        let other_thread = std::thread::spawn(draw);
+        let mut all: Vec<Owner> = draw().into_iter().chain(draw()).collect();
+        all.extend(other_thread.join().expect("the drawing thread does not panic"));
+        let drawn = all.len();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all.dedup();
+        assert_eq!(all.len(), drawn, "random owners repeated");
+    }
+
     #[test]
     fn a_seeded_source_repeats_its_stream() {
         let (a, b) = (OwnerSource::seeded(7), OwnerSource::seeded(7));
