@@ -28,6 +28,9 @@
 //! an errored extend asking less than the lease has left in about one run
 //! of a thousand).
 //!
+//! First of all, a lease of its own is read a millisecond before its local
+//! deadline and exactly at it: trusted, then not.
+//!
 //! A fault that makes a step fail or be refused (a partition, a paused
 //! server, a stepped clock that has not expired the first lease yet) ends
 //! the probe without a verdict: it only judges the answers it got.
@@ -40,6 +43,8 @@ use crate::world::Actor;
 
 /// The probe's own lock name: apart from the workload's.
 const NAME: &str = "stale-lease-probe";
+/// The name of the lease whose trust is read at its deadline.
+const TRUST_NAME: &str = "stale-lease-probe-trust";
 /// The first lease's TTL; the probe waits a little longer for it to expire.
 const EXPIRED_TTL_MS: u64 = 20;
 /// The second lease's TTL: long enough to outlast the probe's own requests.
@@ -50,8 +55,40 @@ const RESIZED_TTL_MS: u64 = 1_500;
 /// than the lease has left.
 const SHORTENED_TTL_MS: u64 = 300;
 
+/// A lease's trust read a millisecond before its local deadline and
+/// exactly at it: `true`, then `false`. The workload's reads land on the
+/// deadline only when its draws line up (a `<=` for `<` in
+/// `Lease::is_trusted` showed on a third of the seeds), so the probe first
+/// takes a lease whose deadline falls on a whole millisecond, where a timer
+/// wakes exactly at it: the shortest TTL, in steps of 50 ms, whose drift
+/// allowance is whole milliseconds (1000 ms always is, for a drift of whole
+/// milliseconds and per-mille). No verdict when no such TTL exists or the
+/// acquire is refused or fails.
+async fn trust_at_deadline(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), redis_primitives::Error> {
+    let whole = |ttl: u64| lock.drift().allowance(Duration::from_millis(ttl)).subsec_nanos() % 1_000_000 == 0;
+    let Some(ttl_ms) = (1..=20).map(|k| 50 * k).find(|&ttl| whole(ttl)) else { return Ok(()) };
+    let Ok(Some(lease)) = lock.acquire(TRUST_NAME, Ttl::from_millis(ttl_ms)?).await else { return Ok(()) };
+    let deadline = lease.local_deadline();
+    if deadline > tokio::time::Instant::now() + Duration::from_millis(1) {
+        tokio::time::sleep_until(deadline - Duration::from_millis(1)).await;
+        let before = lease.is_trusted();
+        tokio::time::sleep_until(deadline).await;
+        let at = lease.is_trusted();
+        actor.configured(
+            "Lease read at its local deadline",
+            &[
+                ("is_trusted() a millisecond before the deadline", before.to_string(), "true".into()),
+                ("is_trusted() at the deadline", at.to_string(), "false".into()),
+            ],
+        );
+    }
+    let _ = lock.release(&lease).await;
+    Ok(())
+}
+
 /// Runs the probe on `lock` (see the module docs).
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Result<(), redis_primitives::Error> {
+    trust_at_deadline(actor, lock).await?;
     let (short, long) = (Ttl::from_millis(EXPIRED_TTL_MS)?, Ttl::from_millis(HELD_TTL_MS)?);
     let resized_ttl = Ttl::from_millis(RESIZED_TTL_MS)?;
     let Ok(Some(mut expired)) = lock.acquire(NAME, short).await else { return Ok(()) };
