@@ -29,7 +29,8 @@
 //! of a thousand).
 //!
 //! First of all, a lease of its own is read a millisecond before its local
-//! deadline and exactly at it: trusted, then not.
+//! deadline and exactly at it: trusted, then not; and an acquire sent on a
+//! connection the server has closed must fail with an unknown outcome.
 //!
 //! A fault that makes a step fail or be refused (a partition, a paused
 //! server, a stepped clock that has not expired the first lease yet) ends
@@ -43,6 +44,8 @@ use crate::world::Actor;
 
 /// The probe's own lock name: apart from the workload's.
 const NAME: &str = "stale-lease-probe";
+/// The name the acquire on a killed connection asks for.
+const KILLED_NAME: &str = "stale-lease-probe-killed";
 /// The name of the lease whose trust is read at its deadline.
 const TRUST_NAME: &str = "stale-lease-probe-trust";
 /// The first lease's TTL; the probe waits a little longer for it to expire.
@@ -86,9 +89,37 @@ async fn trust_at_deadline(actor: &Actor, lock: &Lock<SimConnection>) -> Result<
     Ok(())
 }
 
+/// An acquire sent on a connection the server has closed (`CLIENT KILL`
+/// of its real connection, from another one): the caller cannot know
+/// whether a request on a dropped connection ran, so the error must say its
+/// outcome is unknown (`Error::outcome_is_unknown`). The workload meets a
+/// dropped connection only when a fault drops one (a quarter of the
+/// seeds); this case meets it on every run. No verdict when the kill or
+/// the lookup fails, or the acquire is answered after all.
+async fn killed_connection(actor: &Actor, node: usize) {
+    let mut victim = actor.connection(node);
+    let mut admin = actor.connection(node);
+    let Ok(id) = redis::cmd("CLIENT").arg("ID").query_async::<i64>(&mut victim).await else { return };
+    let killed = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(id).query_async::<i64>(&mut admin).await;
+    if !matches!(killed, Ok(1)) {
+        return;
+    }
+    let Ok(ttl) = Ttl::from_millis(HELD_TTL_MS) else { return };
+    let got = match Lock::new(victim).acquire(KILLED_NAME, ttl).await {
+        Err(e) if e.outcome_is_unknown() => "an error of unknown outcome".to_string(),
+        Err(e) => format!("an error of known outcome: {e}"),
+        Ok(_) => return,
+    };
+    actor.configured(
+        "Lock::acquire on a connection the server closed",
+        &[("the answer", got, "an error of unknown outcome".into())],
+    );
+}
+
 /// Runs the probe on `lock` (see the module docs).
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Result<(), redis_primitives::Error> {
     trust_at_deadline(actor, lock).await?;
+    killed_connection(actor, node).await;
     let (short, long) = (Ttl::from_millis(EXPIRED_TTL_MS)?, Ttl::from_millis(HELD_TTL_MS)?);
     let resized_ttl = Ttl::from_millis(RESIZED_TTL_MS)?;
     let Ok(Some(mut expired)) = lock.acquire(NAME, short).await else { return Ok(()) };
