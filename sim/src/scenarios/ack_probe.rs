@@ -35,17 +35,27 @@ const INTO_CUT_MS: Millis = 10;
 /// call itself, the `PTTL` + `WAIT` pipeline, and a refused acquire's
 /// release. A call that takes longer waited past its timeout.
 const ROUND_TRIPS_MS: Millis = 3 * 20 + 20;
+/// Slack between a call that ends at its bound and the end of the cut, ms:
+/// the replicas must not have caught up by the time the call's last reply
+/// is read, or "confirmed" would be a right answer too.
+const AFTER_BOUND_MS: Millis = 20;
+
+/// The longest a correct call takes, for an acknowledgement timeout of
+/// `ack_ms`.
+fn bound(ack_ms: Millis) -> Millis {
+    ack_ms + ROUND_TRIPS_MS
+}
 
 /// What the probe expects, for an acknowledgement timeout of `ack_ms`.
 fn expected(ack_ms: Millis) -> String {
-    format!("refused NotAcknowledged within {} ms", ack_ms + ROUND_TRIPS_MS)
+    format!("refused NotAcknowledged within {} ms", bound(ack_ms))
 }
 
 /// When the probe sends its call: a few milliseconds into the first replication
 /// cut of `node` that lasts the whole call and that no other fault reaching
 /// process `client` (its own, or any node's) overlaps. `None`: no such cut.
 pub fn send_at(schedule: &Schedule, node: u32, client: Option<u32>, ack_ms: Millis) -> Option<Millis> {
-    let need = INTO_CUT_MS + ack_ms + ROUND_TRIPS_MS + 20;
+    let need = INTO_CUT_MS + bound(ack_ms) + AFTER_BOUND_MS;
     schedule.unreplicated_spans(node).into_iter().find_map(|(start, end)| {
         let (from, to) = (start, start + need);
         let disturbed = schedule.faults.iter().any(|f| {
@@ -75,9 +85,8 @@ where
     let sent = actor.now();
     let r = call().await;
     let took = actor.now() - sent;
-    let bound = ack_ms + ROUND_TRIPS_MS;
     let got = match r {
-        Err(redis_primitives::Error::NotAcknowledged { .. }) if took <= bound => expected(ack_ms),
+        Err(redis_primitives::Error::NotAcknowledged { .. }) if took <= bound(ack_ms) => expected(ack_ms),
         Err(redis_primitives::Error::NotAcknowledged { .. }) => format!("refused NotAcknowledged after {took} ms"),
         Err(e) if e.outcome_is_unknown() => format!("outcome unknown after {took} ms ({e})"),
         Err(e) => format!("error after {took} ms: {e}"),

@@ -64,7 +64,7 @@
 use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
-use redis_primitives::election::{DemotionReason, Election, ElectionBuilder};
+use redis_primitives::election::{DemotionReason, Election, ElectionBuilder, LeaderLease};
 use redis_primitives::OwnerSource;
 use tokio::time::sleep;
 
@@ -359,15 +359,7 @@ async fn epoch_at_deadline(actor: &Actor, node: usize) -> ActorResult {
     let lease = tokio::select! {
         biased;
         _ = &mut run => None,
-        lease = async {
-            for _ in 0..ELECTED_WITHIN_MS {
-                if let Some(lease) = election.leader_lease() {
-                    return Some(lease);
-                }
-                sleep(Duration::from_millis(1)).await;
-            }
-            None
-        } => lease,
+        lease = leader_within(&election) => lease,
     };
     // From here `run()` is not polled until the reads are done: no renewal
     // is sent and no demotion runs.
@@ -462,14 +454,22 @@ impl Node {
     /// and epoch, or `None` when it does not lead within
     /// [`ELECTED_WITHIN_MS`].
     async fn elected(&self, actor: &Actor) -> Option<(Millis, u64)> {
-        for _ in 0..ELECTED_WITHIN_MS {
-            if let Some(lease) = self.election.leader_lease() {
-                return Some((actor.millis_of(lease.sent_at), lease.epoch.get()));
-            }
-            sleep(Duration::from_millis(1)).await;
-        }
-        None
+        let lease = leader_within(&self.election).await?;
+        Some((actor.millis_of(lease.sent_at), lease.epoch.get()))
     }
+}
+
+/// Polls `election` every millisecond until it leads; its lease, or `None`
+/// when it does not lead within [`ELECTED_WITHIN_MS`]. Polling (rather than
+/// `on_elected`) sees the lease as a reader would, after `run()` stored it.
+async fn leader_within(election: &Election<SimConnection>) -> Option<LeaderLease> {
+    for _ in 0..ELECTED_WITHIN_MS {
+        if let Some(lease) = election.leader_lease() {
+            return Some(lease);
+        }
+        sleep(Duration::from_millis(1)).await;
+    }
+    None
 }
 
 /// A role as the read-backs name it.
