@@ -616,6 +616,28 @@ struct Args {
     child: Option<std::path::PathBuf>,
 }
 
+/// What `--help` prints.
+const USAGE: &str = "\
+Measures this crate's primitives beside what a user would otherwise write, on
+one multiplexed connection to a redis-server it starts itself, in the same run
+(see the module docs of examples/throughput.rs, and docs/guide/performance.md).
+Check that the machine is otherwise idle (`uptime`) first.
+
+Usage: cargo run --release --example throughput -- [OPTIONS]
+
+Options:
+  --seconds S      counted seconds per side per round (default 2)
+  --rounds N       rounds; which side goes first alternates (default 3)
+  --pinned         also measure 1 in flight with client and server pinned to
+                   one core (`taskset -c 0`)
+  --valkey PATH    also measure against this valkey-server (Valkey >= 9)
+  --out FILE       where the Markdown report goes (default reports/throughput.md)
+  --only W         one side alone, to profile: lock, floored, multi, unfenced,
+                   log, counter, store or set
+  --in-flight N    requests in flight for --only (default 50)
+  -h, --help       print this
+";
+
 fn args() -> Result<Args, BoxError> {
     let mut a = Args {
         seconds: 2.0,
@@ -643,6 +665,10 @@ fn args() -> Result<Args, BoxError> {
                 if a.rounds == 0 {
                     return Err("--rounds must be at least 1".into());
                 }
+            }
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                std::process::exit(0);
             }
             "--pinned" => a.pinned = true,
             "--in-flight" => {
@@ -683,7 +709,8 @@ fn args() -> Result<Args, BoxError> {
                 a.child = Some(std::path::PathBuf::from(it.next().ok_or("--pinned-child expects a server binary")?))
             }
             other => {
-                let known = "--seconds S, --rounds N, --pinned, --valkey PATH, --only W, --in-flight N, --out FILE";
+                let known =
+                    "--seconds S, --rounds N, --pinned, --valkey PATH, --only W, --in-flight N, --out FILE; --help";
                 return Err(format!("unknown argument {other:?} ({known})").into());
             }
         }
