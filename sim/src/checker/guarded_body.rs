@@ -324,7 +324,9 @@ pub fn check(
         }
         if let Some(GuardedResult::Cancelled { at, .. }) = outcome.as_ref().filter(|_| taken.is_none()) {
             let overlaps = |s: Millis, e: Millis| s <= *at && e >= g.invoked;
-            let disturbed = faults.iter().any(|&(s, e)| overlaps(s, e))
+            // Only the faults that can reach this process excuse it.
+            let reaches = reaching.get(g.process).map_or(faults, Vec::as_slice);
+            let disturbed = reaches.iter().any(|&(s, e)| overlaps(s, e))
                 || pauses.iter().any(|&(p, s, e)| p == g.process && overlaps(s, e));
             if !disturbed {
                 out.push(Violation::new(

@@ -45,8 +45,14 @@
 //!   is polled first, so the body is dropped (`Cancelled`), never reported
 //!   `Completed` with nothing having moved the deadline.
 //!
+//! - **Kept alive.** Nothing is held and the body outlives the lease's
+//!   first TTL by half: the extensions alone keep it, so each confirmed one
+//!   must move the lease's deadline, and the call completes. The
+//!   workload's guarded bodies outlive their TTL only now and then, with
+//!   faults around.
+//!
 //! Once per run, while the clients run the workload, the reader (idle
-//! until its liveness probe) runs all six on names of its own through a
+//! until its liveness probe) runs all seven on names of its own through a
 //! `Lock` configured as the workload's, and records them as the
 //! workload records its calls ([`Op::Guarded`] around an [`Op::Acquire`],
 //! an [`Op::Release`] from the body's end), with an [`Op::TakenAway`] at the
@@ -105,6 +111,13 @@ const TIE: &str = "guard-probe-tie";
 const TIE_TTL_MS: u64 = 300;
 const TIE_EVERY_MS: u64 = 250;
 
+/// The lock name kept alive past its first TTL on a quiet line.
+const KEPT: &str = "guard-probe-kept";
+/// Its lease and interval, and a body half as long again as the lease.
+const KEPT_TTL_MS: u64 = 300;
+const KEPT_EVERY_MS: u64 = 100;
+const KEPT_BODY_MS: u64 = 450;
+
 /// Runs every case on `lock` (see the module docs).
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
     taken_away(actor, lock, &actor.connection(node)).await?;
@@ -112,7 +125,23 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Ac
     slow_extension(actor, lock, node).await?;
     late_extension(actor, lock, node).await?;
     unanswered_release(actor, lock, node).await?;
-    tie_at_deadline(actor, lock).await
+    tie_at_deadline(actor, lock).await?;
+    kept_alive(actor, lock).await
+}
+
+/// A body that outlives its first TTL by half with nothing held: only the
+/// keep-alive's extensions keep the lease that long, so each confirmed one
+/// must move the lease's deadline and the call completes. A loss with no
+/// fault and no pause since the call began is `guarded_body`'s liveness
+/// finding.
+async fn kept_alive(actor: &Actor, lock: &Lock<SimConnection>) -> ActorResult {
+    const _: () = assert!(KEPT_BODY_MS > KEPT_TTL_MS);
+    let policy = KeepAlive::new(lock, Ttl::from_millis(KEPT_TTL_MS)?, Duration::from_millis(KEPT_EVERY_MS))?;
+    let body = move |_lease: Lease, _actor: Actor| async move {
+        tokio::time::sleep(Duration::from_millis(KEPT_BODY_MS)).await;
+    };
+    guarded(actor, lock, KEPT, policy, body).await?;
+    Ok(())
 }
 
 /// The caller freezes inside the body before the first extension is due
