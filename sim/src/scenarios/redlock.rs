@@ -300,7 +300,8 @@ async fn client(
         let a = actor.clone();
         actor.spawn(async move {
             super::redlock_refusal::probe(&a, &own, timing.master_timeout_ms, timing.length_ms).await?;
-            super::validation::redlock(&a, &own).await
+            super::validation::redlock(&a, &own).await?;
+            super::redlock_refusal::timed_out_majority(&a, &own, timing.master_timeout_ms).await
         })
     });
     let id = actor.call(api, connect_op(None));

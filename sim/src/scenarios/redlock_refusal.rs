@@ -16,6 +16,12 @@
 //! the keys is still ours), and any refusal counts, whatever else caused
 //! it: the lease's trust must end no later than the extend began. An
 //! acquire that faults keep refusing ends the probe without a verdict.
+//!
+//! Then it acquires another name of its own with its requests to a
+//! majority of the masters held at the servers past the master timeout:
+//! those votes time out, and a vote that timed out is no yes, so the
+//! acquire must be refused (the workload meets timed-out votes only where a
+//! fault slows a link, beside answers that would refuse it anyway).
 
 use core::time::Duration;
 use redis_primitives::redlock::{Acquisition, Extension, Redlock, RedlockConfig};
@@ -30,6 +36,8 @@ use crate::world::Actor;
 /// workload's (whose keys the Redlock key rule holds to the workload's
 /// TTL).
 const NAME: &str = "refused-extend-probe";
+/// The name of the acquire whose majority of votes time out.
+const TIMED_OUT_NAME: &str = "timed-out-probe";
 const PREFIX: &str = "redlock-probe";
 /// The probe's lease: long enough that the overwrites, one master after
 /// another on links a fault may slow, land while it lives.
@@ -45,11 +53,57 @@ const RETRY_MS: u64 = 50;
 /// Runs the probe (see the module docs) on `masters` with the workload's
 /// master timeout, trying to acquire until simulated time `until`.
 pub async fn probe(actor: &Actor, masters: &[SimConnection], master_timeout_ms: u64, until: u64) -> Result<(), Error> {
+    let Some(r) = redlock(actor, masters, master_timeout_ms).await? else { return Ok(()) };
+    refused_extend(actor, &r, masters, until).await
+}
+
+/// The probe's Redlock on `masters`; `None` when a fault fails its
+/// handshake.
+async fn redlock(
+    actor: &Actor,
+    masters: &[SimConnection],
+    master_timeout_ms: u64,
+) -> Result<Option<Redlock<SimConnection>>, Error> {
     let config = RedlockConfig::new(Ttl::from_millis(TTL_MS)?)
         .prefix(PREFIX)
         .master_timeout(Duration::from_millis(master_timeout_ms))
         .owners(OwnerSource::seeded(actor.seed_for(NAME)));
-    let Ok(r) = Redlock::connect(masters.to_vec(), config).await else { return Ok(()) };
+    Ok(Redlock::connect(masters.to_vec(), config).await.ok())
+}
+
+/// An acquire whose requests to a majority of the masters are held at the
+/// servers past the master timeout: those votes time out, and a timed-out
+/// vote is not a yes (the key may or may not have been set), so the acquire
+/// must be refused whatever the other masters answer. Any refusal or error
+/// passes; only a granted lease is recorded against it. Run after every
+/// other probe of the client, so that its holds move nobody else's
+/// timeline.
+pub async fn timed_out_majority(actor: &Actor, masters: &[SimConnection], master_timeout_ms: u64) -> Result<(), Error> {
+    let Some(r) = redlock(actor, masters, master_timeout_ms).await? else { return Ok(()) };
+    let key = r.key(TIMED_OUT_NAME)?;
+    let hold_ms = 2 * master_timeout_ms + 20;
+    for node in 0..r.quorum() {
+        actor.delay_next_request_mentioning(node, hold_ms, &key);
+    }
+    let got = match r.acquire(TIMED_OUT_NAME).await {
+        Ok(Acquisition::Held(_)) => "held",
+        Ok(Acquisition::Refused(_)) => "refused",
+        Err(_) => return Ok(()),
+    };
+    actor.configured(
+        "Redlock acquire with a majority of its masters' requests held past the master timeout",
+        &[("the acquire", got.into(), "refused".into())],
+    );
+    Ok(())
+}
+
+/// The refused extend (see the module docs).
+async fn refused_extend(
+    actor: &Actor,
+    r: &Redlock<SimConnection>,
+    masters: &[SimConnection],
+    until: u64,
+) -> Result<(), Error> {
     // A fault on a link or a master may refuse an acquire (client 0's
     // links are often slowed or cut): tries until `until`.
     let mut held = None;
