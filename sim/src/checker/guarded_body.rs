@@ -144,6 +144,8 @@ pub fn check(
         let Op::Guarded { name, .. } = g.op else { continue };
         let Some(done) = g.done else { continue };
         let Op::Guarded { token: Some(token), outcome, .. } = &done.op else { continue };
+        // The faults that can reach this call's process: only they excuse it.
+        let reaches = reaching.get(g.process).map_or(faults, Vec::as_slice);
         let every = match g.op {
             Op::Guarded { every_ms, .. } => *every_ms,
             _ => None,
@@ -261,8 +263,7 @@ pub fn check(
         }
         let undisturbed = |from: Millis, to: Millis| {
             let overlaps = |s: Millis, e: Millis| s <= to && e >= from;
-            let faults = reaching.get(g.process).map_or(faults, Vec::as_slice);
-            !faults.iter().any(|&(s, e)| overlaps(s, e))
+            !reaches.iter().any(|&(s, e)| overlaps(s, e))
                 && (reaching.contains_key(g.process) || !freezes.iter().any(|&(s, e)| overlaps(s, e)))
                 && !pauses.iter().any(|&(p, s, e)| p == g.process && overlaps(s, e))
         };
@@ -289,7 +290,6 @@ pub fn check(
             }
         }
         if let (Some(end), Some(every)) = (body_end, every) {
-            let reaches = reaching.get(g.process).map_or(faults, Vec::as_slice);
             let calm = |from: Millis, to: Millis| {
                 let overlaps = |s: Millis, e: Millis| s <= to && e >= from;
                 !reaches.iter().any(|&(s, e)| overlaps(s, e))
@@ -324,8 +324,6 @@ pub fn check(
         }
         if let Some(GuardedResult::Cancelled { at, .. }) = outcome.as_ref().filter(|_| taken.is_none()) {
             let overlaps = |s: Millis, e: Millis| s <= *at && e >= g.invoked;
-            // Only the faults that can reach this process excuse it.
-            let reaches = reaching.get(g.process).map_or(faults, Vec::as_slice);
             let disturbed = reaches.iter().any(|&(s, e)| overlaps(s, e))
                 || pauses.iter().any(|&(p, s, e)| p == g.process && overlaps(s, e));
             if !disturbed {

@@ -81,6 +81,8 @@ async fn redlock(
 pub async fn timed_out_majority(actor: &Actor, masters: &[SimConnection], master_timeout_ms: u64) -> Result<(), Error> {
     let Some(r) = redlock(actor, masters, master_timeout_ms).await? else { return Ok(()) };
     let key = r.key(TIMED_OUT_NAME)?;
+    // Twice the timeout and a round trip: the vote has timed out well
+    // before the held request runs.
     let hold_ms = 2 * master_timeout_ms + 20;
     for node in 0..r.quorum() {
         actor.delay_next_request_mentioning(node, hold_ms, &key);
