@@ -299,9 +299,20 @@ async fn client(
             (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect();
         let a = actor.clone();
         actor.spawn(async move {
-            super::redlock_refusal::probe(&a, &own, timing.master_timeout_ms, timing.length_ms).await?;
+            // One Redlock for the refusal probes; the timed-out one connects
+            // anew only when a fault failed the first handshake.
+            let timeout = timing.master_timeout_ms;
+            let r = super::redlock_refusal::connect(&a, &own, timeout).await?;
+            if let Some(r) = &r {
+                super::redlock_refusal::refused_extend(&a, r, &own, timing.length_ms).await?;
+            }
             super::validation::redlock(&a, &own).await?;
-            super::redlock_refusal::timed_out_majority(&a, &own, timing.master_timeout_ms).await
+            let r = match r {
+                Some(r) => Some(r),
+                None => super::redlock_refusal::connect(&a, &own, timeout).await?,
+            };
+            let Some(r) = r else { return Ok(()) };
+            super::redlock_refusal::timed_out_majority(&a, &r, timeout).await
         })
     });
     let id = actor.call(api, connect_op(None));

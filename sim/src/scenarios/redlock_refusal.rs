@@ -50,16 +50,9 @@ pub const KEY_RULE: Rule =
 /// The pause between two acquires, ms.
 const RETRY_MS: u64 = 50;
 
-/// Runs the probe (see the module docs) on `masters` with the workload's
-/// master timeout, trying to acquire until simulated time `until`.
-pub async fn probe(actor: &Actor, masters: &[SimConnection], master_timeout_ms: u64, until: u64) -> Result<(), Error> {
-    let Some(r) = redlock(actor, masters, master_timeout_ms).await? else { return Ok(()) };
-    refused_extend(actor, &r, masters, until).await
-}
-
-/// The probe's Redlock on `masters`; `None` when a fault fails its
-/// handshake.
-async fn redlock(
+/// The probes' one Redlock on `masters`, with the workload's master
+/// timeout; `None` when a fault fails its handshake.
+pub async fn connect(
     actor: &Actor,
     masters: &[SimConnection],
     master_timeout_ms: u64,
@@ -77,9 +70,13 @@ async fn redlock(
 /// must be refused whatever the other masters answer. Any refusal or error
 /// passes; only a granted lease is recorded against it. Run after every
 /// other probe of the client, so that its holds move nobody else's
-/// timeline.
-pub async fn timed_out_majority(actor: &Actor, masters: &[SimConnection], master_timeout_ms: u64) -> Result<(), Error> {
-    let Some(r) = redlock(actor, masters, master_timeout_ms).await? else { return Ok(()) };
+/// timeline, with the probes' Redlock `r`, whose master timeout is
+/// `master_timeout_ms`.
+pub async fn timed_out_majority(
+    actor: &Actor,
+    r: &Redlock<SimConnection>,
+    master_timeout_ms: u64,
+) -> Result<(), Error> {
     let key = r.key(TIMED_OUT_NAME)?;
     // Twice the timeout and a round trip: the vote has timed out well
     // before the held request runs.
@@ -99,8 +96,9 @@ pub async fn timed_out_majority(actor: &Actor, masters: &[SimConnection], master
     Ok(())
 }
 
-/// The refused extend (see the module docs).
-async fn refused_extend(
+/// The refused extend (see the module docs), with `r`, the probes'
+/// Redlock on `masters`, trying to acquire until simulated time `until`.
+pub async fn refused_extend(
     actor: &Actor,
     r: &Redlock<SimConnection>,
     masters: &[SimConnection],

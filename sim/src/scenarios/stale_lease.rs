@@ -96,7 +96,7 @@ async fn trust_at_deadline(actor: &Actor, lock: &Lock<SimConnection>) -> Result<
 /// dropped connection only when a fault drops one (a quarter of the
 /// seeds); this case meets it on every run. No verdict when the kill or
 /// the lookup fails, or the acquire is answered after all.
-async fn killed_connection(actor: &Actor, node: usize) {
+async fn killed_connection(actor: &Actor, node: usize, ttl: Ttl) {
     let mut victim = actor.connection(node);
     let mut admin = actor.connection(node);
     let Ok(id) = redis::cmd("CLIENT").arg("ID").query_async::<i64>(&mut victim).await else { return };
@@ -104,7 +104,6 @@ async fn killed_connection(actor: &Actor, node: usize) {
     if !matches!(killed, Ok(1)) {
         return;
     }
-    let Ok(ttl) = Ttl::from_millis(HELD_TTL_MS) else { return };
     let got = match Lock::new(victim).acquire(KILLED_NAME, ttl).await {
         Err(e) if e.outcome_is_unknown() => "an error of unknown outcome".to_string(),
         Err(e) => format!("an error of known outcome: {e}"),
@@ -119,8 +118,8 @@ async fn killed_connection(actor: &Actor, node: usize) {
 /// Runs the probe on `lock` (see the module docs).
 pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Result<(), redis_primitives::Error> {
     trust_at_deadline(actor, lock).await?;
-    killed_connection(actor, node).await;
     let (short, long) = (Ttl::from_millis(EXPIRED_TTL_MS)?, Ttl::from_millis(HELD_TTL_MS)?);
+    killed_connection(actor, node, long).await;
     let resized_ttl = Ttl::from_millis(RESIZED_TTL_MS)?;
     let Ok(Some(mut expired)) = lock.acquire(NAME, short).await else { return Ok(()) };
     tokio::time::sleep(Duration::from_millis(EXPIRED_TTL_MS + 5)).await;
