@@ -35,9 +35,12 @@ wall_ns=$(( $(date +%s%N) - start_ns ))
 cpu_ms=$(awk -F, '/task-clock/ {print $1}' "$data.stat")
 perf record -q -F 997 -o "$data" -- "$bin" "$@" explore -s "$scenario" --seeds "$seeds" --start-seed "$start" >/dev/null 2>&1 || true
 perf report -i "$data" --no-children --sort comm,dso,sym -g none -q --percent-limit 0 -F overhead,sample,comm,dso,sym 2>/dev/null > "$data.txt"
-python3 - "$data.txt" "$wall_ns" "$cpu_ms" "$scenario" "$seeds" <<'EOF'
+# perf names a process by its executable's first 15 characters (the
+# kernel's comm), so an RP_SIM build under another name is still rp-sim.
+comm=$(basename "$bin" | cut -c1-15)
+python3 - "$data.txt" "$wall_ns" "$cpu_ms" "$scenario" "$seeds" "$comm" <<'EOF'
 import re, sys
-path, wall_ns, cpu_ms, scenario, seeds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+path, wall_ns, cpu_ms, scenario, seeds, sim_comm = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 parts = {k: 0 for k in ["turmoil", "bridge", "clock", "library", "harness", "alloc", "redis", "other"]}
 for line in open(path):
     m = re.match(r"\s*[\d.]+%\s+(\d+)\s+(\S+)\s+(\S+)\s+\[(.)\]\s+(.*)", line)
@@ -46,7 +49,7 @@ for line in open(path):
     n, comm, dso, kind, sym = int(m[1]), m[2], m[3], m[4], m[5]
     if comm.startswith("redis-server") or comm.startswith("valkey-server") or comm.startswith("bio_") or comm.startswith("jemalloc"):
         parts["clock" if "rp_clock" in dso else "redis"] += n
-    elif comm != "rp-sim":
+    elif comm != sim_comm:
         continue  # perf itself, kernel threads, idle
     elif "ServerClock" in sym or "clock::" in sym and "redis_primitives_sim" in sym:
         parts["clock"] += n

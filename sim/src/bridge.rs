@@ -118,6 +118,10 @@ pub struct Execution {
     pub server_unix_ms: u64,
     /// Simulated time when it ran (ms since the start).
     pub sim_ms: u64,
+    /// Simulated time when the bridge took it up, before any hold
+    /// (`held_ms`) and any pause of the server: from here to `sim_ms` the
+    /// request waited at the server's end of the link.
+    pub taken_ms: u64,
     /// How long the bridge held it first
     /// (the bridge's `delay_next_request`; 0 for all others), ms.
     pub held_ms: u64,
@@ -396,13 +400,14 @@ impl BridgeNode {
         at
     }
 
-    fn record(&self, client: &Arc<str>, request: &[u8], at: Duration, held: Duration) {
+    fn record(&self, client: &Arc<str>, request: &[u8], at: Duration, taken: Duration, held: Duration) {
         let entry = Execution {
             client: Arc::clone(client),
             command: command_name(request),
             key: first_key(request),
             server_unix_ms: at.as_millis() as u64,
             sim_ms: sim_now().as_millis() as u64,
+            taken_ms: taken.as_millis() as u64,
             held_ms: held.as_millis() as u64,
         };
         match self.log.lock() {
@@ -438,12 +443,13 @@ impl BridgeNode {
                     Some(d) => (Duration::ZERO, Some(d)),
                     None => (Duration::ZERO, None),
                 };
+                let taken = sim_now();
                 if !held.is_zero() {
                     tokio::time::sleep(held).await;
                 }
                 self.wait_while_paused().await;
                 let at = self.pin_clock();
-                self.record(client, &inbox[..len], at, held);
+                self.record(client, &inbox[..len], at, taken, held);
                 let command = command_name(&inbox[..len]);
                 let wait = if command == "WAIT" { client_wait(&inbox[..len]) } else { None };
                 match &wait {

@@ -47,10 +47,14 @@
 //!   deadline, unless a fault, a freeze of the caller or a pause or held
 //!   request of its own overlapped that span.
 //! - **liveness**: a keep-alive that nothing disturbed keeps its lease: a
-//!   guarded call cancelled with no nemesis fault active and no pause of
-//!   its own ([`Op::Paused`]) between its invoke and the cancellation is a
-//!   `liveness` violation (extensions every third of the TTL never let a
-//!   healthy lease lapse). A lease taken away is not a healthy one.
+//!   guarded call cancelled with no nemesis fault reaching the caller, no
+//!   pause of its own ([`Op::Paused`]) and no request of its own held at a
+//!   server ([`Op::Delayed`], over the span the execution log says it was
+//!   held) between its invoke and the cancellation is a `liveness`
+//!   violation (extensions every third of the TTL never let a healthy
+//!   lease lapse). A disturbance that ended more than one TTL and a round
+//!   trip before the cancellation does not excuse it: the extensions after
+//!   it set a fresh TTL. A lease taken away is not a healthy one.
 //! - **hand-back** (`liveness`): a cancelled call hands its lease back. The
 //!   release goes out after the cancellation, on the connection every
 //!   earlier request of the lease went out on, so a `remaining_ttl` of the
@@ -323,16 +327,25 @@ pub fn check(
             }
         }
         if let Some(GuardedResult::Cancelled { at, .. }) = outcome.as_ref().filter(|_| taken.is_none()) {
-            let overlaps = |s: Millis, e: Millis| s <= *at && e >= g.invoked;
-            let disturbed = reaches.iter().any(|&(s, e)| overlaps(s, e))
-                || pauses.iter().any(|&(p, s, e)| p == g.process && overlaps(s, e));
+            // A disturbance explains the loss only if it began by then and
+            // ended at most one lease (and a round trip) before it: once it
+            // is over, the keep-alive's next extension sets a fresh TTL,
+            // and only a new disturbance can lose that one. A held request
+            // counts over the span it was really held (the execution log),
+            // not from when the hold was armed.
+            let lease_ms = lease_ttl(&calls, g, *token).map_or(Millis::MAX, |t| t + TAKEN_AWAY_SLACK_MS);
+            let explains = |s: Millis, e: Millis| s <= *at && e >= g.invoked && e.saturating_add(lease_ms) >= *at;
+            let disturbed = reaches.iter().any(|&(s, e)| explains(s, e))
+                || held_spans(events, executions, g.process).into_iter().any(|(s, e)| explains(s, e));
             if !disturbed {
                 out.push(Violation::new(
                     LIVENESS,
                     Some(*at),
                     format!(
-                        "{} (token {token}): its keep-alive lost the lease at {at}ms with no fault and no pause since the call began at {}ms",
-                        g.process, g.invoked
+                        "{} (token {token}): its keep-alive lost the lease at {at}ms, and nothing disturbed it since {}ms: no fault reached it, it did not pause and no request of its own was held (the call began at {}ms; a disturbance over by a TTL and a round trip before the loss is outlived by the extensions after it)",
+                        g.process,
+                        at.saturating_sub(lease_ms).max(g.invoked),
+                        g.invoked
                     ),
                 ));
             }
@@ -446,6 +459,43 @@ fn named(op: &Op) -> Option<&str> {
         | Op::RemainingTtl { name, .. } => Some(name),
         _ => None,
     }
+}
+
+/// The TTL (ms) of the lease guarded call `g` held with `token`: the one
+/// its acquire asked for, which every extension of `with_lock_guarded`
+/// sets again.
+fn lease_ttl(calls: &[Call<'_>], g: &Call<'_>, token: u64) -> Option<Millis> {
+    calls.iter().find_map(|c| match (c.op, c.done) {
+        (
+            Op::Acquire { ttl_ms, .. },
+            Some(Event { kind: EventKind::Ok, op: Op::Acquire { token: Some(t), .. }, .. }),
+        ) if c.process == g.process && c.invoked >= g.invoked && *t == token => Some(*ttl_ms),
+        _ => None,
+    })
+}
+
+/// The spans in which `process` froze itself (`Op::Paused`, from the
+/// moment it was recorded) or had a request held at a server
+/// (`Op::Delayed`: from when the bridge took the held request up to when
+/// it ran, by the execution log, a server pause behind the hold included;
+/// a hold whose request never ran lasts to the end).
+fn held_spans(events: &[Event], executions: &[Execution], process: &str) -> Vec<(Millis, Millis)> {
+    events
+        .iter()
+        .filter(|e| e.process == process)
+        .filter_map(|e| match e.op {
+            Op::Paused { ms, .. } => Some((e.time, e.time + ms)),
+            Op::Delayed { ms, .. } => Some(
+                executions
+                    .iter()
+                    .filter(|x| *x.client == *process && x.held_ms == ms && x.taken_ms >= e.time)
+                    .map(|x| (x.taken_ms, x.sim_ms))
+                    .min_by_key(|&(taken, _)| taken)
+                    .unwrap_or((e.time, Millis::MAX)),
+            ),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One guarded call's lease, for [`late_extension`].
@@ -637,6 +687,7 @@ mod tests {
             key: None,
             server_unix_ms: ran,
             sim_ms: ran,
+            taken_ms: ran - ms,
             held_ms: ms,
         };
         (h, vec![log])
@@ -772,6 +823,7 @@ mod tests {
                     key: Some("lock:{l}".into()),
                     server_unix_ms: t,
                     sim_ms: t,
+                    taken_ms: t,
                     held_ms: 0,
                 })
                 .collect();
@@ -860,5 +912,61 @@ mod tests {
             h.complete_at(103, id, "a", EventKind::Ok, Op::CurrentToken { name: "l".into(), token: Some(1) });
         };
         assert_eq!(judge(cancelled_then_read(None, Some(480), own), &calm), 0);
+    }
+
+    /// A guarded call of `a` (TTL 100 ms) cancelled at 400 ms, with `also`
+    /// recorded inside it.
+    fn lost_at_400(also: impl FnOnce(&History)) -> History {
+        let h = History::new();
+        let build = |h: &History| {
+            acq(h, "a", 0, 2, 1);
+            also(h);
+        };
+        guarded(&h, 0, build, 405, GuardedResult::Cancelled { at: 400, deadline_reached: true });
+        h
+    }
+
+    fn lost_lease(h: &History, log: &[Execution], faults: &[(u64, u64)]) -> usize {
+        let v = check(&h.events(), log, faults, &[], &BTreeMap::new());
+        v.iter().filter(|v| v.detail.contains("its keep-alive lost the lease")).count()
+    }
+
+    #[test]
+    fn a_lease_lost_with_nothing_to_explain_it_fails_liveness() {
+        let h = lost_at_400(|_| {});
+        assert_eq!(lost_lease(&h, &[], &[]), 1);
+        assert_eq!(lost_lease(&h, &[], &[(350, 420)]), 0, "a fault over the loss explains it");
+        // A TTL (100 ms) and a round trip (25 ms) after a fault, the
+        // keep-alive has set a fresh TTL: 280 + 125 >= 400, 270 + 125 < 400.
+        assert_eq!(lost_lease(&h, &[], &[(50, 280)]), 0);
+        assert_eq!(lost_lease(&h, &[], &[(50, 270)]), 1, "a fault over well before the loss does not explain it");
+        assert_eq!(lost_lease(&h, &[], &[(401, 500)]), 1, "nor one that began after it");
+    }
+
+    #[test]
+    fn a_held_request_explains_a_loss_over_the_span_it_was_really_held() {
+        // Armed at 10 ms for 60 ms; the request it held is the one the log
+        // says, not the armed span (10, 70).
+        let h = lost_at_400(|h| {
+            h.observe_at(10, "a", Op::Delayed { node: 0, ms: 60, mentioning: Some("lock:{l}".into()) })
+        });
+        let log = |taken: u64, ran: u64| {
+            vec![Execution {
+                client: "a".into(),
+                command: "EVALSHA".into(),
+                key: Some("lock:{l}".into()),
+                server_unix_ms: ran,
+                sim_ms: ran,
+                taken_ms: taken,
+                held_ms: 60,
+            }]
+        };
+        // Taken up at 200 ms, held 60 ms, then a server pause: it ran at
+        // 330 ms, within a TTL and a round trip of the loss.
+        assert_eq!(lost_lease(&h, &log(200, 330), &[]), 0);
+        // Ran at 100 ms: the keep-alive had long set a fresh TTL.
+        assert_eq!(lost_lease(&h, &log(40, 100), &[]), 1);
+        // Never ran: still held at the loss.
+        assert_eq!(lost_lease(&h, &[], &[]), 0);
     }
 }

@@ -707,6 +707,7 @@ mod tests {
                 key: None,
                 server_unix_ms: e.time,
                 sim_ms: e.time,
+                taken_ms: e.time,
                 held_ms: 0,
             })
             .collect()

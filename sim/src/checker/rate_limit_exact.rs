@@ -641,6 +641,7 @@ mod tests {
                         key: None,
                         server_unix_ms: *t,
                         sim_ms: e.time,
+                        taken_ms: e.time,
                         held_ms: 0,
                     })
                 }
