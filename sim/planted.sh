@@ -46,6 +46,14 @@ fi
 for n in "${names[@]}"; do
   [ -f "sim/planted/$n.patch" ] || { echo "no patch sim/planted/$n.patch" >&2; exit 2; }
 done
+# Two files with the same change would count one bug twice.
+dupes=$(for p in sim/planted/*.patch; do printf '%s %s\n' "$(sed -n '/^diff/,$p' "$p" | sha256sum | cut -c1-16)" "$p"; done |
+  sort | awk '$1 == last { print prev; print $2 } { last = $1; prev = $2 }' | sort -u)
+if [ -n "$dupes" ]; then
+  echo "these patches make the same change (keep one):" >&2
+  echo "$dupes" >&2
+  exit 2
+fi
 if ! git diff --quiet -- src; then
   echo "src/ has uncommitted changes; commit or stash them first (a patch is applied to src/ and taken out again)" >&2
   exit 2
