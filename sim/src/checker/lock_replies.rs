@@ -499,8 +499,11 @@ fn check_tokens(events: &[Event], executions: &[Execution], floor_epoch_ms: Opti
                 }
                 let Op::CurrentToken { token, .. } = result else { continue };
                 let v = token.unwrap_or(0);
+                // A grant answered by the millisecond the read was sent ran
+                // at the server before it: its reply was on its way back
+                // while the read had not left yet.
                 let before: Vec<&Lease<'_>> =
-                    m.leases.iter().filter(|l| l.name == name && l.done < c.invoked).collect();
+                    m.leases.iter().filter(|l| l.name == name && l.done <= c.invoked).collect();
                 let lower = (before.len() as u64).max(before.iter().filter_map(|l| l.token).max().unwrap_or(0));
                 let upper = m
                     .calls
@@ -868,6 +871,19 @@ mod tests {
         rt(&h, 40, None); // a still holds it
         let v = check(&h.events());
         assert_eq!(v.len(), 3, "{v:?}");
+    }
+
+    #[test]
+    fn a_current_token_sent_in_the_millisecond_a_grant_was_answered_sees_it() {
+        let read_at_2 = |v| {
+            let h = History::new();
+            acq(&h, "a", 0, 2, Some(1));
+            let id = h.invoke_at(2, "a", Op::CurrentToken { name: "l".into(), token: None });
+            h.ok(id, "a", Op::CurrentToken { name: "l".into(), token: v });
+            check(&h.events()).len()
+        };
+        assert_eq!(read_at_2(Some(1)), 0);
+        assert_eq!(read_at_2(None), 1, "the grant of 1 ran before the read was sent");
     }
 
     #[test]

@@ -825,6 +825,17 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
             .await
         })
     });
+    // Another process of its own, for time-floored tokens only: it waits
+    // for the first milliseconds of a second, which the reader's moments
+    // must not.
+    let floor = (w.modes && w.lock == LockKind::Fenced && w.protection == Protection::TimeFloored).then(|| {
+        let prober = actor.alias("floor-prober");
+        let w = w.clone();
+        actor.spawn(async move {
+            let lock = fenced_lock(prober.connection(w.lock_node), &w, prober.seed())?;
+            super::floor_probe::probe(&prober, &lock).await
+        })
+    });
     // The probes run here, on names of their own, while the clients run the
     // workload: the reader is idle until `read_at`, and no client waits for
     // them (client 0 contends from the start). Their requests still draw
@@ -873,6 +884,9 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
     }
     if let Some(ack) = ack {
         ack.await??;
+    }
+    if let Some(floor) = floor {
+        floor.await??;
     }
     Ok(())
 }

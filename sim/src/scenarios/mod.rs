@@ -19,6 +19,7 @@ pub mod election;
 pub mod election_probe;
 pub mod fencing;
 pub mod fencing_unfenced;
+pub mod floor_probe;
 pub mod guard_probe;
 pub mod job_queue;
 pub mod lock;
