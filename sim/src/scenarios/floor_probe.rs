@@ -17,9 +17,9 @@
 //! as a process of its own beside the reader, so the reader's moments stay
 //! where they were.
 
-use redis_primitives::{Error, Lock, Ttl};
+use redis_primitives::{Error, Lock};
 
-use crate::history::Op;
+use super::release_race::{acquire, release};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -37,36 +37,9 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), Erro
     let now = actor.now();
     let at = (now / 1000 + 1) * 1000 + INTO_SECOND_MS;
     tokio::time::sleep(core::time::Duration::from_millis(at - now)).await;
-    let acquire = |token, deadline| Op::Acquire { name: NAME.into(), ttl_ms: TTL_MS, token, deadline };
-    let id = actor.call("Lock::acquire", acquire(None, None));
-    let lease = match lock.acquire(NAME, Ttl::from_millis(TTL_MS)?).await {
-        Ok(Some(lease)) => {
-            let deadline = actor.millis_of(lease.local_deadline());
-            actor.ok(id, acquire(Some(lease.token().get()), Some(deadline)));
-            lease
-        }
-        // Held by nobody else, so only a fault refuses it: no verdict.
-        Ok(None) => {
-            actor.fail(id, acquire(None, None));
-            return Ok(());
-        }
-        Err(e) => {
-            actor.errored(id, acquire(None, None), &e);
-            return Ok(());
-        }
-    };
-    let read = |token| Op::CurrentToken { name: NAME.into(), token };
-    let id = actor.call("Lock::current_token", read(None));
-    match lock.current_token(NAME).await {
-        Ok(t) => actor.ok(id, read(t.map(|t| t.get()))),
-        Err(e) => actor.errored(id, read(None), &e),
-    }
-    let release = Op::Release { name: NAME.into(), token: Some(lease.token().get()) };
-    let id = actor.call("Lock::release", release.clone());
-    match lock.release(&lease).await {
-        Ok(true) => actor.ok(id, release),
-        Ok(false) => actor.fail(id, release),
-        Err(e) => actor.errored(id, release, &e),
-    }
+    // Held by nobody else, so only a fault refuses it: no verdict.
+    let Some(lease) = acquire(actor, lock, NAME, TTL_MS).await? else { return Ok(()) };
+    super::lock::read_current_token(actor, lock, NAME).await;
+    release(actor, lock, &lease).await;
     Ok(())
 }

@@ -1479,15 +1479,20 @@ async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnection>, value: 
     }
 }
 
+/// `lock.current_token` of `name`, recorded (checked by `lock-replies`).
+pub(super) async fn read_current_token(actor: &Actor, lock: &Lock<SimConnection>, name: &str) {
+    let op = |token| Op::CurrentToken { name: name.into(), token };
+    let id = actor.call("Lock::current_token", op(None));
+    match lock.current_token(name).await {
+        Ok(t) => actor.ok(id, op(t.map(|t| t.get()))),
+        Err(e) => actor.errored(id, op(None), &e),
+    }
+}
+
 /// Reads `current_token` or `remaining_ttl` (recorded, checked by `lock-replies`).
 async fn read_lock_state(actor: &Actor, lock: &Lock<SimConnection>, rng: &mut impl Rng) {
     if rng.random_bool(0.5) {
-        let op = |token| Op::CurrentToken { name: LOCK_NAME.into(), token };
-        let id = actor.call("Lock::current_token", op(None));
-        match lock.current_token(LOCK_NAME).await {
-            Ok(t) => actor.ok(id, op(t.map(|t| t.get()))),
-            Err(e) => actor.errored(id, op(None), &e),
-        }
+        read_current_token(actor, lock, LOCK_NAME).await;
     } else {
         let op = |ms| Op::RemainingTtl { name: LOCK_NAME.into(), ms };
         let id = actor.call("Lock::remaining_ttl", op(None));

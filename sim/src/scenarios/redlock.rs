@@ -312,7 +312,7 @@ async fn client(
                 None => super::redlock_refusal::connect(&a, &own, timeout).await?,
             };
             let Some(r) = r else { return Ok(()) };
-            super::redlock_refusal::timed_out_majority(&a, &r, timeout).await
+            super::redlock_refusal::timed_out_majority(&a, &r).await
         })
     });
     let id = actor.call(api, connect_op(None));

@@ -70,17 +70,13 @@ pub async fn connect(
 /// must be refused whatever the other masters answer. Any refusal or error
 /// passes; only a granted lease is recorded against it. Run after every
 /// other probe of the client, so that its holds move nobody else's
-/// timeline, with the probes' Redlock `r`, whose master timeout is
-/// `master_timeout_ms`.
-pub async fn timed_out_majority(
-    actor: &Actor,
-    r: &Redlock<SimConnection>,
-    master_timeout_ms: u64,
-) -> Result<(), Error> {
+/// timeline, with the probes' Redlock `r`.
+pub async fn timed_out_majority(actor: &Actor, r: &Redlock<SimConnection>) -> Result<(), Error> {
     let key = r.key(TIMED_OUT_NAME)?;
     // Twice the timeout and a round trip: the vote has timed out well
-    // before the held request runs.
-    let hold_ms = 2 * master_timeout_ms + 20;
+    // before the held request runs. (The timeout was set from whole
+    // milliseconds, so `as_millis` gives it back exactly.)
+    let hold_ms = 2 * r.master_timeout().as_millis() as u64 + 20;
     for node in 0..r.quorum() {
         actor.delay_next_request_mentioning(node, hold_ms, &key);
     }
