@@ -28,6 +28,7 @@ pub mod lock_naive;
 pub mod rate_limit;
 pub mod redlock;
 pub mod redlock_refusal;
+pub mod redlock_trust;
 pub mod release_race;
 pub mod retry_probe;
 pub mod stale_lease;

@@ -17,7 +17,9 @@
 //! extended, must stop being trusted) and then the validation probe
 //! (`validation.rs`): bad configurations, one master listed twice, and a
 //! Redlock with a drift and an owner source of its own, whose settings,
-//! commands per master and lease it reads back.
+//! commands per master and lease it reads back. Beside both, the
+//! trust-edge probe (`redlock_trust.rs`) reads a lease of its own at its
+//! `valid_until` and extends it there.
 //!
 //! Checkers: `redlock-mutual-exclusion` (no two clients inside their
 //! validity, extensions included), `redlock-validity` (validity ≤ TTL −
@@ -298,6 +300,14 @@ async fn client(
         let own: Vec<SimConnection> =
             (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect();
         let a = actor.clone();
+        // The trust-edge probe runs beside the others, on the same
+        // connections: it tries until it gets a clean edge, which must not
+        // take their time.
+        let links = own.clone();
+        let trust = actor.spawn(async move {
+            super::redlock_trust::probe(&a, &links, timing.master_timeout_ms, timing.length_ms).await
+        });
+        let a = actor.clone();
         actor.spawn(async move {
             // One Redlock for the refusal probes; the timed-out one connects
             // anew only when a fault failed the first handshake.
@@ -311,8 +321,14 @@ async fn client(
                 Some(r) => Some(r),
                 None => super::redlock_refusal::connect(&a, &own, timeout).await?,
             };
-            let Some(r) = r else { return Ok(()) };
-            super::redlock_refusal::timed_out_majority(&a, &r).await
+            if let Some(r) = r {
+                super::redlock_refusal::timed_out_majority(&a, &r).await?;
+            }
+            // Its panic is this task's, which the client reports.
+            match trust.await {
+                Ok(result) => result,
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            }
         })
     });
     let id = actor.call(api, connect_op(None));
