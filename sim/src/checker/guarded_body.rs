@@ -143,6 +143,12 @@ pub fn check(
             _ => None,
         })
         .collect();
+    // The spans that may have frozen a process's timers: when `reaching`
+    // names it, the faults that reach it (its own pauses among them, and
+    // the nodes' faults, which only err on the side of excusing; the
+    // reader, which no client fault aims at, is reached by those only),
+    // else every client pause. Another client's pause excuses nothing.
+    let frozen_by = |process: &str| reaching.get(process).map_or(freezes, Vec::as_slice);
     let mut out = Vec::new();
     for g in &calls {
         let Op::Guarded { name, .. } = g.op else { continue };
@@ -176,7 +182,8 @@ pub fn check(
             // held or partitioned release does not: the guard gives up on it.
             let calm = |end: Millis| {
                 let overlaps = |s: Millis, e: Millis| s <= done.time && e >= end;
-                !freezes.iter().any(|&(s, e)| overlaps(s, e)) && !super::paused(events, g.process, overlaps)
+                !frozen_by(g.process).iter().any(|&(s, e)| overlaps(s, e))
+                    && !super::paused(events, g.process, overlaps)
             };
             if let Some(end) = body_end.filter(|&end| done.time > end + every && calm(end)) {
                 out.push(Violation::new(
@@ -386,7 +393,8 @@ pub fn check(
         // frozen caller gives up when it thaws.
         if let (Some((d, ran)), Some(GuardedResult::Cancelled { at, .. })) = (held_past_deadline, outcome) {
             let overlaps = |s: Millis, e: Millis| s <= *at && e >= d;
-            let frozen = freezes.iter().any(|&(s, e)| overlaps(s, e)) || super::paused(events, g.process, overlaps);
+            let frozen =
+                frozen_by(g.process).iter().any(|&(s, e)| overlaps(s, e)) || super::paused(events, g.process, overlaps);
             if *at > d + 1 && !frozen {
                 out.push(Violation::new(
                     SELF_FENCING,
@@ -708,18 +716,25 @@ mod tests {
 
     #[test]
     fn a_guard_that_waits_for_the_held_extend_instead_of_its_deadline_fails() {
-        let run = |at: u64, frozen: &[(u64, u64)]| {
+        let run_reaching = |at: u64, frozen: &[(u64, u64)], reaches: &BTreeMap<String, Vec<(u64, u64)>>| {
             // The last step is queued behind the held extend: never answered.
             let outcome = GuardedResult::Cancelled { at, deadline_reached: at <= 91 };
             let (h, ran) = held_call(60, 100, (80, false), at + 1, outcome);
-            check(&h.events(), &ran, &[(0, 10_000)], frozen, &BTreeMap::new())
+            check(&h.events(), &ran, &[(0, 10_000)], frozen, reaches)
         };
+        let run = |at: u64, frozen: &[(u64, u64)]| run_reaching(at, frozen, &BTreeMap::new());
         assert_eq!(run(91, &[]), vec![]);
         let v = run(104, &[]);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].detail.contains("14ms after the lease's local deadline of 90ms"), "{v:?}");
         // A caller frozen across the deadline gives up when it thaws.
         assert_eq!(run(104, &[(85, 103)]), vec![]);
+        // Another client's pause excuses nothing when the faults that reach
+        // the caller are known and none spans the deadline...
+        let v = run_reaching(104, &[(85, 103)], &reaching("a", &[(0, 20)]));
+        assert_eq!(v.len(), 1, "{v:?}");
+        // ...and one of those that does excuses it.
+        assert_eq!(run_reaching(104, &[], &reaching("a", &[(85, 103)])), vec![]);
     }
 
     #[test]
