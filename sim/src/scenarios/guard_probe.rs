@@ -67,7 +67,7 @@ use core::time::Duration;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use redis_primitives::{KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
+use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
 use super::lock::{BodyMark, GuardedCall, GuardedEnd};
 use crate::history::Op;
@@ -322,11 +322,8 @@ where
         actor.call("Lock::with_lock_guarded", Op::Guarded { name: name.into(), token: None, outcome: None, every_ms });
     let acquire_id = actor.invoke(acquire(None, None));
     let inner = actor.clone();
-    let granted = Arc::new(AtomicBool::new(false));
-    let mark_granted = granted.clone();
     let r = lock
         .with_lock_guarded(name, policy, move |lease: Lease| {
-            mark_granted.store(true, Ordering::Relaxed);
             let token = lease.token().get();
             inner.ok(acquire_id, acquire(Some(token), Some(inner.millis_of(lease.local_deadline()))));
             let mark = BodyMark::new(&inner, name, token);
@@ -340,7 +337,9 @@ where
             }
         })
         .await;
+    // Only the acquire returns an error: a granted lease ran its body.
+    let granted = r.as_ref().is_ok_and(|o| !matches!(o, GuardedOutcome::NotAcquired));
     let call = GuardedCall { actor, name, ttl_ms, every_ms, call: gid, acquire: acquire_id };
     let cancelled = matches!(call.end(r), GuardedEnd::Cancelled { .. });
-    Ok(granted.load(Ordering::Relaxed).then_some(cancelled))
+    Ok(granted.then_some(cancelled))
 }

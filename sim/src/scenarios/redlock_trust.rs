@@ -22,10 +22,11 @@
 //! edge gets no verdict.
 
 use core::time::Duration;
-use redis_primitives::redlock::{Acquisition, Extension, Redlock, RedlockConfig, RefusalReason};
+use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig};
 use redis_primitives::{Error, OwnerSource, Ttl};
 use tokio::time::Instant;
 
+use super::validation::{expired_text, extension_text};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -60,17 +61,14 @@ pub async fn probe(actor: &Actor, masters: &[SimConnection], master_timeout_ms: 
             tokio::time::sleep_until(edge).await;
             if let (Some(before), true) = (before, Instant::now() == edge) {
                 let (at, remaining) = (lease.is_trusted(), lease.remaining());
-                let extension = match r.extend(&mut lease).await {
-                    Extension::Refused(refusal) => format!("Refused({:?})", refusal.reason),
-                    Extension::Extended { validity } => format!("Extended {{ validity: {validity:?} }}"),
-                };
+                let extension = extension_text(&r.extend(&mut lease).await);
                 actor.configured(
                     "RedlockLease read and extended at its valid_until",
                     &[
                         ("is_trusted() a millisecond before valid_until", before.to_string(), "true".into()),
                         ("is_trusted() at valid_until", at.to_string(), "false".into()),
                         ("remaining() at valid_until", format!("{remaining:?}"), format!("{:?}", Duration::ZERO)),
-                        ("Redlock::extend at valid_until", extension, format!("Refused({:?})", RefusalReason::Expired)),
+                        ("Redlock::extend at valid_until", extension, expired_text()),
                     ],
                 );
                 r.release(&lease).await;

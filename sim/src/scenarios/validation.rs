@@ -510,16 +510,24 @@ async fn redlock_read_back(
         let (a, rl) = (actor.clone(), rl.clone());
         drop(actor.spawn(async move {
             tokio::time::sleep_until(lease.valid_until()).await;
-            let outcome = match rl.extend(&mut lease).await {
-                Extension::Refused(refusal) => format!("Refused({:?})", refusal.reason),
-                Extension::Extended { validity } => format!("Extended {{ validity: {validity:?} }}"),
-            };
-            a.configured(
-                "Redlock::extend from valid_until on",
-                &[("outcome", outcome, format!("Refused({:?})", RefusalReason::Expired))],
-            );
+            let outcome = extension_text(&rl.extend(&mut lease).await);
+            a.configured("Redlock::extend from valid_until on", &[("outcome", outcome, expired_text())]);
             rl.release(&lease).await;
         }));
     }
     Ok(())
+}
+
+/// An extension's outcome as a read-back records it: `Refused(reason)` or
+/// `Extended { validity }`.
+pub(super) fn extension_text(extension: &Extension) -> String {
+    match extension {
+        Extension::Refused(refusal) => format!("Refused({:?})", refusal.reason),
+        Extension::Extended { validity } => format!("Extended {{ validity: {validity:?} }}"),
+    }
+}
+
+/// What [`extension_text`] gives for an extend refused as expired.
+pub(super) fn expired_text() -> String {
+    format!("Refused({:?})", RefusalReason::Expired)
 }
