@@ -811,18 +811,28 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
         let prober = actor.alias("ack-prober");
         let w = w.clone();
         actor.spawn(async move {
-            let lock = fenced_lock(prober.connection(w.lock_node), &w, prober.seed())?;
+            let conn = prober.connection(w.lock_node);
+            let lock = fenced_lock(conn.clone(), &w, prober.seed())?;
             let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
+            let refused = std::cell::Cell::new(false);
             super::ack_probe::probe(&prober, at, ACK_TIMEOUT_MS, "Acknowledged Lock::acquire", || async {
-                match lock.acquire("ack-probe", ttl).await? {
-                    Some(lease) => {
+                match lock.acquire(ACK_PROBE_NAME, ttl).await {
+                    Ok(Some(lease)) => {
                         let _ = lock.release(&lease).await;
                         Ok(true)
                     }
-                    None => Ok(false),
+                    Ok(None) => Ok(false),
+                    Err(e) => {
+                        refused.set(matches!(e, redis_primitives::Error::NotAcknowledged { .. }));
+                        Err(e)
+                    }
                 }
             })
-            .await
+            .await?;
+            if refused.get() {
+                released_after_refusal(&prober, &lock, conn).await?;
+            }
+            ActorResult::Ok(())
         })
     });
     // Another process of its own, for time-floored tokens only: it waits
@@ -1168,6 +1178,28 @@ fn fenced_lock(conn: SimConnection, w: &LockWorkload, seed: u64) -> redis_primit
         Protection::TimeFloored => builder.tokens(Tokens::TimeFloored),
     };
     builder.build()
+}
+
+/// The name the acknowledgement probe acquires (nobody else uses it).
+const ACK_PROBE_NAME: &str = "ack-probe";
+
+/// After an acknowledged acquire was refused `NotAcknowledged`, the name
+/// must be free again: the acquire took the lease before its `WAIT` gave
+/// up, and a lease nobody was handed must go back at once rather than
+/// block the name for a TTL. Nothing else takes the probe's name, and no
+/// fault reaches the prober in its window (`ack_probe::send_at`), so the
+/// key is absent unless the acquire kept it. Recorded as an
+/// [`Op::Configured`] read-back; a read the network fails says nothing
+/// and is not recorded.
+async fn released_after_refusal(prober: &Actor, lock: &Lock<SimConnection>, mut conn: SimConnection) -> ActorResult {
+    let key = lock.key(ACK_PROBE_NAME)?;
+    let Ok(pttl) = redis::cmd("PTTL").arg(&key).query_async::<i64>(&mut conn).await else { return Ok(()) };
+    let got = if pttl == -2 { "absent".to_string() } else { format!("present (PTTL {pttl} ms)") };
+    prober.configured(
+        "Acknowledged Lock::acquire refused NotAcknowledged",
+        &[("the lock key right after the refusal", got, "absent".to_string())],
+    );
+    Ok(())
 }
 
 /// The drift the workload's locks are built with (the default for the

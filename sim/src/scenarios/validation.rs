@@ -346,16 +346,23 @@ pub fn limits(actor: &Actor) {
     }
 }
 
-/// `check_at` refuses an instant a Lua number cannot hold exactly. Only
-/// the refusals are tried here (an accepted call is an ordinary decision,
-/// which the prober makes plenty of): they must not reach Redis.
+/// `check_at` refuses an instant a Lua number cannot hold exactly and
+/// takes the largest one it can. The refusals must not reach Redis. The
+/// accepted edge, 2^53 − 1, is a real decision on a key of its own: the
+/// prober's other instants are ordinary ones, so a bound written `<` where
+/// it should be `<=` would pass every run without it. A fault that leaves
+/// that call's outcome unknown says nothing about the bound, and is not
+/// recorded; any other error is a refusal, judged as one.
 pub async fn check_at<F, Fut, T>(actor: &Actor, check_at: F)
 where
     F: Fn(u64) -> Fut,
     Fut: std::future::Future<Output = Result<T, Error>>,
 {
-    for now_ms in [(1u64 << 53), u64::MAX] {
+    for now_ms in [(1u64 << 53) - 1, 1u64 << 53, u64::MAX] {
         let r = check_at(now_ms).await;
+        if matches!(&r, Err(e) if e.outcome_is_unknown()) {
+            continue;
+        }
         record(actor, Validation::CheckAt { now_ms }, &r);
     }
 }
