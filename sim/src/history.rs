@@ -324,6 +324,22 @@ pub enum Validation {
         /// Nanoseconds past them (below a millisecond).
         extra_ns: u32,
     },
+    /// `Drift::new(per_mille, Duration::from_millis(constant_ms) + Duration::from_nanos(extra_ns))`.
+    Drift {
+        /// Thousandths of the TTL.
+        per_mille: u32,
+        /// Whole milliseconds of the constant.
+        constant_ms: u64,
+        /// Nanoseconds past them (below a millisecond).
+        extra_ns: u32,
+    },
+    /// `Retry::new(attempts, base, max)` with both delays in nanoseconds.
+    Retry {
+        /// The first delay.
+        base_ns: u64,
+        /// The cap on every delay.
+        max_ns: u64,
+    },
     /// `Redlock::connect` with `masters` masters and this configuration.
     Redlock {
         /// Masters given.

@@ -7,8 +7,10 @@
 //! interval at most half of the usable lease, a keep-alive interval shorter
 //! than the usable TTL, `max × window ≤ 2^52`, a pinned instant below 2^53,
 //! a TTL or acknowledgement timeout of 1 ms to 2^53 − 1 ms in whole
-//! milliseconds, no brace and no empty text in a key's prefix or name, no
-//! Redlock master listed twice.
+//! milliseconds, a drift below the whole TTL with a constant no longer
+//! than the longest TTL, a retry whose cap is at least its first delay,
+//! no brace and no empty text in a key's prefix or name, no Redlock
+//! master listed twice.
 //! An off-by-one in one of those comparisons passes every run that uses
 //! comfortable values. The validation probe (`scenarios/validation.rs`)
 //! tries values on both sides of each edge; this checker states the
@@ -68,6 +70,11 @@ pub fn must_accept(case: &Validation) -> bool {
         // The same range as a TTL: the server adds its clock to the timeout.
         Validation::Acknowledgement { replicas, ms, extra_ns } => replicas >= 1 && extra_ns == 0 && ttl_ok(ms),
         Validation::KeyName { prefix, name, .. } => prefix == KeyText::Plain && name == KeyText::Plain,
+        // Below the whole TTL, and a constant no longer than the longest TTL.
+        Validation::Drift { per_mille, constant_ms, extra_ns } => {
+            per_mille < 1000 && u128::from(constant_ms) * MS + u128::from(extra_ns) <= u128::from(TTL_MAX_MS) * MS
+        }
+        Validation::Retry { base_ns, max_ns } => base_ns > 0 && max_ns >= base_ns,
         Validation::Redlock { masters, ttl_ms, drift, master_timeout_ms, handshake_ms } => {
             masters >= 1
                 && allowance_ns(ttl_ms, drift) < u128::from(ttl_ms) * MS
@@ -146,6 +153,14 @@ mod tests {
         assert!(!must_accept(&ttl(0, 0)) && !must_accept(&ttl(TTL_MAX_MS + 1, 0)) && !must_accept(&ttl(5, 1)));
         let ack = |replicas, ms| Validation::Acknowledgement { replicas, ms, extra_ns: 0 };
         assert!(must_accept(&ack(1, TTL_MAX_MS)) && !must_accept(&ack(1, TTL_MAX_MS + 1)) && !must_accept(&ack(0, 5)));
+        let drift = |per_mille, constant_ms, extra_ns| Validation::Drift { per_mille, constant_ms, extra_ns };
+        assert!(
+            must_accept(&drift(999, 0, 0)) && must_accept(&drift(0, TTL_MAX_MS, 0)) && must_accept(&drift(5, 3, 7))
+        );
+        assert!(!must_accept(&drift(1000, 0, 0)) && !must_accept(&drift(0, TTL_MAX_MS, 1)));
+        let retry = |base_ns, max_ns| Validation::Retry { base_ns, max_ns };
+        assert!(must_accept(&retry(1, 1)) && must_accept(&retry(5, 9)));
+        assert!(!must_accept(&retry(0, 5)) && !must_accept(&retry(5, 4)));
         let key = |prefix, name| Validation::KeyName { on: KeyedOn::FenceKey, prefix, name };
         assert!(must_accept(&key(KeyText::Plain, KeyText::Plain)));
         assert!(

@@ -8,6 +8,7 @@
 //! records every answer as an [`Op::Validated`], and `input-validation`
 //! states the rule each answer must follow.
 
+use core::num::NonZeroU32;
 use core::time::Duration;
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -15,7 +16,7 @@ use redis_primitives::election::Election;
 use redis_primitives::rate_limit::Limit;
 use redis_primitives::redlock::{Acquisition, Extension, Redlock, RedlockConfig, RefusalReason, OWNER_BYTES};
 use redis_primitives::{
-    Acknowledgement, CompareCommands, Drift, Error, FencedStore, KeepAlive, Lock, OwnerSource, Tokens, Ttl,
+    Acknowledgement, CompareCommands, Drift, Error, FencedStore, KeepAlive, Lock, OwnerSource, Retry, Tokens, Ttl,
 };
 
 use crate::history::{KeyText, KeyedOn, Op, Validation};
@@ -325,6 +326,8 @@ pub fn durations(actor: &Actor) {
             );
         }
     }
+    drifts(actor);
+    retries(actor);
     let raw = rng.random::<u64>();
     let token = redis_primitives::FencingToken::new(raw);
     actor.configured(
@@ -334,6 +337,61 @@ pub fn durations(actor: &Actor) {
             ("u64::from", u64::from(token).to_string(), raw.to_string()),
         ],
     );
+}
+
+/// `Drift::new` at both edges of its factor (below 1000‰) and of its
+/// constant (at most the longest TTL, to the nanosecond), and what an
+/// accepted one reports. Every lease deadline is computed with a drift, so
+/// a bound off by one lets a configuration through that leaves no lease
+/// usable, or refuses the largest one that is. Its own random stream: the
+/// draws of the cases above stay where they were.
+fn drifts(actor: &Actor) {
+    let mut rng = actor.rng_for("validation-drift");
+    let max = Ttl::MAX_MILLIS;
+    let (per_mille, constant_ms) = drift_of(&mut rng);
+    let cases = [
+        (per_mille, constant_ms, rng.random_range(0..1_000_000u32)),
+        (999, 0, 0),
+        (1000, 0, 0),
+        (u32::MAX, constant_ms, 0),
+        (per_mille, max, 0),
+        (per_mille, max, rng.random_range(1..1_000_000u32)),
+    ];
+    for (per_mille, constant_ms, extra_ns) in cases {
+        let constant = ms_and_ns(constant_ms, extra_ns);
+        let d = Drift::new(per_mille, constant);
+        record(actor, Validation::Drift { per_mille, constant_ms, extra_ns }, &d);
+        if let Ok(d) = d {
+            actor.configured(
+                "Drift",
+                &[
+                    ("factor_per_mille", d.factor_per_mille().to_string(), per_mille.to_string()),
+                    ("constant", format!("{:?}", d.constant()), format!("{constant:?}")),
+                ],
+            );
+        }
+    }
+}
+
+/// `Retry::new` with a zero first delay, a cap one nanosecond below,
+/// at and above the first delay, and what an accepted one reports.
+fn retries(actor: &Actor) {
+    let mut rng = actor.rng_for("validation-retry");
+    let base_ns = rng.random_range(1..=50_000_000u64);
+    let attempts = NonZeroU32::new(rng.random_range(1..=10u32)).unwrap_or(NonZeroU32::MIN);
+    let cases = [
+        (0, base_ns),
+        (base_ns, base_ns - 1),
+        (base_ns, base_ns),
+        (base_ns, base_ns + rng.random_range(1..=1_000_000_000u64)),
+    ];
+    for (base_ns, max_ns) in cases {
+        let r = Retry::new(attempts, Duration::from_nanos(base_ns), Duration::from_nanos(max_ns));
+        record(actor, Validation::Retry { base_ns, max_ns }, &r);
+        if let Ok(r) = r {
+            actor.configured("Retry", &[("attempts", r.attempts().to_string(), attempts.to_string())]);
+        }
+    }
 }
 
 /// `Limit::new` around `max × window ≤ 2^52` and its zero cases.
