@@ -169,7 +169,7 @@ pub const INVARIANTS: &[(&str, &str)] = &[
     ),
     (
         INPUT_VALIDATION,
-        "constructors and check_at accept exactly the documented configurations (renew ≤ half the usable lease, keep-alive below the usable TTL, max × window ≤ 2^52, instants below 2^53, Redlock timeouts below the TTL) and refuse the rest with InvalidInput",
+        "constructors and check_at accept exactly the documented configurations (renew ≤ half the usable lease, keep-alive below the usable TTL, max × window ≤ 2^52, instants below 2^53, a drift below the whole TTL, a retry cap at least its first delay, Redlock timeouts below the TTL) and refuse the rest with InvalidInput",
     ),
     (
         CONFIGURATION,

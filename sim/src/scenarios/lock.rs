@@ -1112,13 +1112,12 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
         .build()?;
     let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
     let bound = w.plan.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
-    let retry = redis_primitives::Retry::new(
-        core::num::NonZeroU32::new(60).expect("non-zero"),
-        Duration::from_millis(5),
-        Duration::from_millis(20),
-    )?
-    .deadline(Duration::from_millis(bound - 20))
-    .seeded(actor.seed_for("probe"));
+    let attempts = core::num::NonZeroU32::new(60).expect("non-zero");
+    let Some(retry) = super::validation::retry(actor, attempts, Duration::from_millis(5), Duration::from_millis(20))
+    else {
+        return Ok(());
+    };
+    let retry = retry.deadline(Duration::from_millis(bound - 20)).seeded(actor.seed_for("probe"));
     let rop = |token| Op::Retry {
         name: LOCK_NAME.into(),
         attempts: 60,
@@ -1927,12 +1926,14 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             // millisecond: the attempt that would follow starts exactly at
             // it, which a `>` where `>=` belongs lets through (drawn last).
             let to_deadline = deadline_ms.filter(|&d| d > 0 && stall_ms.is_none() && edges.random_bool(0.5));
-            let mut retry = redis_primitives::Retry::new(
-                core::num::NonZeroU32::new(attempts).expect("at least 2"),
-                Duration::from_millis(5),
-                Duration::from_millis(max_delay_ms),
-            )?
-            .seeded(cx.actor.seed_for(&format!("retry-{}", cx.actor.now())));
+            let attempts_nz = core::num::NonZeroU32::new(attempts).expect("at least 2");
+            let base = Duration::from_millis(5);
+            let Some(retry) =
+                super::validation::retry(cx.actor, attempts_nz, base, Duration::from_millis(max_delay_ms))
+            else {
+                return Ok(());
+            };
+            let mut retry = retry.seeded(cx.actor.seed_for(&format!("retry-{}", cx.actor.now())));
             if let Some(d) = deadline_ms {
                 retry = retry.deadline(Duration::from_millis(d));
             }

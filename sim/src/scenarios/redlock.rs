@@ -405,13 +405,12 @@ async fn client(
     // `redlock` only (the broken and non-guarantee variants keep the plain
     // acquire–work–release that their pinned seeds were found with).
     let full = variant == Variant::Correct;
-    let retry = Retry::new(
-        NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN),
-        Duration::from_millis(10),
-        Duration::from_millis(40),
-    )?
-    .deadline(Duration::from_millis(400))
-    .seeded(actor.seed_for("redlock-retry"));
+    let attempts = NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN);
+    let Some(retry) = super::validation::retry(&actor, attempts, Duration::from_millis(10), Duration::from_millis(40))
+    else {
+        return Ok(());
+    };
+    let retry = retry.deadline(Duration::from_millis(400)).seeded(actor.seed_for("redlock-retry"));
     while actor.now() < timing.length_ms {
         match &client {
             Client::Correct(r) => correct_attempt(&actor, r, full, &retry, &mut rng, &first_grant, timing).await,

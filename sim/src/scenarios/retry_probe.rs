@@ -35,7 +35,7 @@ use core::time::Duration;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use redis_primitives::{Lock, Retry, Ttl};
+use redis_primitives::{Lock, Ttl};
 
 use super::release_race::{acquire, release};
 use crate::history::Op;
@@ -98,8 +98,9 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Ac
 /// One `Retry::run` of `case` around recorded acquires of [`NAME`].
 async fn run(actor: &Actor, lock: &Lock<SimConnection>, node: usize, n: usize, case: Case) -> ActorResult {
     let Some(attempts) = NonZeroU32::new(case.attempts) else { return Ok(()) };
-    let mut retry = Retry::new(attempts, Duration::from_millis(case.base_ms), Duration::from_millis(case.max_ms))?
-        .seeded(actor.seed_for(&format!("retry-probe-{n}")));
+    let (base, max) = (Duration::from_millis(case.base_ms), Duration::from_millis(case.max_ms));
+    let Some(retry) = super::validation::retry(actor, attempts, base, max) else { return Ok(()) };
+    let mut retry = retry.seeded(actor.seed_for(&format!("retry-probe-{n}")));
     if let Some(d) = case.deadline_ms {
         retry = retry.deadline(Duration::from_millis(d));
     }

@@ -394,6 +394,20 @@ fn retries(actor: &Actor) {
     }
 }
 
+/// `Retry::new` for a workload's own retry: the retry, or `None` once the
+/// refusal is recorded for `input-validation`. A library that refuses a
+/// configuration its documentation accepts is a finding, judged like the
+/// probe's cases above, not a set-up error that ends the run; the caller
+/// skips what it would have retried.
+pub fn retry(actor: &Actor, attempts: NonZeroU32, base: Duration, max: Duration) -> Option<Retry> {
+    let r = Retry::new(attempts, base, max);
+    if r.is_err() {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        record(actor, Validation::Retry { base_ns: ns(base), max_ns: ns(max) }, &r);
+    }
+    r.ok()
+}
+
 /// `Limit::new` around `max × window ≤ 2^52` and its zero cases.
 pub fn limits(actor: &Actor) {
     let mut rng = actor.rng_for("validation-limit");
