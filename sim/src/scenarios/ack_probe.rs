@@ -26,7 +26,7 @@ use tokio::time::sleep;
 
 use crate::history::Millis;
 use crate::nemesis::{FaultKind, Schedule, Target};
-use crate::world::{Actor, ActorResult};
+use crate::world::Actor;
 
 /// How far into the cut the call is sent, ms.
 const INTO_CUT_MS: Millis = 10;
@@ -72,8 +72,10 @@ pub fn send_at(schedule: &Schedule, node: u32, client: Option<u32>, ack_ms: Mill
 /// Sends `call` at `at` (see [`send_at`]) and records how it ended.
 /// `call` is one acknowledged library call whose answer the caller has
 /// turned into `Ok(true)` (confirmed), `Ok(false)` (refused for another
-/// reason) or the library's error.
-pub async fn probe<F, Fut>(actor: &Actor, at: Millis, ack_ms: Millis, what: &str, call: F) -> ActorResult
+/// reason) or the library's error. Returns whether the call was refused
+/// `NotAcknowledged` (in time or not), for a caller that checks what such
+/// a refusal leaves behind.
+pub async fn probe<F, Fut>(actor: &Actor, at: Millis, ack_ms: Millis, what: &str, call: F) -> turmoil::Result<bool>
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = redis_primitives::Result<bool>>,
@@ -85,6 +87,7 @@ where
     let sent = actor.now();
     let r = call().await;
     let took = actor.now() - sent;
+    let refused = matches!(r, Err(redis_primitives::Error::NotAcknowledged { .. }));
     let got = match r {
         Err(redis_primitives::Error::NotAcknowledged { .. }) if took <= bound(ack_ms) => expected(ack_ms),
         Err(redis_primitives::Error::NotAcknowledged { .. }) => format!("refused NotAcknowledged after {took} ms"),
@@ -97,5 +100,5 @@ where
         &format!("{what} during a replication cut"),
         &[("the call sent into the cut", got, expected(ack_ms))],
     );
-    Ok(())
+    Ok(refused)
 }

@@ -834,6 +834,7 @@ async fn final_read(
                 Ok(written == WriteOutcome::Accepted)
             })
             .await
+            .map(|_refused| ())
         })
     });
     // Idle until the read: the election probe runs meanwhile, on names of

@@ -814,22 +814,18 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
             let conn = prober.connection(w.lock_node);
             let lock = fenced_lock(conn.clone(), &w, prober.seed())?;
             let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
-            let refused = std::cell::Cell::new(false);
-            super::ack_probe::probe(&prober, at, ACK_TIMEOUT_MS, "Acknowledged Lock::acquire", || async {
-                match lock.acquire(ACK_PROBE_NAME, ttl).await {
-                    Ok(Some(lease)) => {
+            let what = "Acknowledged Lock::acquire";
+            let refused = super::ack_probe::probe(&prober, at, ACK_TIMEOUT_MS, what, || async {
+                match lock.acquire(ACK_PROBE_NAME, ttl).await? {
+                    Some(lease) => {
                         let _ = lock.release(&lease).await;
                         Ok(true)
                     }
-                    Ok(None) => Ok(false),
-                    Err(e) => {
-                        refused.set(matches!(e, redis_primitives::Error::NotAcknowledged { .. }));
-                        Err(e)
-                    }
+                    None => Ok(false),
                 }
             })
             .await?;
-            if refused.get() {
+            if refused {
                 released_after_refusal(&prober, &lock, conn).await?;
             }
             ActorResult::Ok(())
