@@ -11,6 +11,7 @@
 # wall time. With the default placement the simulation thread and its
 # servers share one core (sim/src/placement.rs), so the shares and
 # "waiting" add up to 100 %; with `-- --placement anywhere` they may not.
+# It runs one job (`explore --jobs 1`): the breakdown of one simulation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scenario=${1:?usage: sim/where-time-goes.sh SCENARIO [SEEDS] [START_SEED] [-- rp-sim options]}
@@ -30,10 +31,10 @@ trap 'rm -f "$data" "$data.txt" "$data.stat"' EXIT
 # counted run's CPU time, and "waiting" is the counted run's wall time that
 # no process of the tree was on a CPU.
 start_ns=$(date +%s%N)
-perf stat -x, -e task-clock -o "$data.stat" -- "$bin" "$@" explore -s "$scenario" --seeds "$seeds" --start-seed "$start" >/dev/null 2>&1 || true
+perf stat -x, -e task-clock -o "$data.stat" -- "$bin" "$@" explore -s "$scenario" --seeds "$seeds" --start-seed "$start" --jobs 1 >/dev/null 2>&1 || true
 wall_ns=$(( $(date +%s%N) - start_ns ))
 cpu_ms=$(awk -F, '/task-clock/ {print $1}' "$data.stat")
-perf record -q -F 997 -o "$data" -- "$bin" "$@" explore -s "$scenario" --seeds "$seeds" --start-seed "$start" >/dev/null 2>&1 || true
+perf record -q -F 997 -o "$data" -- "$bin" "$@" explore -s "$scenario" --seeds "$seeds" --start-seed "$start" --jobs 1 >/dev/null 2>&1 || true
 perf report -i "$data" --no-children --sort comm,dso,sym -g none -q --percent-limit 0 -F overhead,sample,comm,dso,sym 2>/dev/null > "$data.txt"
 # perf names a process by its executable's first 15 characters (the
 # kernel's comm), so an RP_SIM build under another name is still rp-sim.

@@ -13,10 +13,53 @@
 //! catches any path that skips the handler (SIGKILL of rp-sim itself).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::explore::{coverage_table, explore_shard, histogram_table, operations_table, replay_command};
+/// `println!` for a command's output, through [`out`]: a reader that went
+/// away drops the rest of it instead of panicking the process.
+macro_rules! println {
+    () => {
+        out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` through [`out`], as `println!` above.
+macro_rules! print {
+    ($($arg:tt)*) => {
+        out(format_args!($($arg)*))
+    };
+}
+
+/// Set once stdout could not be written (its reader went away:
+/// `rp-sim scenarios | head`).
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Writes a command's output to stdout. Rust ignores `SIGPIPE` (a bridge
+/// writing to a killed server must get `EPIPE`, not die), so a closed pipe
+/// makes every write fail; `std`'s `println!` panics on that. Here the rest
+/// of the output is dropped and the command finishes as it would have:
+/// destructors run (servers stopped, clock files removed) and the exit
+/// status still says what was found.
+fn out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("rp-sim: cannot write to stdout ({e}); the rest of the output is dropped");
+        }
+    }
+}
+
+use crate::explore::{coverage_table, explore_with, histogram_table, operations_table, replay_command, ExploreOptions};
+use crate::jobs::Jobs;
 use crate::placement::Placement;
 use crate::scenarios::{self, Expect, Scenario, SCENARIOS};
 use crate::servers::{self, Servers};
@@ -206,6 +249,14 @@ pub struct ExploreArgs {
     /// distribution) into DIR.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// How many seeds run at once, each in a thread with redis-servers of
+    /// its own (with the default placement, on a core of its own). The
+    /// default is one per CPU this process may use. The result is the one a
+    /// single job gives: the same violations, histograms and digest (with
+    /// --fail-fast, the same first violating seed); only the wall time
+    /// differs.
+    #[arg(long, short = 'j', value_name = "N", default_value_t = Jobs::available())]
+    pub jobs: Jobs,
 }
 
 /// `mutants` options.
@@ -267,6 +318,11 @@ pub struct ReportArgs {
     /// searched and shrunk once per base seed; 0 leaves the table out).
     #[arg(long, default_value_t = 5)]
     pub mutation_seeds: u64,
+    /// How many seeds of each scenario's exploration run at once (as in
+    /// `explore --jobs`; the default is one per CPU). The scenario table
+    /// gives the speed of all of them together and of one.
+    #[arg(long, short = 'j', value_name = "N", default_value_t = Jobs::available())]
+    pub jobs: Jobs,
 }
 
 extern "C" fn on_interrupt(_signal: libc::c_int) {
@@ -398,6 +454,7 @@ pub fn run(cli: Cli) -> i32 {
             &args.out,
             args.seeds,
             args.mutation_seeds,
+            args.jobs,
             Servers::with_placement(cli.placement),
         ) {
             Ok(path) => {
@@ -418,9 +475,13 @@ fn explore_cmd(args: ExploreArgs, placement: Placement) -> i32 {
         Err(code) => return code,
     };
     let mut servers = Servers::with_placement(placement);
-    let progress = crate::progress::Progress::for_stderr();
     let shard = args.shard.unwrap_or(crate::shard::Shard::WHOLE);
-    let ex = match explore_shard(scenario, &mut servers, args.start_seed, args.seeds, shard, progress, args.fail_fast) {
+    let options = ExploreOptions::new(args.start_seed, args.seeds)
+        .shard(shard)
+        .jobs(args.jobs)
+        .progress(crate::progress::Progress::for_stderr())
+        .fail_fast(args.fail_fast);
+    let ex = match explore_with(scenario, &mut servers, options) {
         Ok(ex) => ex,
         Err(e) => {
             eprintln!("rp-sim: set-up error: {e}");
@@ -584,12 +645,28 @@ fn print_exploration(ex: &crate::explore::Exploration, scenario: &'static Scenar
                 println!("  {name}: {n} violations");
             }
         }
-        println!(
-            "wall {:.2}s, {:.1} seeds/s, {:.0}x real time",
-            ex.wall.as_secs_f64(),
-            ex.seeds_per_second(),
-            ex.speedup()
-        );
+        if ex.jobs > 1 {
+            let on = if ex.cpus.is_empty() {
+                String::new()
+            } else {
+                format!(" on CPUs {}", ex.cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "))
+            };
+            println!(
+                "wall {:.2}s, {} jobs{on}, {:.1} seeds/s, {:.0}x real time ({:.0}x per job)",
+                ex.wall.as_secs_f64(),
+                ex.jobs,
+                ex.seeds_per_second(),
+                ex.speedup(),
+                ex.speedup_per_job()
+            );
+        } else {
+            println!(
+                "wall {:.2}s, {:.1} seeds/s, {:.0}x real time",
+                ex.wall.as_secs_f64(),
+                ex.seeds_per_second(),
+                ex.speedup()
+            );
+        }
         println!();
         print!("{}", histogram_table(&ex.histograms));
         let coverage = coverage_table(ex);

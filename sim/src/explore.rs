@@ -1,7 +1,8 @@
 //! Exploration: run a scenario over a range of seeds and gather what they found.
 //!
 //! Shared by `rp-sim explore` and `rp-sim report`. One server pool serves
-//! every seed (resetting a server costs far less than starting one). Wall
+//! every seed of a job (resetting a server costs far less than starting
+//! one); `crate::jobs` runs several jobs at once. Wall
 //! time is measured here with `std::time::Instant`, *outside* the simulation:
 //! it is the harness's own speed, not something any simulated code reads.
 
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checker::Violation;
 use crate::history::Digest;
+use crate::jobs::{Jobs, Pace};
 use crate::progress::{Meter, Progress};
 use crate::scenarios::{Outcome, Scenario};
 use crate::servers::{Servers, SetupError};
@@ -59,6 +61,14 @@ pub struct Exploration {
     pub runs: Vec<SeedRun>,
     /// Wall time of the whole exploration.
     pub wall: Duration,
+    /// Wall time of each job (or shard), added up: what the seeds cost one
+    /// core at a time. Equal to `wall`, give or take the set-up, with one job.
+    pub busy: Duration,
+    /// Simulations that ran at once (`--jobs`; shards merged: their sum).
+    pub jobs: u32,
+    /// The CPU each job's pool was pinned to, in job order (empty when
+    /// nothing was pinned: `--placement anywhere`, or merged shards).
+    pub cpus: Vec<usize>,
     /// Simulated time summed over every seed (ms).
     pub simulated_ms: u64,
     /// Events recorded, over every seed.
@@ -77,9 +87,16 @@ impl Exploration {
         self.seeds as f64 / self.wall.as_secs_f64().max(1e-9)
     }
 
-    /// Simulated time over wall time.
+    /// Simulated time over wall time: how fast the exploration as a whole
+    /// got through simulated time (every job together).
     pub fn speedup(&self) -> f64 {
         (self.simulated_ms as f64 / 1000.0) / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// Simulated time over busy time: how fast one simulation runs on one
+    /// core (the same as [`Exploration::speedup`] with one job).
+    pub fn speedup_per_job(&self) -> f64 {
+        (self.simulated_ms as f64 / 1000.0) / self.busy.as_secs_f64().max(1e-9)
     }
 
     /// Declared situations that no seed reached (a warning: the scenario
@@ -99,6 +116,58 @@ pub fn replay_command(scenario: &str, seed: u64) -> String {
     format!("rp-sim replay --scenario {scenario} --seed {seed}")
 }
 
+/// Which seeds an exploration runs, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct ExploreOptions {
+    /// First seed of the range.
+    pub start: u64,
+    /// Seeds in the range (every shard's together).
+    pub seeds: u64,
+    /// Which of them this process runs ([`Shard::WHOLE`]: all).
+    pub shard: Shard,
+    /// How many run at once, each on a server pool of its own.
+    pub jobs: Jobs,
+    /// Progress on stderr.
+    pub progress: Progress,
+    /// Stop at the first violating seed (in seed order).
+    pub fail_fast: bool,
+}
+
+impl ExploreOptions {
+    /// Seeds `start..start + seeds`, the whole range, one job, quiet, every
+    /// seed run.
+    pub fn new(start: u64, seeds: u64) -> ExploreOptions {
+        ExploreOptions {
+            start,
+            seeds,
+            shard: Shard::WHOLE,
+            jobs: Jobs::ONE,
+            progress: Progress::Quiet,
+            fail_fast: false,
+        }
+    }
+
+    /// Only `shard`'s seeds of the range.
+    pub fn shard(self, shard: Shard) -> ExploreOptions {
+        ExploreOptions { shard, ..self }
+    }
+
+    /// `jobs` simulations at once.
+    pub fn jobs(self, jobs: Jobs) -> ExploreOptions {
+        ExploreOptions { jobs, ..self }
+    }
+
+    /// Progress shown as `progress` says.
+    pub fn progress(self, progress: Progress) -> ExploreOptions {
+        ExploreOptions { progress, ..self }
+    }
+
+    /// Whether to stop at the first violating seed.
+    pub fn fail_fast(self, fail_fast: bool) -> ExploreOptions {
+        ExploreOptions { fail_fast, ..self }
+    }
+}
+
 /// Runs seeds `start..start + seeds` of `scenario`; with `fail_fast`, stops
 /// after the first violating seed (the exploration then reports the seeds
 /// it ran).
@@ -110,41 +179,73 @@ pub fn explore(
     progress: Progress,
     fail_fast: bool,
 ) -> Result<Exploration, SetupError> {
-    explore_shard(scenario, servers, start, seeds, Shard::WHOLE, progress, fail_fast)
+    explore_with(scenario, servers, ExploreOptions::new(start, seeds).progress(progress).fail_fast(fail_fast))
 }
 
-/// [`explore`], running only `shard`'s seeds of `start..start + seeds`
-/// (`crate::shard` merges the parts into the whole).
-pub fn explore_shard(
+/// Runs the seeds `options` names; with more than one job, the first job
+/// uses `servers` and every other one a pool of its own placed alike
+/// (`crate::jobs` says why the result is the one a single job gives).
+pub fn explore_with(
+    scenario: &'static Scenario,
+    servers: &mut Servers,
+    options: ExploreOptions,
+) -> Result<Exploration, SetupError> {
+    let started = Instant::now();
+    let ExploreOptions { start, seeds, shard, jobs, progress, fail_fast } = options;
+    let end = start.saturating_add(seeds);
+    // This shard's share of the range: what the progress counts towards.
+    let share = (start..end).filter(|&s| shard.includes(start, s)).count() as u64;
+    let pace = Pace::new(Meter::new(progress, scenario.name, "seeds", share), fail_fast);
+    let parts =
+        crate::jobs::run(jobs, servers, shard, |servers, part| run_part(scenario, servers, start, end, part, &pace));
+    pace.finish();
+    // The lowest seed that failed decides, unless (with fail_fast) a lower
+    // one violated something first: what one job, in seed order, reports.
+    let mut errors: Vec<(u64, SetupError)> = Vec::new();
+    let mut found = Vec::new();
+    for (ex, error) in parts {
+        found.push(ex);
+        errors.extend(error);
+    }
+    errors.sort_by_key(|(seed, _)| *seed);
+    let mut ex = Exploration::combine(scenario, start, found);
+    if let Some((seed, error)) = errors.into_iter().next() {
+        let violated_before = fail_fast && ex.violating.first().is_some_and(|v| v.seed < seed);
+        if !violated_before {
+            return Err(error);
+        }
+    }
+    ex.wall = started.elapsed();
+    ex.jobs = jobs.get();
+    Ok(ex)
+}
+
+/// One job's seeds: the part of the range `shard` names, in seed order,
+/// each started only while `pace` says it is still to run. A seed that
+/// cannot run ends the part with its error.
+fn run_part(
     scenario: &'static Scenario,
     servers: &mut Servers,
     start: u64,
-    seeds: u64,
+    end: u64,
     shard: Shard,
-    progress: Progress,
-    fail_fast: bool,
-) -> Result<Exploration, SetupError> {
+    pace: &Pace,
+) -> (Exploration, Option<(u64, SetupError)>) {
     let started = Instant::now();
-    let end = start.saturating_add(seeds);
-    // This shard's share of the range: what the progress counts towards.
-    let seeds = (start..end).filter(|&s| shard.includes(start, s)).count() as u64;
-    let mut ex = Exploration {
-        scenario: scenario.name,
-        start_seed: start,
-        seeds: 0,
-        violating: Vec::new(),
-        histograms: Histograms::new(),
-        digest: Digest::default(),
-        runs: Vec::new(),
-        wall: Duration::ZERO,
-        simulated_ms: 0,
-        events: 0,
-        coverage: scenario.situations.iter().map(|s| (s.name.to_string(), 0)).collect(),
-        operations: BTreeMap::new(),
-    };
-    let mut meter = Meter::new(progress, scenario.name, "seeds", seeds);
+    let mut ex = Exploration::empty(scenario, start);
     for seed in (start..end).filter(|&s| shard.includes(start, s)) {
-        let outcome: Outcome = scenario.run(servers, seed)?;
+        if !pace.runs(seed) {
+            break;
+        }
+        let outcome: Outcome = match scenario.run(servers, seed) {
+            Ok(o) => o,
+            Err(e) => {
+                pace.failed(seed);
+                ex.busy = started.elapsed();
+                ex.cpus.extend(servers.cpu());
+                return (ex, Some((seed, e)));
+            }
+        };
         ex.runs.push(SeedRun { seed, digest: outcome.digest });
         ex.histograms.merge(&outcome.histograms);
         ex.simulated_ms += outcome.simulated_ms();
@@ -156,8 +257,8 @@ pub fn explore_shard(
             *ex.operations.entry(api.clone()).or_insert(0) += n;
         }
         ex.seeds += 1;
-        meter.step(!outcome.violations.is_empty());
-        if !outcome.violations.is_empty() {
+        let violating = !outcome.violations.is_empty();
+        if violating {
             ex.violating.push(SeedReport {
                 seed,
                 violations: outcome.violations,
@@ -165,14 +266,61 @@ pub fn explore_shard(
                 replay: replay_command(scenario.name, seed),
             });
         }
-        if fail_fast && !ex.violating.is_empty() {
-            break;
+        pace.ran(seed, violating);
+    }
+    ex.busy = started.elapsed();
+    ex.cpus.extend(servers.cpu());
+    (ex, None)
+}
+
+impl Exploration {
+    /// Nothing run yet: every declared situation at 0.
+    fn empty(scenario: &'static Scenario, start: u64) -> Exploration {
+        Exploration {
+            scenario: scenario.name,
+            start_seed: start,
+            seeds: 0,
+            violating: Vec::new(),
+            histograms: Histograms::new(),
+            digest: Digest::default(),
+            runs: Vec::new(),
+            wall: Duration::ZERO,
+            busy: Duration::ZERO,
+            jobs: 1,
+            cpus: Vec::new(),
+            simulated_ms: 0,
+            events: 0,
+            coverage: scenario.situations.iter().map(|s| (s.name.to_string(), 0)).collect(),
+            operations: BTreeMap::new(),
         }
     }
-    meter.finish();
-    ex.digest = crate::shard::digest_of(&ex.runs);
-    ex.wall = started.elapsed();
-    Ok(ex)
+
+    /// The parts of one range (jobs, or shards) as one exploration: runs
+    /// and violations in seed order, everything else added up, the digest
+    /// over every run. Wall time is the caller's to set; busy time adds up.
+    pub(crate) fn combine(scenario: &'static Scenario, start: u64, parts: Vec<Exploration>) -> Exploration {
+        let mut whole = Exploration::empty(scenario, start);
+        for part in parts {
+            whole.seeds += part.seeds;
+            whole.runs.extend(part.runs);
+            whole.violating.extend(part.violating);
+            whole.histograms.merge(&part.histograms);
+            whole.simulated_ms += part.simulated_ms;
+            whole.events += part.events;
+            whole.busy += part.busy;
+            whole.cpus.extend(part.cpus);
+            for (k, n) in part.coverage {
+                *whole.coverage.entry(k).or_insert(0) += n;
+            }
+            for (k, n) in part.operations {
+                *whole.operations.entry(k).or_insert(0) += n;
+            }
+        }
+        whole.runs.sort_by_key(|r| r.seed);
+        whole.violating.sort_by_key(|s| s.seed);
+        whole.digest = crate::shard::digest_of(&whole.runs);
+        whole
+    }
 }
 
 /// The JSON object `explore --json` prints.

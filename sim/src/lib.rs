@@ -85,6 +85,7 @@
 //! | `stats.rs` | HdrHistograms in simulated milliseconds |
 //! | `family.rs` | a primitive family: its plan, space, strategy, run, checkers and shrinking hints, behind one trait |
 //! | `explore.rs` | many seeds of one scenario |
+//! | `jobs.rs` | an exploration's seeds on several cores at once (`--jobs`), each job with a pool of its own |
 //! | `shard.rs` | an exploration split across machines (`--shard`, `--out`) and merged (`rp-sim merge`) |
 //! | `mutation.rs` | the search's mutation table (`rp-sim report`) |
 //! | `mutants.rs` | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
@@ -104,6 +105,7 @@ mod clock;
 mod explore;
 mod family;
 pub mod history;
+mod jobs;
 mod mutants;
 mod mutation;
 mod nemesis;
@@ -128,9 +130,10 @@ pub use baseline::{Baseline, BaselineError, Drift, ScenarioFigures, Tolerance};
 pub use bridge::Execution;
 pub use checker::Violation;
 pub use clock::{ServerClock, CLOCK_FILE_ENV};
-pub use explore::{explore, explore_shard, replay_command, Exploration, SeedReport, SeedRun};
+pub use explore::{explore, explore_with, replay_command, Exploration, ExploreOptions, SeedReport, SeedRun};
 pub use family::{Family, Runner, Workload};
 pub use history::{Digest, Event, EventKind, History, Millis, Op, OpId};
+pub use jobs::{Jobs, JobsError};
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
 pub use placement::Placement;

@@ -16,10 +16,14 @@
 //! [`Placement::SharedCore`] (the default of [`crate::Servers`]) pins the
 //! thread that prepares a pool, and through it every server that thread
 //! starts (a child inherits the affinity of the thread that forks it), to
-//! one CPU of the process's allowed set. Pools in different threads (the
-//! property search runs one per thread) take different CPUs in turn,
-//! starting from the CPU the first one was running on, so that parallel
-//! searches and shards on one machine spread out. When the pool is dropped
+//! one CPU of the process's allowed set. A pool takes the CPU that the
+//! fewest live pools of this process are on, the first such CPU counted
+//! from the one the process's first pool was running on: pools in one
+//! thread one after another stay on that CPU, and pools alive at once (the
+//! property search's one per thread, `explore --jobs`) spread out. A thread
+//! spawned by a pinned one inherits its single CPU; [`Unpinned`] gives it
+//! back the CPUs its parent had before, so that its own pool can choose.
+//! When the pool is dropped
 //! each pinned thread gets its previous affinity back: a caller's thread is
 //! only pinned while it owns a pool. [`Placement::Anywhere`] leaves the
 //! scheduler alone (`rp-sim --placement anywhere`), for a machine whose
@@ -29,6 +33,7 @@
 //! scheduler alone.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Where a [`crate::Servers`] pool runs its simulation thread and servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -50,8 +55,8 @@ pub(crate) struct Pinning {
     threads: Vec<(i32, Affinity)>,
 }
 
-/// Pools taken so far in this process: the next pool takes the next CPU.
-static POOLS: AtomicUsize = AtomicUsize::new(0);
+/// How many live pools of this process are on each CPU (CPU, pools).
+static LIVE: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 /// The CPU the first pool of the process was running on, plus one (0: unset).
 static FIRST_CPU: AtomicUsize = AtomicUsize::new(0);
 
@@ -78,10 +83,36 @@ impl Pinning {
     pub(crate) fn cpu(&self) -> Option<usize> {
         self.cpu.filter(|_| !self.threads.is_empty())
     }
+
+    /// The CPUs the calling thread could use before this pool pinned it
+    /// (its present ones if the pool did not pin it).
+    pub(crate) fn unpinned(&self) -> Unpinned {
+        let tid = current_thread();
+        Unpinned(self.threads.iter().find(|(t, _)| *t == tid).map(|(_, before)| *before).or_else(|| Affinity::of(tid)))
+    }
+}
+
+/// The CPUs a thread could use before a pool pinned it, to hand to a thread
+/// it spawns: a new thread inherits its parent's single CPU, and a pool
+/// built there would have nowhere else to go.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unpinned(Option<Affinity>);
+
+impl Unpinned {
+    /// Gives the calling thread those CPUs. A failure leaves it where it is:
+    /// slower, not wrong.
+    pub(crate) fn restore(self) {
+        if let Some(mask) = self.0 {
+            mask.apply(current_thread());
+        }
+    }
 }
 
 impl Drop for Pinning {
     fn drop(&mut self) {
+        if let Some(cpu) = self.cpu {
+            release(cpu);
+        }
         for (tid, before) in self.threads.drain(..) {
             // Only a thread of this process: a thread id is reused once its
             // thread has ended, possibly by another process's thread.
@@ -92,8 +123,9 @@ impl Drop for Pinning {
     }
 }
 
-/// The next CPU in turn among those `allowed`, starting from the one the
-/// process's first pool was running on.
+/// The CPU a new pool takes among those `allowed`: the one with the fewest
+/// live pools, ties going to the first counted from the CPU the process's
+/// first pool was running on. Counted as live until [`release`].
 fn choose(allowed: &Affinity) -> usize {
     let cpus = allowed.cpus();
     let Some(&first) = cpus.first() else { return 0 };
@@ -107,9 +139,30 @@ fn choose(allowed: &Affinity) -> usize {
         }
         set => set - 1,
     };
+    // A panic elsewhere while holding the counts leaves them usable.
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let cpu = least_loaded(&cpus, start, &live);
+    match live.iter_mut().find(|(c, _)| *c == cpu) {
+        Some((_, n)) => *n += 1,
+        None => live.push((cpu, 1)),
+    }
+    cpu
+}
+
+/// A pool on `cpu` is gone.
+fn release(cpu: usize) {
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, n)) = live.iter_mut().find(|(c, _)| *c == cpu) {
+        *n = n.saturating_sub(1);
+    }
+}
+
+/// Of `cpus` (non-empty), the one with the fewest pools in `live`, ties
+/// going to the first counted from `start`.
+fn least_loaded(cpus: &[usize], start: usize, live: &[(usize, usize)]) -> usize {
     let at = cpus.iter().position(|&c| c == start).unwrap_or(0);
-    let turn = POOLS.fetch_add(1, Ordering::AcqRel);
-    cpus[(at + turn) % cpus.len()]
+    let load = |cpu: usize| live.iter().find(|(c, _)| *c == cpu).map_or(0, |(_, n)| *n);
+    (0..cpus.len()).map(|i| cpus[(at + i) % cpus.len()]).min_by_key(|&c| load(c)).unwrap_or(start)
 }
 
 #[cfg(target_os = "linux")]
@@ -224,14 +277,21 @@ mod tests {
         std::thread::spawn(check).join().expect("thread");
     }
 
+    /// A pool's pinning of the calling thread: the CPUs it had before, the
+    /// pinning, and the CPU it is pinned to now.
+    fn pinned_here() -> (Vec<usize>, Pinning, usize) {
+        let before = Affinity::of(current_thread()).expect("affinity").cpus();
+        let mut pinning = Pinning::default();
+        pinning.enter(Placement::SharedCore);
+        let cpu = pinning.cpu().expect("pinned");
+        (before, pinning, cpu)
+    }
+
     #[test]
     fn pins_the_thread_and_gives_its_affinity_back() {
         on_a_fresh_thread(|| {
             let tid = current_thread();
-            let before = Affinity::of(tid).expect("affinity").cpus();
-            let mut pinning = Pinning::default();
-            pinning.enter(Placement::SharedCore);
-            let cpu = pinning.cpu().expect("pinned");
+            let (before, mut pinning, cpu) = pinned_here();
             assert!(before.contains(&cpu), "chose {cpu}, allowed {before:?}");
             assert_eq!(Affinity::of(tid).expect("affinity").cpus(), vec![cpu]);
             // A second enter on the same thread changes nothing.
@@ -255,23 +315,33 @@ mod tests {
     }
 
     #[test]
-    fn pools_take_the_allowed_cpus_in_turn() {
-        let allowed = Affinity::of(current_thread()).expect("affinity");
-        let cpus = allowed.cpus();
-        // Other tests may take turns in between, so draw until every CPU
-        // came up (a handful of draws without them), within a bound.
-        let mut seen = Vec::new();
-        for _ in 0..64 * cpus.len() {
-            let cpu = choose(&allowed);
-            assert!(cpus.contains(&cpu), "{cpu} not within {cpus:?}");
-            if !seen.contains(&cpu) {
-                seen.push(cpu);
-            }
-            if seen.len() == cpus.len() {
-                break;
-            }
-        }
-        seen.sort_unstable();
-        assert_eq!(seen, cpus, "every allowed CPU is taken in turn");
+    fn a_pool_takes_the_least_loaded_cpu_counted_from_the_first() {
+        // Nothing live: the first pool's CPU, again and again.
+        assert_eq!(least_loaded(&[0, 1, 2, 3], 2, &[]), 2);
+        assert_eq!(least_loaded(&[0, 1, 2, 3], 2, &[(2, 0)]), 2);
+        // Pools alive at once spread out, in turn from the first.
+        assert_eq!(least_loaded(&[0, 1, 2, 3], 2, &[(2, 1)]), 3);
+        assert_eq!(least_loaded(&[0, 1, 2, 3], 2, &[(2, 1), (3, 1)]), 0);
+        assert_eq!(least_loaded(&[0, 1, 2, 3], 2, &[(0, 1), (1, 1), (2, 1), (3, 1)]), 2);
+        // A CPU freed by a dropped pool is taken again.
+        assert_eq!(least_loaded(&[0, 1], 0, &[(0, 2), (1, 1)]), 1);
+        assert_eq!(least_loaded(&[4, 6], 5, &[]), 4, "a start outside the set counts from the first");
+    }
+
+    #[test]
+    fn a_thread_spawned_by_a_pinned_one_gets_the_cpus_back() {
+        on_a_fresh_thread(|| {
+            let (before, pinning, cpu) = pinned_here();
+            let unpinned = pinning.unpinned();
+            let (inherited, restored) = std::thread::spawn(move || {
+                let inherited = Affinity::of(current_thread()).expect("affinity").cpus();
+                unpinned.restore();
+                (inherited, Affinity::of(current_thread()).expect("affinity").cpus())
+            })
+            .join()
+            .expect("thread");
+            assert_eq!(inherited, vec![cpu], "a new thread inherits its parent's mask");
+            assert_eq!(restored, before);
+        });
     }
 }

@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::explore::{explore, Exploration};
+use crate::explore::{explore_with, Exploration, ExploreOptions};
+use crate::jobs::Jobs;
 use crate::progress::Progress;
 use crate::scenarios::{Expect, Scenario, SCENARIOS};
 use crate::servers::{Servers, SetupError};
@@ -76,8 +77,13 @@ pub struct ScenarioRow {
     pub as_expected: bool,
     /// Exploration throughput.
     pub seeds_per_second: f64,
-    /// Simulated time over wall time.
+    /// Simulated time over wall time, every job together.
     pub speedup: f64,
+    /// Simulated time over the jobs' added-up wall time: one simulation
+    /// on one core.
+    pub speedup_per_job: f64,
+    /// Simulations that ran at once.
+    pub jobs: u32,
     /// Exploration digest.
     pub digest: String,
     /// Histograms with full percentiles.
@@ -160,6 +166,8 @@ fn row(s: &Scenario, ex: &Exploration) -> ScenarioRow {
         as_expected,
         seeds_per_second: ex.seeds_per_second(),
         speedup: ex.speedup(),
+        speedup_per_job: ex.speedup_per_job(),
+        jobs: ex.jobs,
         digest: ex.digest.to_string(),
         histograms: ex.histograms.percentiles().into_iter().filter(|(_, p)| p.summary.count > 0).collect(),
         coverage: ex.coverage.clone(),
@@ -205,13 +213,20 @@ pub fn benchmark(servers: &mut Servers, runs: u64) -> Result<Option<Benchmark>, 
 /// Returns the Markdown file's path.
 ///
 /// `mutation_seeds` base seeds of proptest's RNG feed the mutation table
-/// (`crate::mutation`); 0 leaves it out. Every run uses `servers`.
-pub fn write_report(out: &Path, seeds: u64, mutation_seeds: u64, mut servers: Servers) -> Result<PathBuf, ReportError> {
-    let progress = Progress::for_stderr();
+/// (`crate::mutation`); 0 leaves it out. Every run uses `servers`; each
+/// scenario's exploration runs `jobs` seeds at once (more pools beside it).
+pub fn write_report(
+    out: &Path,
+    seeds: u64,
+    mutation_seeds: u64,
+    jobs: Jobs,
+    mut servers: Servers,
+) -> Result<PathBuf, ReportError> {
+    let options = ExploreOptions::new(0, seeds).jobs(jobs).progress(Progress::for_stderr());
     let mut rows = Vec::new();
     let mut explorations = Vec::new();
     for s in SCENARIOS {
-        let ex = explore(s, &mut servers, 0, seeds, progress, false)?;
+        let ex = explore_with(s, &mut servers, options)?;
         rows.push(row(s, &ex));
         explorations.push((s, ex));
     }
@@ -235,7 +250,7 @@ pub fn write_report(out: &Path, seeds: u64, mutation_seeds: u64, mut servers: Se
         plots,
         timelines,
         regenerate: format!(
-            "cargo run --release -p redis-primitives-sim -- report --out {} --seeds {seeds} --mutation-seeds {mutation_seeds}",
+            "cargo run --release -p redis-primitives-sim -- report --out {} --seeds {seeds} --mutation-seeds {mutation_seeds} --jobs {jobs}",
             out.display()
         ),
     };
@@ -295,11 +310,19 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(m, "`report.json` holds the same data with full percentiles.\n");
 
     let _ = writeln!(m, "## Scenarios\n");
+    let jobs = r.scenarios.iter().map(|s| s.jobs).max().unwrap_or(1);
     let _ = writeln!(
         m,
-        "| scenario | expected | seeds | violating seeds | violations | as expected | seeds/s | x real time |"
+        "Each scenario's seeds ran {jobs} at a time, each job in a thread with redis-servers of its own \
+         (`--jobs`; the results are those of one job). `seeds/s` and `x real time` are the exploration's \
+         (simulated time over wall time, every job together); `x real time, one job` is one simulation \
+         on one core (simulated time over the jobs' wall times added up).\n"
     );
-    let _ = writeln!(m, "|---|---|---:|---:|---|:---:|---:|---:|");
+    let _ = writeln!(
+        m,
+        "| scenario | expected | seeds | violating seeds | violations | as expected | seeds/s | x real time | x real time, one job |"
+    );
+    let _ = writeln!(m, "|---|---|---:|---:|---|:---:|---:|---:|---:|");
     for s in &r.scenarios {
         let v = if s.violations.is_empty() {
             "none".to_string()
@@ -308,7 +331,7 @@ pub fn markdown(r: &Report) -> String {
         };
         let _ = writeln!(
             m,
-            "| `{}` | {} | {} | {} | {} | {} | {:.1} | {:.0} |",
+            "| `{}` | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.0} |",
             s.scenario,
             s.expected,
             s.seeds,
@@ -316,7 +339,8 @@ pub fn markdown(r: &Report) -> String {
             v,
             if s.as_expected { "yes" } else { "**NO**" },
             s.seeds_per_second,
-            s.speedup
+            s.speedup,
+            s.speedup_per_job
         );
     }
     let _ = writeln!(m);

@@ -496,6 +496,17 @@ impl Servers {
         Servers { placement, ..Servers::default() }
     }
 
+    /// Where this pool runs (another pool for a parallel job is placed alike).
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// What a thread spawned by this pool's thread must be given back before
+    /// it builds a pool of its own (`crate::jobs`).
+    pub(crate) fn unpinned(&self) -> crate::placement::Unpinned {
+        self.pinning.unpinned()
+    }
+
     /// The CPU this pool's thread and servers are pinned to, if any.
     pub fn cpu(&self) -> Option<usize> {
         self.pinning.cpu()

@@ -1,6 +1,6 @@
 //! The harness's own tests, one binary: the bridge and the clock library
-//! against real servers, determinism, Ctrl-C cleanup, plans, timelines and plots, sharding, the
-//! timing baseline, and the pinned
+//! against real servers, determinism, Ctrl-C cleanup, plans, timelines and
+//! plots, sharding and parallel jobs, the timing baseline, and the pinned
 //! seeds of every scenario (`scenarios`: the broken variants violate, the
 //! correct ones do not — also the Rust mutation run's test command).
 
@@ -9,6 +9,7 @@ mod bridge;
 mod clock;
 mod determinism;
 mod interrupt;
+mod jobs;
 mod pictures;
 mod plan;
 mod replication;

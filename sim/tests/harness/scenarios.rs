@@ -171,3 +171,20 @@ fn cli_exit_codes_and_json() {
     }
     assert_eq!(v["digest"].as_str().map(str::len), Some(16));
 }
+
+#[test]
+fn output_into_a_closed_pipe_is_dropped_not_a_panic() {
+    // `rp-sim … | head`: the reader is gone before rp-sim writes. Rust
+    // ignores SIGPIPE, so every write fails with EPIPE; std's println!
+    // panics on that, and rp-sim must not.
+    let bin = env!("CARGO_BIN_EXE_rp-sim");
+    for args in [&["scenarios"][..], &["explore", "--scenario", "rate-limit-fixed-window", "--seeds", "2"][..]] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = std::process::Command::new(bin).args(args).stdout(writer).output().expect("rp-sim runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        let expected = if args[0] == "scenarios" { 0 } else { 1 };
+        assert_eq!(out.status.code(), Some(expected), "{args:?}: the exit status still says what was found; {stderr}");
+    }
+}
