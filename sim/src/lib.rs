@@ -63,7 +63,8 @@
 //! crate root: [`Servers`], [`World`] and its [`Actor`]s, [`SimConnection`],
 //! the nemesis's [`Fault`]s and [`Schedule`]s with the [`FaultSpace`] they are
 //! drawn from, [`Histograms`], [`Plan`]s and the [`Family`] trait for a family
-//! of one's own, and [`explore()`]. Five modules stay public because they are
+//! of one's own, and [`explore()`] (one job) or [`explore_with()`] (a shard,
+//! several jobs at once). Five modules stay public because they are
 //! vocabularies or tools rather than single types: [`history`] (the events
 //! and operations a history records), [`checker`] (the built-in invariants,
 //! one module each), [`scenarios`] (the registry and the built-in families),
