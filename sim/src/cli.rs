@@ -252,9 +252,8 @@ pub struct ExploreArgs {
     /// How many seeds run at once, each in a thread with redis-servers of
     /// its own (with the default placement, on a core of its own). The
     /// default is one per CPU this process may use. The result is the one a
-    /// single job gives: the same violations, histograms and digest (with
-    /// --fail-fast, the same first violating seed); only the wall time
-    /// differs.
+    /// single job gives, --fail-fast included: the same seeds, violations,
+    /// histograms and digest; only the wall time differs.
     #[arg(long, short = 'j', value_name = "N", default_value_t = Jobs::available())]
     pub jobs: Jobs,
 }

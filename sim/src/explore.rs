@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checker::Violation;
 use crate::history::Digest;
-use crate::jobs::{Jobs, Pace};
+use crate::jobs::{Jobs, Ledger};
 use crate::progress::{Meter, Progress};
 use crate::scenarios::{Outcome, Scenario};
 use crate::servers::{Servers, SetupError};
@@ -195,87 +195,29 @@ pub fn explore_with(
     let end = start.saturating_add(seeds);
     // This shard's share of the range: what the progress counts towards.
     let share = (start..end).filter(|&s| shard.includes(start, s)).count() as u64;
-    let pace = Pace::new(Meter::new(progress, scenario.name, "seeds", share), fail_fast);
-    let parts =
-        crate::jobs::run(jobs, servers, shard, |servers, part| run_part(scenario, servers, start, end, part, &pace));
-    pace.finish();
-    // The lowest seed that failed decides, unless (with fail_fast) a lower
-    // one violated something first: what one job, in seed order, reports.
-    let mut errors: Vec<(u64, SetupError)> = Vec::new();
-    let mut found = Vec::new();
-    for (ex, error) in parts {
-        found.push(ex);
-        errors.extend(error);
-    }
-    errors.sort_by_key(|(seed, _)| *seed);
-    let mut ex = Exploration::combine(scenario, start, found);
-    if let Some((seed, error)) = errors.into_iter().next() {
-        let violated_before = fail_fast && ex.violating.first().is_some_and(|v| v.seed < seed);
-        if !violated_before {
-            return Err(error);
+    let meter = Meter::new(progress, scenario.name, "seeds", share);
+    let ledger = Ledger::new(Exploration::empty(scenario, start), meter, fail_fast, shard);
+    let parts = crate::jobs::run(jobs, servers, shard, |servers, part| {
+        let began = Instant::now();
+        for seed in (start..end).filter(|&s| part.includes(start, s)) {
+            if !ledger.runs(seed) {
+                break;
+            }
+            ledger.record(seed, scenario.run(servers, seed));
         }
-    }
+        (began.elapsed(), servers.cpu())
+    });
+    let mut ex = ledger.finish()?;
     ex.wall = started.elapsed();
+    ex.busy = parts.iter().map(|(busy, _)| *busy).sum();
+    ex.cpus = parts.iter().filter_map(|(_, cpu)| *cpu).collect();
     ex.jobs = jobs.get();
     Ok(ex)
 }
 
-/// One job's seeds: the part of the range `shard` names, in seed order,
-/// each started only while `pace` says it is still to run. A seed that
-/// cannot run ends the part with its error.
-fn run_part(
-    scenario: &'static Scenario,
-    servers: &mut Servers,
-    start: u64,
-    end: u64,
-    shard: Shard,
-    pace: &Pace,
-) -> (Exploration, Option<(u64, SetupError)>) {
-    let started = Instant::now();
-    let mut ex = Exploration::empty(scenario, start);
-    for seed in (start..end).filter(|&s| shard.includes(start, s)) {
-        if !pace.runs(seed) {
-            break;
-        }
-        let outcome: Outcome = match scenario.run(servers, seed) {
-            Ok(o) => o,
-            Err(e) => {
-                pace.failed(seed);
-                ex.busy = started.elapsed();
-                ex.cpus.extend(servers.cpu());
-                return (ex, Some((seed, e)));
-            }
-        };
-        ex.runs.push(SeedRun { seed, digest: outcome.digest });
-        ex.histograms.merge(&outcome.histograms);
-        ex.simulated_ms += outcome.simulated_ms();
-        ex.events += outcome.history.len() as u64;
-        for situation in &outcome.reached {
-            *ex.coverage.entry(situation.clone()).or_insert(0) += 1;
-        }
-        for (api, n) in &outcome.operations {
-            *ex.operations.entry(api.clone()).or_insert(0) += n;
-        }
-        ex.seeds += 1;
-        let violating = !outcome.violations.is_empty();
-        if violating {
-            ex.violating.push(SeedReport {
-                seed,
-                violations: outcome.violations,
-                schedule: outcome.schedule,
-                replay: replay_command(scenario.name, seed),
-            });
-        }
-        pace.ran(seed, violating);
-    }
-    ex.busy = started.elapsed();
-    ex.cpus.extend(servers.cpu());
-    (ex, None)
-}
-
 impl Exploration {
     /// Nothing run yet: every declared situation at 0.
-    fn empty(scenario: &'static Scenario, start: u64) -> Exploration {
+    pub(crate) fn empty(scenario: &'static Scenario, start: u64) -> Exploration {
         Exploration {
             scenario: scenario.name,
             start_seed: start,
@@ -295,7 +237,30 @@ impl Exploration {
         }
     }
 
-    /// The parts of one range (jobs, or shards) as one exploration: runs
+    /// Adds what seed `seed` gave (its history held `events` events).
+    pub(crate) fn add(&mut self, scenario: &str, seed: u64, outcome: Outcome, events: u64) {
+        self.runs.push(SeedRun { seed, digest: outcome.digest });
+        self.histograms.merge(&outcome.histograms);
+        self.simulated_ms += outcome.simulated_ms();
+        self.events += events;
+        for situation in outcome.reached {
+            *self.coverage.entry(situation).or_insert(0) += 1;
+        }
+        for (api, n) in outcome.operations {
+            *self.operations.entry(api).or_insert(0) += n;
+        }
+        self.seeds += 1;
+        if !outcome.violations.is_empty() {
+            self.violating.push(SeedReport {
+                seed,
+                violations: outcome.violations,
+                schedule: outcome.schedule,
+                replay: replay_command(scenario, seed),
+            });
+        }
+    }
+
+    /// The shards of one range as one exploration: runs
     /// and violations in seed order, everything else added up, the digest
     /// over every run. Wall time is the caller's to set; busy time adds up.
     pub(crate) fn combine(scenario: &'static Scenario, start: u64, parts: Vec<Exploration>) -> Exploration {

@@ -12,32 +12,33 @@
 //! Seeds are independent, so the split cannot change what is found: job
 //! `j` of `N` runs the seeds of [`Shard`] `i + n·j` of `n·N` when the
 //! exploration is itself shard `i/n` (the whole range is shard `0/1`), and
-//! the parts are combined exactly as `rp-sim merge` combines shards, into
-//! the violations, histograms, coverage and digest one job gives
-//! (`sim/tests/harness/jobs.rs` compares them). Only wall time differs.
+//! outcomes are gathered into the violations, histograms, coverage and
+//! digest one job gives (`sim/tests/harness/jobs.rs` compares them). Only
+//! wall time differs.
 //!
-//! Two things would differ if done naively, and are not:
+//! The jobs share one [`Ledger`]: each seed's outcome is folded into the
+//! exploration in seed order, whichever job ran it and whenever it
+//! finished, so even where one job would stop early the result is the same:
 //!
 //! - **The first fault wins, in seed order.** A set-up error or (with
 //!   `--fail-fast`) a violation at seed `s` stops every job before its next
-//!   seed above `s`, while seeds below `s` still run; the lowest seed with a
-//!   fault decides the result, as in one job, whichever job got there first.
+//!   seed above `s`, while seeds below `s` still run; folding stops at the
+//!   lowest such seed and drops the seeds past it that other jobs had
+//!   already run. `--fail-fast` reports what one job reports: the seeds up
+//!   to the first violating one, their histograms and digest.
 //! - **Progress is one meter**, shared, not one line per job.
-//!
-//! With `--fail-fast` and more than one job, seeds above the first
-//! violating one that other jobs had already started are reported with it:
-//! the first violating seed does not depend on timing, how many seeds ran
-//! past it does.
 
 use core::fmt;
 use core::num::NonZeroU32;
 use core::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use crate::explore::Exploration;
 use crate::placement::Placement;
 use crate::progress::Meter;
-use crate::servers::Servers;
+use crate::scenarios::Outcome;
+use crate::servers::{Servers, SetupError};
 use crate::shard::Shard;
 
 /// How many simulations an exploration runs at once (at least one).
@@ -100,44 +101,132 @@ impl FromStr for Jobs {
 #[error("--jobs expects a whole number of at least 1, got {0:?}")]
 pub struct JobsError(String);
 
-/// What the jobs of one exploration share: the progress meter, and the seed
-/// from which no job starts another.
+/// What the jobs of one exploration share: the exploration itself, into
+/// which every seed's outcome is folded **in seed order**, whichever job ran
+/// it and whenever it finished; the progress meter; and the seed from which
+/// no job starts another.
+///
+/// A seed that finishes before the seeds below it waits in `pending` (a few
+/// at most: the jobs take the seeds in turn). Folding stops for good at the
+/// first seed that failed or, with fail-fast, violated something: seeds past
+/// it that another job had already started are dropped, so the exploration
+/// is exactly the one a single job, running the seeds in order, gives.
 #[derive(Debug)]
-pub(crate) struct Pace {
-    meter: Mutex<Meter>,
-    fail_fast: bool,
-    /// Seeds at or above this one are not started (`u64::MAX`: none yet).
-    stop_at: AtomicU64,
+pub(crate) struct Ledger {
+    state: Mutex<Book>,
 }
 
-impl Pace {
-    pub(crate) fn new(meter: Meter, fail_fast: bool) -> Pace {
-        Pace { meter: Mutex::new(meter), fail_fast, stop_at: AtomicU64::new(u64::MAX) }
+#[derive(Debug)]
+struct Book {
+    scenario: &'static str,
+    exploration: Exploration,
+    meter: Meter,
+    fail_fast: bool,
+    /// The seeds folded so far are those of `shard` below `next`.
+    shard: Shard,
+    next: u64,
+    /// Outcomes (their histories dropped) of seeds above `next`, and the
+    /// events their histories held.
+    pending: BTreeMap<u64, Result<(Outcome, u64), SetupError>>,
+    /// No seed at or above this one is started (`u64::MAX`: none yet).
+    stop_at: u64,
+    /// Folding has stopped (a failed seed, or a violating one with fail-fast).
+    closed: bool,
+    /// The failed seed's error, if folding stopped at one.
+    error: Option<SetupError>,
+}
+
+impl Ledger {
+    /// An empty exploration of `shard`'s seeds from `start`.
+    pub(crate) fn new(exploration: Exploration, meter: Meter, fail_fast: bool, shard: Shard) -> Ledger {
+        let start = exploration.start_seed;
+        Ledger {
+            state: Mutex::new(Book {
+                scenario: exploration.scenario,
+                exploration,
+                meter,
+                fail_fast,
+                shard,
+                next: start.saturating_add(shard.index()),
+                pending: BTreeMap::new(),
+                stop_at: u64::MAX,
+                closed: false,
+                error: None,
+            }),
+        }
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        // A job that panicked while holding the book is re-raised by
+        // `run`; until then the book is still consistent seed by seed.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether `seed` is still to run.
     pub(crate) fn runs(&self, seed: u64) -> bool {
-        seed < self.stop_at.load(Ordering::Acquire)
+        seed < self.book().stop_at
     }
 
-    /// `seed` ran; `violating` says whether it violated something.
-    pub(crate) fn ran(&self, seed: u64, violating: bool) {
-        if violating && self.fail_fast {
-            self.stop_at.fetch_min(seed, Ordering::AcqRel);
+    /// What running `seed` gave.
+    pub(crate) fn record(&self, seed: u64, result: Result<Outcome, SetupError>) {
+        let mut book = self.book();
+        // The history is the bulk of an outcome and nothing past this point
+        // reads it: keep its length, and the simulated time it may give.
+        let result = result.map(|mut outcome| {
+            let events = outcome.history.len() as u64;
+            outcome.simulated_ms = outcome.simulated_ms();
+            outcome.history = Vec::new();
+            (outcome, events)
+        });
+        match &result {
+            Ok((outcome, _)) => {
+                let violating = !outcome.violations.is_empty();
+                book.meter.step(violating);
+                if violating && book.fail_fast {
+                    book.stop_at = book.stop_at.min(seed);
+                }
+            }
+            Err(_) => book.stop_at = book.stop_at.min(seed),
         }
-        // A job that panicked while holding the meter only leaves a stale
-        // count behind: keep counting.
-        self.meter.lock().unwrap_or_else(|p| p.into_inner()).step(violating);
+        book.pending.insert(seed, result);
+        book.fold();
     }
 
-    /// `seed` could not run: no job starts a seed above it.
-    pub(crate) fn failed(&self, seed: u64) {
-        self.stop_at.fetch_min(seed, Ordering::AcqRel);
+    /// The exploration, or the error of the first seed that failed.
+    pub(crate) fn finish(self) -> Result<Exploration, SetupError> {
+        let book = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        book.meter.finish();
+        match book.error {
+            Some(e) => Err(e),
+            None => {
+                let mut ex = book.exploration;
+                ex.digest = crate::shard::digest_of(&ex.runs);
+                Ok(ex)
+            }
+        }
     }
+}
 
-    /// Leaves the meter's last state on screen.
-    pub(crate) fn finish(self) {
-        self.meter.into_inner().unwrap_or_else(|p| p.into_inner()).finish();
+impl Book {
+    /// Folds the pending seeds that are next in order.
+    fn fold(&mut self) {
+        while !self.closed {
+            let Some(result) = self.pending.remove(&self.next) else { return };
+            let seed = self.next;
+            self.next = self.next.saturating_add(self.shard.count());
+            match result {
+                Err(e) => {
+                    self.error = Some(e);
+                    self.closed = true;
+                }
+                Ok((outcome, events)) => {
+                    let violating = !outcome.violations.is_empty();
+                    self.exploration.add(self.scenario, seed, outcome, events);
+                    self.closed = violating && self.fail_fast;
+                }
+            }
+        }
+        self.pending.clear();
     }
 }
 
@@ -206,17 +295,69 @@ mod tests {
         }
     }
 
+    fn outcome(violating: bool) -> Result<Outcome, SetupError> {
+        let mut o = Outcome::new(Vec::new());
+        o.simulated_ms = 10;
+        if violating {
+            o.violations.push(crate::checker::Violation::new("mutual-exclusion", Some(1), "planted by the test"));
+        }
+        Ok(o)
+    }
+
+    fn ledger(fail_fast: bool, shard: Shard) -> Ledger {
+        let lock = crate::scenarios::find("lock").expect("the lock scenario");
+        let meter = Meter::new(crate::progress::Progress::Quiet, "t", "seeds", 10);
+        Ledger::new(Exploration::empty(lock, 100), meter, fail_fast, shard)
+    }
+
+    fn seeds_of(ex: &Exploration) -> Vec<u64> {
+        ex.runs.iter().map(|r| r.seed).collect()
+    }
+
     #[test]
-    fn the_lowest_fault_stops_later_seeds_only() {
-        let pace = Pace::new(Meter::new(crate::progress::Progress::Quiet, "t", "seeds", 10), true);
-        assert!(pace.runs(9));
-        pace.ran(7, true);
-        assert!(pace.runs(6) && !pace.runs(7) && !pace.runs(8));
-        pace.failed(4);
-        pace.ran(5, true);
-        assert!(pace.runs(3) && !pace.runs(4));
-        let lenient = Pace::new(Meter::new(crate::progress::Progress::Quiet, "t", "seeds", 10), false);
-        lenient.ran(2, true);
-        assert!(lenient.runs(3));
+    fn seeds_fold_in_order_and_fail_fast_drops_what_ran_past_the_first_violation() {
+        let l = ledger(true, Shard::WHOLE);
+        l.record(102, outcome(true));
+        assert!(l.runs(101) && !l.runs(102) && !l.runs(103));
+        l.record(103, outcome(true));
+        l.record(101, outcome(false));
+        l.record(100, outcome(false));
+        let ex = l.finish().expect("no set-up error");
+        assert_eq!(seeds_of(&ex), vec![100, 101, 102]);
+        assert_eq!(ex.violating.iter().map(|v| v.seed).collect::<Vec<_>>(), vec![102]);
+        assert_eq!(ex.simulated_ms, 30);
+
+        let l = ledger(false, Shard::WHOLE);
+        for seed in [101, 100, 103, 102] {
+            l.record(seed, outcome(seed % 2 == 1));
+        }
+        assert!(l.runs(104), "without fail-fast a violation stops nothing");
+        let ex = l.finish().expect("no set-up error");
+        assert_eq!(seeds_of(&ex), vec![100, 101, 102, 103]);
+        assert_eq!(ex.violating.len(), 2);
+    }
+
+    #[test]
+    fn the_lowest_failed_seed_decides_unless_a_violation_came_first() {
+        let failed = || Err(SetupError::InvalidPlan { reason: "planted by the test".into() });
+        let l = ledger(false, Shard::WHOLE);
+        l.record(102, failed());
+        assert!(!l.runs(102) && l.runs(101));
+        l.record(100, outcome(true));
+        l.record(101, outcome(false));
+        assert!(l.finish().is_err(), "one job stops at 102's error too");
+
+        let l = ledger(true, Shard::WHOLE);
+        l.record(102, failed());
+        l.record(101, outcome(true));
+        l.record(100, outcome(false));
+        let ex = l.finish().expect("the violation at 101 came first");
+        assert_eq!(seeds_of(&ex), vec![100, 101]);
+
+        // In a shard, the next seed in order is the shard's next.
+        let l = ledger(false, Shard::new(1, 2).expect("1/2"));
+        l.record(103, outcome(false));
+        l.record(101, outcome(false));
+        assert_eq!(seeds_of(&l.finish().expect("no error")), vec![101, 103]);
     }
 }
