@@ -84,13 +84,20 @@ pub fn failures_in_parallel<T: Sync>(
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(item)));
-                if run.is_err() {
-                    failed.lock().unwrap_or_else(|e| e.into_inner()).push(name(item));
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(item)));
+                    if run.is_err() {
+                        failed.lock().unwrap_or_else(|e| e.into_inner()).push(name(item));
+                    }
                 }
+                // Stop this thread's servers now: a scope ends when its
+                // threads' closures return, before their thread-locals are
+                // dropped, and a test process that exits then leaves the
+                // pool's clock files behind in the temporary directory.
+                SERVERS.with(|s| drop(std::mem::take(&mut *s.borrow_mut())));
             });
         }
     });
@@ -143,6 +150,31 @@ pub fn run_command(command: &str) -> Result<i32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This process's clock control files (`rp-clock-<pid>-<n>`): one per
+    /// running server.
+    fn clock_files() -> usize {
+        let prefix = format!("rp-clock-{}-", std::process::id());
+        std::fs::read_dir(std::env::temp_dir())
+            .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).count())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_parallel_checks_stop_their_servers_before_returning() {
+        // The only test of this binary that starts servers: nothing else
+        // adds or removes clock files meanwhile.
+        let failed = failures_in_parallel(
+            &[1usize, 2, 3],
+            |n| n.to_string(),
+            |&n| {
+                with_servers(|s| s.ensure(n)).expect("redis-server starts");
+                assert!(clock_files() >= n);
+            },
+        );
+        assert!(failed.is_empty(), "{failed:?}");
+        assert_eq!(clock_files(), 0, "a worker's pool outlived failures_in_parallel");
+    }
 
     #[test]
     fn shell_words_keeps_single_quoted_json_whole() {
