@@ -203,7 +203,20 @@ pub fn explore_with(
             if !ledger.runs(seed) {
                 break;
             }
-            ledger.record(seed, scenario.run(servers, seed));
+            // A panic is a harness bug: say which seed, stop the other jobs
+            // after their current seed, and let it surface.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario.run(servers, seed))) {
+                Ok(result) => ledger.record(seed, result),
+                Err(panic) => {
+                    ledger.abandon();
+                    eprintln!(
+                        "rp-sim: seed {seed} of {} panicked; {}",
+                        scenario.name,
+                        replay_command(scenario.name, seed)
+                    );
+                    std::panic::resume_unwind(panic);
+                }
+            }
         }
         (began.elapsed(), servers.cpu())
     });

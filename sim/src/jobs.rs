@@ -26,6 +26,10 @@
 //!   lowest such seed and drops the seeds past it that other jobs had
 //!   already run. `--fail-fast` reports what one job reports: the seeds up
 //!   to the first violating one, their histograms and digest.
+//! - **A panic stops every job.** A seed that panics (a harness bug) is
+//!   named on stderr with its replay command, no job starts another seed,
+//!   and the panic surfaces once the others have finished the seed they
+//!   were running.
 //! - **Progress is one meter**, shared, not one line per job.
 
 use core::fmt;
@@ -190,6 +194,11 @@ impl Ledger {
         }
         book.pending.insert(seed, result);
         book.fold();
+    }
+
+    /// A job is going down (its seed panicked): no job starts another seed.
+    pub(crate) fn abandon(&self) {
+        self.book().stop_at = 0;
     }
 
     /// The exploration, or the error of the first seed that failed.

@@ -97,3 +97,74 @@ fn pinned_caller_then_two_jobs() {
         assert_eq!(ex.cpus[1], caller, "one CPU: both jobs on it");
     }
 }
+
+/// The lock scenario's runner, except that one seed panics (a harness bug
+/// planted for the test) and every run is counted.
+#[derive(Debug)]
+struct PanicsAt {
+    inner: &'static dyn redis_primitives_sim::Runner,
+    seed: u64,
+    runs: std::sync::atomic::AtomicU64,
+}
+
+impl redis_primitives_sim::Runner for PanicsAt {
+    fn family(&self) -> &'static str {
+        self.inner.family()
+    }
+    fn nodes(&self) -> u32 {
+        self.inner.nodes()
+    }
+    fn seeds(&self) -> (redis_primitives_sim::Workloads, redis_primitives_sim::FaultSpace) {
+        self.inner.seeds()
+    }
+    fn run_workload(
+        &self,
+        servers: &mut redis_primitives_sim::Servers,
+        seed: u64,
+        workload: &redis_primitives_sim::Workload,
+        schedule: redis_primitives_sim::Schedule,
+    ) -> Result<redis_primitives_sim::scenarios::Outcome, redis_primitives_sim::SetupError> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert_ne!(seed, self.seed, "planted panic");
+        self.inner.run_workload(servers, seed, workload, schedule)
+    }
+    fn describe(&self, workload: &redis_primitives_sim::Workload) -> String {
+        self.inner.describe(workload)
+    }
+    fn actors(&self, workload: &redis_primitives_sim::Workload) -> Result<u32, String> {
+        self.inner.actors(workload)
+    }
+    fn injected_faults(&self, workload: &redis_primitives_sim::Workload) -> usize {
+        self.inner.injected_faults(workload)
+    }
+    fn validate(&self, workload: &redis_primitives_sim::Workload) -> Result<(), String> {
+        self.inner.validate(workload)
+    }
+    fn normalize(&self, workload: &redis_primitives_sim::Workload, actors: u32) -> redis_primitives_sim::Workload {
+        self.inner.normalize(workload, actors)
+    }
+    fn smaller(&self, workload: &redis_primitives_sim::Workload) -> Vec<redis_primitives_sim::Workload> {
+        self.inner.smaller(workload)
+    }
+    fn bounds(&self) -> Vec<redis_primitives_sim::Bound> {
+        self.inner.bounds()
+    }
+}
+
+#[test]
+fn a_panicking_seed_stops_every_job_and_surfaces() {
+    use redis_primitives_sim::{explore_with, scenarios, ExploreOptions, Jobs, Servers};
+    let lock = scenarios::find("lock").expect("the lock scenario");
+    let runner: &'static PanicsAt =
+        Box::leak(Box::new(PanicsAt { inner: lock.runs, seed: 3, runs: std::sync::atomic::AtomicU64::new(0) }));
+    let scenario: &'static scenarios::Scenario = Box::leak(Box::new(scenarios::Scenario { runs: runner, ..*lock }));
+    let mut servers = Servers::new();
+    let options = ExploreOptions::new(0, 200).jobs(Jobs::new(2).expect("2 jobs"));
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| explore_with(scenario, &mut servers, options)));
+    assert!(outcome.is_err(), "the planted panic surfaces");
+    // Job 1 panics at its second seed (3); job 0 finishes the seed it is
+    // running and starts no other: a handful of runs, not 200.
+    let runs = runner.runs.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(runs <= 8, "{runs} seeds ran after a job panicked at seed 3");
+}
