@@ -1,9 +1,9 @@
 //! Ctrl-C leaves no redis-server behind.
 //!
-//! Starts a long `rp-sim explore`, finds the redis-server processes it
-//! started (children of its pid, in their own process groups), sends SIGINT,
-//! and checks that rp-sim exits with 130 and that every one of those servers
-//! is gone — killed and reaped, not orphaned.
+//! Starts a long `rp-sim explore` with two jobs, finds the redis-server
+//! processes it started (children of its pid, in their own process
+//! groups), sends SIGINT, and checks that rp-sim exits with 130 and that
+//! every one of those servers is gone — killed and reaped, not orphaned.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -32,23 +32,25 @@ fn redis_children(parent: u32) -> Vec<u32> {
 #[test]
 fn ctrl_c_kills_every_server_and_exits_130() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rp-sim"))
-        .args(["explore", "--scenario", "redlock", "--seeds", "100000"])
+        // Two jobs: two pools of five servers, one started by a thread
+        // that is not the main one; Ctrl-C must reach both.
+        .args(["explore", "--scenario", "redlock", "--seeds", "100000", "--jobs", "2"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("rp-sim starts");
     let pid = child.id();
-    // Wait (generously: a busy machine) until its five servers are up.
+    // Wait (generously: a busy machine) until both jobs' servers are up.
     let started = Instant::now();
     let mut servers = Vec::new();
     while started.elapsed() < Duration::from_secs(30) {
         servers = redis_children(pid);
-        if servers.len() >= 5 {
+        if servers.len() >= 10 {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(servers.len() >= 5, "rp-sim did not start its servers: {servers:?}");
+    assert!(servers.len() >= 10, "rp-sim did not start both jobs' servers: {servers:?}");
     // SAFETY: kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
     let status = child.wait().expect("rp-sim exits");
