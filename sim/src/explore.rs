@@ -251,7 +251,7 @@ impl Exploration {
     }
 
     /// Adds what seed `seed` gave (its history held `events` events).
-    pub(crate) fn add(&mut self, scenario: &str, seed: u64, outcome: Outcome, events: u64) {
+    pub(crate) fn add(&mut self, seed: u64, outcome: Outcome, events: u64) {
         self.runs.push(SeedRun { seed, digest: outcome.digest });
         self.histograms.merge(&outcome.histograms);
         self.simulated_ms += outcome.simulated_ms();
@@ -268,36 +268,9 @@ impl Exploration {
                 seed,
                 violations: outcome.violations,
                 schedule: outcome.schedule,
-                replay: replay_command(scenario, seed),
+                replay: replay_command(self.scenario, seed),
             });
         }
-    }
-
-    /// The shards of one range as one exploration: runs
-    /// and violations in seed order, everything else added up, the digest
-    /// over every run. Wall time is the caller's to set; busy time adds up.
-    pub(crate) fn combine(scenario: &'static Scenario, start: u64, parts: Vec<Exploration>) -> Exploration {
-        let mut whole = Exploration::empty(scenario, start);
-        for part in parts {
-            whole.seeds += part.seeds;
-            whole.runs.extend(part.runs);
-            whole.violating.extend(part.violating);
-            whole.histograms.merge(&part.histograms);
-            whole.simulated_ms += part.simulated_ms;
-            whole.events += part.events;
-            whole.busy += part.busy;
-            whole.cpus.extend(part.cpus);
-            for (k, n) in part.coverage {
-                *whole.coverage.entry(k).or_insert(0) += n;
-            }
-            for (k, n) in part.operations {
-                *whole.operations.entry(k).or_insert(0) += n;
-            }
-        }
-        whole.runs.sort_by_key(|r| r.seed);
-        whole.violating.sort_by_key(|s| s.seed);
-        whole.digest = crate::shard::digest_of(&whole.runs);
-        whole
     }
 }
 

@@ -122,7 +122,6 @@ pub(crate) struct Ledger {
 
 #[derive(Debug)]
 struct Book {
-    scenario: &'static str,
     exploration: Exploration,
     meter: Meter,
     fail_fast: bool,
@@ -146,7 +145,6 @@ impl Ledger {
         let start = exploration.start_seed;
         Ledger {
             state: Mutex::new(Book {
-                scenario: exploration.scenario,
                 exploration,
                 meter,
                 fail_fast,
@@ -230,7 +228,7 @@ impl Book {
                 }
                 Ok((outcome, events)) => {
                     let violating = !outcome.violations.is_empty();
-                    self.exploration.add(self.scenario, seed, outcome, events);
+                    self.exploration.add(seed, outcome, events);
                     self.closed = violating && self.fail_fast;
                 }
             }

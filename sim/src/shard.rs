@@ -216,35 +216,45 @@ pub fn merge(files: &[ShardFile]) -> Result<Exploration, ShardError> {
     if let Some(missing) = seen.iter().position(|s| !s) {
         return Err(ShardError::Mismatch(format!("shard {missing}/{count} is missing")));
     }
-    let parts = files
-        .iter()
-        .map(|f| Exploration {
-            scenario: scenario.name,
-            start_seed: f.start_seed,
-            seeds: f.runs.len() as u64,
-            violating: f.violating.clone(),
-            histograms: Histograms::from_counts(&f.histograms),
-            digest: Digest::default(),
-            runs: f.runs.clone(),
-            wall: Duration::ZERO,
-            // A file from before `--jobs` has no busy time: one job's
-            // busy time is its wall time.
-            busy: Duration::from_secs_f64(f.busy_seconds.unwrap_or(f.wall_seconds).max(0.0)),
-            jobs: f.jobs.unwrap_or(1),
-            // Other machines' CPU numbers say nothing here.
-            cpus: Vec::new(),
-            simulated_ms: f.simulated_ms,
-            events: f.events,
-            coverage: f.coverage.clone(),
-            operations: f.operations.clone(),
-        })
-        .collect();
-    let mut whole = Exploration::combine(scenario, first.start_seed, parts);
-    // Shards run on separate machines (or at separate times): their wall
-    // times add up, as their jobs do.
-    whole.wall = Duration::from_secs_f64(files.iter().map(|f| f.wall_seconds.max(0.0)).sum());
-    whole.jobs = files.iter().map(|f| f.jobs.unwrap_or(1)).sum();
-    Ok(whole)
+    let mut runs: Vec<SeedRun> = files.iter().flat_map(|f| f.runs.iter().copied()).collect();
+    runs.sort_by_key(|r| r.seed);
+    let mut violating: Vec<_> = files.iter().flat_map(|f| f.violating.iter().cloned()).collect();
+    violating.sort_by_key(|s| s.seed);
+    let mut histograms = Histograms::new();
+    let mut coverage = BTreeMap::new();
+    let mut operations = BTreeMap::new();
+    for f in files {
+        histograms.merge(&Histograms::from_counts(&f.histograms));
+        for (k, n) in &f.coverage {
+            *coverage.entry(k.clone()).or_insert(0) += n;
+        }
+        for (k, n) in &f.operations {
+            *operations.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    let seconds = |s: f64| Duration::from_secs_f64(s.max(0.0));
+    Ok(Exploration {
+        scenario: scenario.name,
+        start_seed: first.start_seed,
+        seeds: runs.len() as u64,
+        digest: digest_of(&runs),
+        runs,
+        violating,
+        histograms,
+        // Shards run on separate machines (or at separate times): their
+        // wall times add up, as their jobs do.
+        wall: files.iter().map(|f| seconds(f.wall_seconds)).sum(),
+        // A file from before `--jobs` has no busy time: one job's busy
+        // time is its wall time.
+        busy: files.iter().map(|f| seconds(f.busy_seconds.unwrap_or(f.wall_seconds))).sum(),
+        jobs: files.iter().map(|f| f.jobs.unwrap_or(1)).sum(),
+        // Other machines' CPU numbers say nothing here.
+        cpus: Vec::new(),
+        simulated_ms: files.iter().map(|f| f.simulated_ms).sum(),
+        events: files.iter().map(|f| f.events).sum(),
+        coverage,
+        operations,
+    })
 }
 
 /// The exploration digest: every seed's history digest, in seed order.
