@@ -131,10 +131,19 @@ async fn deadline(actor: &Actor, node: usize) -> ActorResult {
         probe.end().await;
         return Ok(());
     };
-    // The first renewal is sent `RENEW_MS` in and confirmed a round trip
-    // later: the published lease moves with it.
-    sleep_until(actor, first + RENEW_MS + 30).await;
-    let renewed = probe.election.leader_lease().map_or(first, |l| actor.millis_of(l.sent_at));
+    // The first renewal is sent `RENEW_MS` after the acquire was confirmed
+    // and confirmed a round trip later: the published lease moves with it.
+    // Two slow round trips can take it past any fixed margin, so wait for
+    // the move, but no longer than until just before the second renewal
+    // (the one whose reply is held below) could be sent.
+    sleep_until(actor, first + RENEW_MS).await;
+    let renewed = loop {
+        let renewed = probe.election.leader_lease().map_or(first, |l| actor.millis_of(l.sent_at));
+        if renewed > first || actor.now() >= first + 2 * RENEW_MS - 10 {
+            break renewed;
+        }
+        sleep(Duration::from_millis(1)).await;
+    };
     actor.delay_next_reply_mentioning(node, PAST_DEADLINE_HOLD_MS, &key(actor, NAME));
     sleep_until(actor, renewed + ROLE_READ_AFTER_MS).await;
     let role = role(probe.election.leadership().is_leader());
