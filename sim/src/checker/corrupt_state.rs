@@ -173,7 +173,12 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
                     unchanged_entry(token, &a)
                 }
                 None => {
-                    if !names(reply, key) {
+                    let refused = if digits_only(token) {
+                        matches!(reply, ProbeReply::CorruptState { key: k, .. } if k == key)
+                    } else {
+                        names(reply, key)
+                    };
+                    if !refused {
                         return Some(format!(
                             "write {write} over malformed token field {token:?} answered {reply:?}, not CorruptState naming {key}"
                         ));
@@ -186,8 +191,17 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
 }
 
 /// Whether `reply` is a `CorruptState` for `key` whose detail names it too.
+/// The error names the planted key, in its key and in the detail the
+/// script wrote.
 fn names(reply: &ProbeReply, key: &str) -> bool {
     matches!(reply, ProbeReply::CorruptState { key: k, detail } if k == key && detail.contains(key))
+}
+
+/// Digits without a leading zero: what the fenced-write script takes for
+/// a canonical decimal. Past 2^64 such a token is the client's to refuse,
+/// when it parses the script's answer, with a detail of its own.
+fn digits_only(token: &str) -> bool {
+    token == "0" || (token.starts_with(|c: char| ('1'..='9').contains(&c)) && token.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn unchanged_entry(token: &str, a: &ProbeAfter) -> Option<String> {
@@ -341,5 +355,13 @@ mod tests {
         };
         assert_eq!(judge(&st("007", 10_000), &refused, entry("007", "planted").as_ref()), None);
         assert!(judge(&st("007", 10_000), &ProbeReply::Accepted, entry("10000", "probe").as_ref()).is_some());
+        // Past 2^64 the client refuses the script's answer: the detail is
+        // the parse's, the key is still the planted one's.
+        let past = "18446744073709551616";
+        let parsed = ProbeReply::CorruptState { key: "fenced:p".into(), detail: format!("stored token {past:?}") };
+        assert_eq!(judge(&st(past, u64::MAX), &parsed, entry(past, "planted").as_ref()), None);
+        let elsewhere = ProbeReply::CorruptState { key: "fenced:q".into(), detail: "fenced:p".into() };
+        assert!(judge(&st(past, u64::MAX), &elsewhere, entry(past, "planted").as_ref()).is_some());
+        assert!(judge(&st(past, u64::MAX), &parsed, entry(&max, "probe").as_ref()).is_some(), "entry changed");
     }
 }

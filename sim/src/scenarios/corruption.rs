@@ -11,8 +11,11 @@
 //! records the three as one [`Op::StateProbe`]. What each answer must be is
 //! the `corrupt-state` checker's business, not the probe's.
 //!
-//! The planted values are drawn per seed (which negative number, which
-//! malformed decimal, where past 2^53), so a sweep tries many of them.
+//! The numbers are drawn per seed (which negative number, where past
+//! 2^53, which power of ten), so a sweep tries many of them. The malformed
+//! decimals are few and each is an edge of its own (a leading zero, a sign,
+//! a blank, an exponent), so every run tries all of them: drawn one per
+//! seed, a parse that took `007` for 7 showed on two seeds in five.
 
 use rand::Rng;
 use redis::AsyncCommands;
@@ -24,9 +27,11 @@ use crate::world::{Actor, ActorResult};
 
 /// Strings `INCR` refuses as integers (Redis accepts only canonical
 /// decimals: no sign but `-`, no leading zero, no blanks).
-const NOT_INTEGERS: &[&str] = &["abc", "1.5", "007", "+5", " 7", "-0", "", "1e3", "12 "];
+/// The last is 2^63, one past the largest counter.
+const NOT_INTEGERS: &[&str] = &["abc", "1.5", "007", "+5", " 7", "-0", "", "1e3", "12 ", "9223372036854775808"];
 /// Token fields the fenced-write script must refuse as non-canonical.
-const NOT_CANONICAL: &[&str] = &["007", "abc", "-3", "+4", "1e3", " 5", "00", ""];
+/// The last is 2^64, one past the largest token.
+const NOT_CANONICAL: &[&str] = &["007", "abc", "-3", "+4", "1e3", " 5", "00", "", "18446744073709551616"];
 /// 2^53: the first integer a Lua number cannot tell from its successor.
 const TWO_53: u64 = 1 << 53;
 
@@ -52,13 +57,13 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
     let mut counters = vec![
         format!("-{}", rng.random_range(2..=1_000_000u64)),
         "-1".to_string(),
-        NOT_INTEGERS[rng.random_range(0..NOT_INTEGERS.len())].to_string(),
         i64::MAX.to_string(),
         rng.random_range(0..1000u64).to_string(),
     ];
     // Across 2^53: the acquire script must return the counter exactly.
     let base = TWO_53 - 2 + rng.random_range(0..2);
     counters.extend((0..4).map(|i| (base + i).to_string()));
+    counters.extend(NOT_INTEGERS.iter().map(|s| s.to_string()));
     for value in counters {
         let name = next_name();
         let (lock_key, fence_key) = documented_lock_keys(&name);
@@ -79,14 +84,14 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
     probe_lock(actor, &conn, &lock, &name, ttl, Planted::LockHash { lock_key, fence_key }, set).await;
 
     // The read-only calls over the same kinds of value.
-    let reads = [
+    let mut reads = vec![
         None,
         Some(rng.random_range(0..1_000_000u64).to_string()),
         Some(i64::MAX.to_string()),
         Some(u64::MAX.to_string()),
-        Some(NOT_INTEGERS[rng.random_range(0..NOT_INTEGERS.len())].to_string()),
         Some(format!("-{}", rng.random_range(1..=1000u64))),
     ];
+    reads.extend(NOT_INTEGERS.iter().map(|s| Some(s.to_string())));
     for value in reads {
         let name = next_name();
         let (_, fence_key) = documented_lock_keys(&name);
@@ -127,16 +132,10 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
         actor.observe(Op::StateProbe { planted: Planted::LeaseRead { lock_key, expiry: planted }, reply, after: None });
     }
 
-    // The store: a malformed token field must be refused, whatever the
-    // written token; the write is chosen longer than the malformed text, so
-    // a store that skipped the check would accept it (a length-first
-    // comparison) rather than refuse it by luck.
-    let bad = NOT_CANONICAL[rng.random_range(0..NOT_CANONICAL.len())];
-    let longer = 10u64.pow(bad.len() as u32 + 1) + rng.random_range(0..1000);
     // Reads of the store: an entry never written, a whole one, and ones
-    // this library cannot have written (half an entry, a malformed token).
+    // this library cannot have written (half an entry, every malformed token).
     let t = rng.random_range(1..=u64::MAX).to_string();
-    let reads = [
+    let mut reads = vec![
         (None, None),
         (Some(t.clone()), Some("planted".to_string())),
         // Token 0 is a valid write (a token from another system may start
@@ -144,8 +143,8 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
         (Some("0".to_string()), Some("planted".to_string())),
         (Some(t), None),
         (None, Some("planted".to_string())),
-        (Some(bad.to_string()), Some("planted".to_string())),
     ];
+    reads.extend(NOT_CANONICAL.iter().map(|bad| (Some(bad.to_string()), Some("planted".to_string()))));
     for (token, value) in reads {
         let name = next_name();
         let key = format!("fenced:{{{name}}}");
@@ -176,10 +175,9 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
     // Across a power of ten (drawn last: the draws above stay as they
     // were): compared as text, 9 would read as newer than 10.
     let power = 10u64.pow(rng.random_range(1..=19));
-    let stores = [
+    let mut stores = vec![
         (power.to_string(), power - 1),
         ((power - 1).to_string(), power),
-        (bad.to_string(), longer),
         ("0".to_string(), rng.random_range(0..3)),
         (small.to_string(), small - 1),
         (small.to_string(), small),
@@ -188,6 +186,15 @@ pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
         (u64::MAX.to_string(), u64::MAX - 1),
         ((u64::MAX - 1).to_string(), u64::MAX),
     ];
+    // A malformed token field must be refused, whatever the written token;
+    // the write is chosen longer than the malformed text, so a store that
+    // skipped the check would accept it (a length-first comparison) rather
+    // than refuse it by luck.
+    for bad in NOT_CANONICAL {
+        let jitter = rng.random_range(0..1000);
+        let longer = 10u64.checked_pow(bad.len() as u32 + 1).map_or(u64::MAX - jitter, |p| p + jitter);
+        stores.push((bad.to_string(), longer));
+    }
     for (token, write) in stores {
         let name = next_name();
         // The documented layout, not `redis_key`: a store that wrote

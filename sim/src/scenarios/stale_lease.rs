@@ -19,7 +19,8 @@
 //! that "re-acquires" would hand a holder that stopped trusting its lease a
 //! lock nobody else can take, without a new token). The newer lease is
 //! extended once asking another TTL, and must report that TTL afterwards
-//! (the workload's extends mostly ask the acquire's own). Last, a third
+//! (the workload's extends mostly ask the acquire's own), with the extend's
+//! send instant and the deadline they give. Last, a third
 //! lease is extended asking a much shorter TTL, with the reply held past
 //! the response timeout: the extend runs (the key now lives only that long) and the
 //! caller gets an error. An extend of unknown outcome must leave the lease
@@ -54,6 +55,9 @@ const EXPIRED_TTL_MS: u64 = 20;
 const HELD_TTL_MS: u64 = 2_000;
 /// What the second lease's extension asks instead.
 const RESIZED_TTL_MS: u64 = 1_500;
+/// How long after its acquire the second lease is extended: long enough
+/// that a lease still timed from the acquire shows.
+const RESIZE_AFTER_MS: u64 = 10;
 /// What the second lease's extension of unknown outcome asks: far less
 /// than the lease has left.
 const SHORTENED_TTL_MS: u64 = 300;
@@ -145,13 +149,27 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Re
     }
     let shared = lock.clone();
     let Ok(Some(mut held)) = shared.acquire(NAME, long).await else { return Ok(()) };
-    // The newer lease asks another TTL when extended: the lease must report
-    // the TTL its key was last set with, not the acquire's.
+    // The newer lease asks another TTL when extended, a little after the
+    // acquire: the lease must then describe the extend, not the acquire —
+    // the TTL its key was last set with, counted from the extend's send,
+    // and the deadline that gives (the workload's views of a lease after a
+    // confirmed extend show it only when its draws pick an extend mode).
+    tokio::time::sleep(Duration::from_millis(RESIZE_AFTER_MS)).await;
+    let sent = tokio::time::Instant::now();
     let resized = shared.extend(&mut held, resized_ttl).await;
     if let Ok(true) = resized {
+        let deadline = sent + (resized_ttl.as_duration() - shared.drift().allowance(resized_ttl.as_duration()));
+        let relative = |at: tokio::time::Instant| match at.checked_duration_since(sent) {
+            Some(after) => format!("{after:?} after the extend was sent"),
+            None => format!("{:?} before the extend was sent", sent - at),
+        };
         actor.configured(
             "Lock::extend asking a TTL other than the acquire's",
-            &[("Lease::ttl afterwards", format!("{}ms", held.ttl().as_millis()), format!("{RESIZED_TTL_MS}ms"))],
+            &[
+                ("Lease::ttl afterwards", format!("{}ms", held.ttl().as_millis()), format!("{RESIZED_TTL_MS}ms")),
+                ("Lease::sent_at afterwards", relative(held.sent_at()), relative(sent)),
+                ("Lease::local_deadline afterwards", relative(held.local_deadline()), relative(deadline)),
+            ],
         );
     }
     let stale_release = lock.release(&expired).await;

@@ -721,15 +721,50 @@ struct Claimed<'a> {
     ran: Option<Millis>,
 }
 
-/// When `process`'s script call in `[from, to]` ran, by the server's clock
-/// (the last `EVAL*` it sent then: a `NOSCRIPT` answer is followed by the
-/// `EVAL` that ran), as simulated ms.
-fn ran_at(executions: &[Execution], process: &str, from: Millis, to: Millis) -> Option<Millis> {
-    executions
-        .iter()
-        .filter(|x| &*x.client == process && x.command.starts_with("EVAL") && (from..=to).contains(&x.sim_ms))
-        .map(|x| sim_ms(x.server_unix_ms))
-        .next_back()
+/// How the first key of the script a call of `verb` runs ends (the
+/// queue's documented layout, `jobq:{queue}` and a suffix; a process uses
+/// one queue, whose name the history does not carry): what tells its
+/// execution from another script the same process had in flight. `None`
+/// for a call that runs none.
+fn script_key_end(verb: &str, args: &JobCall) -> Option<String> {
+    match verb {
+        CLAIM => Some("}:pending".into()),
+        REAP => Some("}:active".into()),
+        ENQUEUE | EXTEND | COMPLETE => args.id.as_ref().map(|id| format!("}}:job:{id}")),
+        _ => None,
+    }
+}
+
+/// When `process`'s script call on a key ending in `end` in `[from, to]`
+/// ran, by the server's clock (the last such `EVAL*`: a `NOSCRIPT` answer
+/// is followed by the `EVAL` that ran), as simulated ms.
+///
+/// A request whose caller gave up on it (an outcome unknown) may still
+/// reach the server later, inside a newer call's window: a `complete` held
+/// by latency ran a few ms after the same worker's next `claim` and was
+/// taken for it (job-queue seed 80921962). So only the call's own script
+/// key counts, and when an earlier call of the process on that key is
+/// still unaccounted for (`stale_possible`), only a window that holds one
+/// execution tells: with two, which ran for this call is unknown (`None`).
+fn ran_at(
+    executions: &[Execution],
+    process: &str,
+    end: &str,
+    (from, to): (Millis, Millis),
+    stale_possible: bool,
+) -> Option<Millis> {
+    let mut runs = executions.iter().filter(|x| {
+        &*x.client == process
+            && x.command.starts_with("EVAL")
+            && x.key.as_deref().is_some_and(|k| k.starts_with("jobq:{") && k.ends_with(end))
+            && (from..=to).contains(&x.sim_ms)
+    });
+    let first = runs.next()?;
+    match runs.next_back() {
+        None => Some(sim_ms(first.server_unix_ms)),
+        Some(_) if stale_possible => None,
+        Some(last) => Some(sim_ms(last.server_unix_ms)),
+    }
 }
 
 /// What [`check`] found.
@@ -781,11 +816,19 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
             open.insert(e.op_id.0, calls.len());
             calls.push(Call { verb, process: &e.process, invoked: e.time, done: None, args: data, ran: None });
         } else if let Some(i) = open.remove(&e.op_id.0) {
-            let c = &mut calls[i];
             if e.kind == EventKind::Ok {
-                c.ran = ran_at(executions, c.process, c.invoked, e.time);
+                let c = &calls[i];
+                let key = script_key_end(c.verb, &c.args);
+                let earlier_unknown = |o: &Call<'_>| {
+                    o.process == c.process
+                        && !matches!(o.done, Some((EventKind::Ok | EventKind::Fail, ..)))
+                        && script_key_end(o.verb, &o.args) == key
+                };
+                let stale_possible = calls[..i].iter().any(earlier_unknown);
+                let ran = key.and_then(|k| ran_at(executions, c.process, &k, (c.invoked, e.time), stale_possible));
+                calls[i].ran = ran;
             }
-            c.done = Some((e.kind, e.time, data));
+            calls[i].done = Some((e.kind, e.time, data));
         }
     }
     // A claim whose outcome is unknown may have taken any job.
@@ -1259,6 +1302,48 @@ mod tests {
             "{:?}",
             unjustified.violations
         );
+    }
+
+    /// One `EVALSHA` of `who` on `key`, run at `at` (simulated ms, the
+    /// server's clock unstepped).
+    fn ran(who: &str, key: &str, at: Millis) -> Execution {
+        Execution {
+            client: who.into(),
+            command: "EVALSHA".into(),
+            key: Some(key.into()),
+            server_unix_ms: DEFAULT_EPOCH_UNIX_MS + at,
+            sim_ms: at,
+            taken_ms: at,
+            held_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_claims_lease_is_timed_from_its_own_script_not_a_stale_request() {
+        let pending = format!("jobq:{{{QUEUE}}}:pending");
+        let judge = |executions: &[Execution], earlier_unknown: bool| {
+            let h = History::new();
+            let enqueue = JobCall { id: Some("j".into()), ..JobCall::default() };
+            call(&h, 0, 1, "p", ENQUEUE, enqueue.clone(), JobCall { accepted: Some(true), ..enqueue });
+            if earlier_unknown {
+                let id = h.invoke_at(1, "a", record(CLAIM, JobCall::default()));
+                h.complete_at(2, id, "a", EventKind::Info, record(CLAIM, JobCall::default()));
+            }
+            // The claim ran at 3 ms, so its lease ends at 303 ms.
+            let claimed = JobCall { lease_until: Some(303), payload: Some(payload_of("j")), ..job("j", 1) };
+            call(&h, 2, 8, "a", CLAIM, JobCall::default(), claimed);
+            check(&h.events(), true, 300, executions).violations
+        };
+        let late_complete = ran("a", &format!("jobq:{{{QUEUE}}}:job:k"), 6);
+        assert!(judge(&[ran("a", &pending, 3), late_complete.clone()], false).is_empty());
+        let wrong = judge(&[ran("a", &pending, 5)], false);
+        assert!(wrong.iter().any(|v| v.detail.contains("ran at 5ms")), "{wrong:?}");
+        // An earlier claim of unknown outcome ran inside this one's window
+        // too: which of the two was this claim's is unknown, so no verdict.
+        assert!(judge(&[ran("a", &pending, 3), ran("a", &pending, 6)], true).is_empty());
+        // With one execution in the window, it is this claim's.
+        let alone = judge(&[ran("a", &pending, 5)], true);
+        assert!(alone.iter().any(|v| v.detail.contains("ran at 5ms")), "{alone:?}");
     }
 
     #[test]
