@@ -887,6 +887,10 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
     if w.modes {
         let tokens = if w.protection == Protection::TimeFloored { Tokens::TimeFloored } else { Tokens::Counter };
         super::corruption::probe(&actor, w.lock_node, tokens).await?;
+        if w.lock == LockKind::Fenced {
+            let lock = fenced_lock(actor.connection(w.lock_node), &w, actor.seed_for("guard-after-heal"))?;
+            super::guard_probe::after_heal(&actor, &lock, w.lock_node).await?;
+        }
     }
     if let Some(ack) = ack {
         ack.await??;
