@@ -688,6 +688,9 @@ struct Call<'a> {
     /// For an `Ok` call: when its script ran, by the server's clock
     /// ([`ran_at`]), looked up once.
     ran: Option<Millis>,
+    /// How its script's first key ends ([`script_key_end`]), taken once at
+    /// the invoke.
+    key_end: Option<String>,
 }
 
 impl Call<'_> {
@@ -814,18 +817,21 @@ pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execut
         let Some(data) = e.op.custom_data::<JobCall>(verb) else { continue };
         if e.kind == EventKind::Invoke {
             open.insert(e.op_id.0, calls.len());
-            calls.push(Call { verb, process: &e.process, invoked: e.time, done: None, args: data, ran: None });
+            let key_end = script_key_end(verb, &data);
+            calls.push(Call { verb, process: &e.process, invoked: e.time, done: None, args: data, ran: None, key_end });
         } else if let Some(i) = open.remove(&e.op_id.0) {
             if e.kind == EventKind::Ok {
                 let c = &calls[i];
-                let key = script_key_end(c.verb, &c.args);
                 let earlier_unknown = |o: &Call<'_>| {
                     o.process == c.process
                         && !matches!(o.done, Some((EventKind::Ok | EventKind::Fail, ..)))
-                        && script_key_end(o.verb, &o.args) == key
+                        && o.key_end == c.key_end
                 };
                 let stale_possible = calls[..i].iter().any(earlier_unknown);
-                let ran = key.and_then(|k| ran_at(executions, c.process, &k, (c.invoked, e.time), stale_possible));
+                let ran = c
+                    .key_end
+                    .as_deref()
+                    .and_then(|k| ran_at(executions, c.process, k, (c.invoked, e.time), stale_possible));
                 calls[i].ran = ran;
             }
             calls[i].done = Some((e.kind, e.time, data));
