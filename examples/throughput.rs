@@ -146,6 +146,11 @@ enum Workload {
     /// An alternative fenced acquire measured for ADR 0014 (`--only multi`):
     /// `MULTI`, `SET NX PX`, `INCR`, `EXEC`, then the compare-and-delete.
     MultiPairs,
+    /// Another alternative measured for ADR 0014 (`--only module --module
+    /// PATH`): the acquire as a module command (`FENCE.ACQUIRE`, the
+    /// experiment in examples/fence_acquire_module.c), then the
+    /// compare-and-delete. Needs the module loaded.
+    ModulePairs,
     UnfencedPairs,
     UnfencedNativePairs,
     LogDecisions,
@@ -388,6 +393,20 @@ async fn run(
                         }
                         compare_and_delete(&cad, &mut conn, &key, &owner).await?;
                     }
+                    Workload::ModulePairs => {
+                        let (key, owner) = (format!("module-{worker}-{i}"), format!("owner-{worker}-{i}"));
+                        let token: Option<i64> = redis::cmd("FENCE.ACQUIRE")
+                            .arg(&key)
+                            .arg(format!("{key}:fence"))
+                            .arg(&owner)
+                            .arg(60_000)
+                            .query_async(&mut conn)
+                            .await?;
+                        if token.ok_or("distinct names never contend")? < 1 {
+                            return Err("FENCE.ACQUIRE returned no token".into());
+                        }
+                        compare_and_delete(&cad, &mut conn, &key, &owner).await?;
+                    }
                     Workload::UnfencedNativePairs => {
                         let (key, owner) = (format!("floor-{worker}-{i}"), format!("owner-{worker}-{i}"));
                         set_nx_px(&mut conn, &key, &owner).await?;
@@ -612,6 +631,8 @@ struct Args {
     only: Option<Workload>,
     /// Requests in flight for `--only`.
     in_flight: usize,
+    /// A module for the `--only` server to load (`--only module`).
+    module: Option<std::path::PathBuf>,
     /// Internal: this process is the pinned half, against this server binary.
     child: Option<std::path::PathBuf>,
 }
@@ -632,9 +653,11 @@ Options:
                    one core (`taskset -c 0`)
   --valkey PATH    also measure against this valkey-server (Valkey >= 9)
   --out FILE       where the Markdown report goes (default reports/throughput.md)
-  --only W         one side alone, to profile: lock, floored, multi, unfenced,
-                   log, counter, store or set
+  --only W         one side alone, to profile: lock, floored, multi, module,
+                   unfenced, log, counter, store or set
   --in-flight N    requests in flight for --only (default 50)
+  --module PATH    a module the --only server loads (--only module needs
+                   examples/fence_acquire_module.c built; see ADR 0014)
   -h, --help       print this
 ";
 
@@ -647,6 +670,7 @@ fn args() -> Result<Args, BoxError> {
         out: None,
         only: None,
         in_flight: 50,
+        module: None,
         child: None,
     };
     let mut it = std::env::args().skip(1);
@@ -678,23 +702,27 @@ fn args() -> Result<Args, BoxError> {
                     return Err("--in-flight must be at least 1".into());
                 }
             }
-            "--only" => {
-                a.only = Some(match it.next().as_deref() {
-                    Some("lock") => Workload::LockPairs,
-                    Some("unfenced") => Workload::UnfencedPairs,
-                    Some("multi") => Workload::MultiPairs,
-                    Some("log") => Workload::LogDecisions,
-                    Some("counter") => Workload::CounterDecisions,
-                    Some("store") => Workload::FencedWrites,
-                    Some("set") => Workload::PlainSet,
-                    Some("floored") => Workload::FlooredPairs,
-                    other => {
-                        return Err(format!(
-                            "--only expects lock, floored, multi, unfenced, log, counter, store or set, got {other:?}"
-                        )
-                        .into())
-                    }
-                })
+            "--only" => a.only = Some(match it.next().as_deref() {
+                Some("lock") => Workload::LockPairs,
+                Some("unfenced") => Workload::UnfencedPairs,
+                Some("multi") => Workload::MultiPairs,
+                Some("module") => Workload::ModulePairs,
+                Some("log") => Workload::LogDecisions,
+                Some("counter") => Workload::CounterDecisions,
+                Some("store") => Workload::FencedWrites,
+                Some("set") => Workload::PlainSet,
+                Some("floored") => Workload::FlooredPairs,
+                other => return Err(format!(
+                    "--only expects lock, floored, multi, module, unfenced, log, counter, store or set, got {other:?}"
+                )
+                .into()),
+            }),
+            "--module" => {
+                let m = std::path::PathBuf::from(it.next().ok_or("--module expects the path of a module (.so)")?);
+                if !m.is_file() {
+                    return Err(format!("--module {}: not a file", m.display()).into());
+                }
+                a.module = Some(m.canonicalize()?);
             }
             "--out" => a.out = Some(std::path::PathBuf::from(it.next().ok_or("--out expects a file")?)),
             "--valkey" => {
@@ -710,7 +738,7 @@ fn args() -> Result<Args, BoxError> {
             }
             other => {
                 let known =
-                    "--seconds S, --rounds N, --pinned, --valkey PATH, --only W, --in-flight N, --out FILE; --help";
+                    "--seconds S, --rounds N, --pinned, --valkey PATH, --only W, --in-flight N, --module PATH, --out FILE; --help";
                 return Err(format!("unknown argument {other:?} ({known})").into());
             }
         }
@@ -860,7 +888,11 @@ async fn main() -> Result<(), BoxError> {
             Some(v) => v.clone(),
             None => redis_primitives_testkit::redis_server_binary()?,
         };
-        let server = start(&binary)?;
+        let args = match &a.module {
+            Some(m) => vec!["--loadmodule".to_string(), m.display().to_string()],
+            None => Vec::new(),
+        };
+        let server = RedisServer::start_with(ServerConfig { binary: Some(binary), args, ..ServerConfig::default() })?;
         let conn = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
         let pid = server.pid().ok_or("the server is not running")?.to_string();
         let m = run(conn, workload, a.in_flight, a.seconds, &pid).await?;

@@ -10,6 +10,7 @@ mod faults;
 mod fencing;
 mod guarded;
 mod lock;
+mod module_experiment;
 mod native;
 mod rate_limit;
 mod redlock;
