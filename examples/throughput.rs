@@ -702,21 +702,25 @@ fn args() -> Result<Args, BoxError> {
                     return Err("--in-flight must be at least 1".into());
                 }
             }
-            "--only" => a.only = Some(match it.next().as_deref() {
-                Some("lock") => Workload::LockPairs,
-                Some("unfenced") => Workload::UnfencedPairs,
-                Some("multi") => Workload::MultiPairs,
-                Some("module") => Workload::ModulePairs,
-                Some("log") => Workload::LogDecisions,
-                Some("counter") => Workload::CounterDecisions,
-                Some("store") => Workload::FencedWrites,
-                Some("set") => Workload::PlainSet,
-                Some("floored") => Workload::FlooredPairs,
-                other => return Err(format!(
+            "--only" => {
+                a.only = Some(match it.next().as_deref() {
+                    Some("lock") => Workload::LockPairs,
+                    Some("unfenced") => Workload::UnfencedPairs,
+                    Some("multi") => Workload::MultiPairs,
+                    Some("module") => Workload::ModulePairs,
+                    Some("log") => Workload::LogDecisions,
+                    Some("counter") => Workload::CounterDecisions,
+                    Some("store") => Workload::FencedWrites,
+                    Some("set") => Workload::PlainSet,
+                    Some("floored") => Workload::FlooredPairs,
+                    other => {
+                        return Err(format!(
                     "--only expects lock, floored, multi, module, unfenced, log, counter, store or set, got {other:?}"
                 )
-                .into()),
-            }),
+                        .into())
+                    }
+                })
+            }
             "--module" => {
                 let m = std::path::PathBuf::from(it.next().ok_or("--module expects the path of a module (.so)")?);
                 if !m.is_file() {
