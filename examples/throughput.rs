@@ -661,6 +661,9 @@ Options:
   -h, --help       print this
 ";
 
+/// What `--only` takes, for its error message.
+const ONLY_CHOICES: &str = "lock, floored, multi, module, unfenced, log, counter, store or set";
+
 fn args() -> Result<Args, BoxError> {
     let mut a = Args {
         seconds: 2.0,
@@ -713,12 +716,7 @@ fn args() -> Result<Args, BoxError> {
                     Some("store") => Workload::FencedWrites,
                     Some("set") => Workload::PlainSet,
                     Some("floored") => Workload::FlooredPairs,
-                    other => {
-                        return Err(format!(
-                    "--only expects lock, floored, multi, module, unfenced, log, counter, store or set, got {other:?}"
-                )
-                        .into())
-                    }
+                    other => return Err(format!("--only expects {ONLY_CHOICES}, got {other:?}").into()),
                 })
             }
             "--module" => {
@@ -794,8 +792,10 @@ fn pairs_for(native: CompareCommands) -> Vec<Pair> {
     pairs
 }
 
-fn start(binary: &std::path::Path) -> Result<RedisServer, BoxError> {
-    let config = ServerConfig { binary: Some(binary.to_path_buf()), ..ServerConfig::default() };
+/// Starts `binary`, loading `module` when given (`--only module`).
+fn start(binary: &std::path::Path, module: Option<&std::path::Path>) -> Result<RedisServer, BoxError> {
+    let args = module.map(|m| vec!["--loadmodule".to_string(), m.display().to_string()]).unwrap_or_default();
+    let config = ServerConfig { binary: Some(binary.to_path_buf()), args, ..ServerConfig::default() };
     Ok(RedisServer::start_with(config)?)
 }
 
@@ -812,7 +812,7 @@ fn version(server: &RedisServer) -> Result<String, BoxError> {
 
 /// Every table for one server, as markdown.
 async fn section(a: &Args, binary: &std::path::Path) -> Result<String, BoxError> {
-    let server = start(binary)?;
+    let server = start(binary, None)?;
     let name = version(&server)?;
     let client = redis::Client::open(server.url())?;
     let conn = client.get_multiplexed_async_connection().await?;
@@ -892,11 +892,7 @@ async fn main() -> Result<(), BoxError> {
             Some(v) => v.clone(),
             None => redis_primitives_testkit::redis_server_binary()?,
         };
-        let args = match &a.module {
-            Some(m) => vec!["--loadmodule".to_string(), m.display().to_string()],
-            None => Vec::new(),
-        };
-        let server = RedisServer::start_with(ServerConfig { binary: Some(binary), args, ..ServerConfig::default() })?;
+        let server = start(&binary, a.module.as_deref())?;
         let conn = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
         let pid = server.pid().ok_or("the server is not running")?.to_string();
         let m = run(conn, workload, a.in_flight, a.seconds, &pid).await?;
@@ -914,7 +910,7 @@ async fn main() -> Result<(), BoxError> {
         return Ok(());
     }
     if let Some(binary) = &a.child {
-        let server = start(binary)?;
+        let server = start(binary, None)?;
         let conn = redis::Client::open(server.url())?.get_multiplexed_async_connection().await?;
         let pairs = pairs_for(Lock::new(conn.clone()).compare_commands().await);
         let one = compare(&server, &conn, &pairs, 1, a.seconds, a.rounds).await?;
