@@ -32,7 +32,7 @@
 //! | `instant.rs` | deadline arithmetic that cannot panic |
 //! | `retry.rs` | [`Retry`], the opt-in retry policy |
 //! | `fenced_store.rs` | [`FencedStore`] |
-//! | `job_queue.rs` | [`JobQueue`], its [`Claim`]s, and its five Lua scripts, inline (one state machine, one file) |
+//! | `job_queue/` | [`JobQueue`] (`mod.rs`), its [`Claim`]s (`claim.rs`), its five Lua scripts on one page (`scripts.rs`: one state machine), its tests |
 //! | `rate_limit/` | [`rate_limit::SlidingWindowLog`], [`rate_limit::SlidingWindowCounter`], their [`rate_limit::Limit`] and [`rate_limit::Decision`] |
 //! | `election/` | [`election::Election`]: configuration, shared state, the run loop |
 //! | `redlock/` | [`redlock::Redlock`]: configuration, votes, the lease, a polling join |

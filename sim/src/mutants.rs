@@ -90,7 +90,7 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
         "equal tokens never get here (the enclosing test is highest ~= t), so > and >= agree",
     ),
     ("fenced_write", "return {1, ARGV[1]}", "the client ignores the token echoed with an acceptance"),
-    // job_queue.rs's scripts (inline in the library: one file per state machine).
+    // job_queue/scripts.rs (the queue's five scripts on one page: one state machine).
     ("job_enqueue", "if string.sub(seq.err, 0, 9) == 'WRONGTYPE' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
     ("job_claim", "local head = redis.call('ZRANGE', KEYS[1], 0, 1)", "only head[1], the oldest, is read: a second member changes nothing"),
     (

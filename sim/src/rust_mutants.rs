@@ -87,17 +87,17 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
         "swaps `native_commands` on and off: on the gate's Redis 7.0.15, which has neither DELIFEQ nor DELEX, both choices send the scripts. On Valkey 9 the validation probe's `Redlock::compare_commands` read-back kills it (the simulation's Valkey leg in .ci/run), as does tests/library/redlock.rs::redlock_uses_each_masters_native_commands",
     ),
     (
-        "src/job_queue.rs",
+        "src/job_queue/mod.rs",
         "replace > with >= in JobQueue<C>::claim",
         "the claim script accepts only an attempt of 0 or a canonical positive decimal and returns it after HINCRBY, so never below 1: the guard only defends against a reply this library's script cannot give",
     ),
     (
-        "src/job_queue.rs",
+        "src/job_queue/mod.rs",
         "replace match guard named.starts_with(\"jobq:{\") with true in script_error",
         "every CORRUPT reply of the queue's scripts names a `jobq:{…}` key first, so the guard is always true: it defends against a reply they cannot give",
     ),
     (
-        "src/job_queue.rs",
+        "src/job_queue/mod.rs",
         "delete match arm Value::Int(n) in lease_until_from",
         "the claim and extend scripts both return the lease's end as decimal text (`string.format('%.0f', …)`), never as an integer reply",
     ),
