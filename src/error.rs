@@ -61,8 +61,12 @@ pub enum Error {
         source: RedisError,
     },
 
-    /// Redis answered with an error not covered above (out of memory under
-    /// `noeviction`, `READONLY` on a replica, a script error, ...).
+    /// Redis answered with an error not covered above: out of memory under
+    /// `noeviction` (`OOM`), `READONLY` on a replica (a client still talking
+    /// to a demoted primary), a script error, ... [`RedisError::code`] is the
+    /// server's own code, whichever call or script path met it: a script
+    /// whose write the server refuses passes the refusal on unchanged, and
+    /// a refused write is the script's first, so nothing was changed.
     #[error("redis error: {source}")]
     Redis {
         /// The underlying error.
@@ -78,6 +82,10 @@ pub enum Error {
     /// call changed nothing; retrying cannot help until the key is repaired
     /// (or deleted, with the consequences the README's non-guarantees list
     /// for a lost fence counter).
+    ///
+    /// Only a key's *contents* are reported this way: a server that refuses
+    /// a write (`READONLY`, `OOM`) is [`Error::Redis`], never this, since the
+    /// keys are then fine and nothing should be repaired.
     #[error("corrupt state in `{key}`: {detail}")]
     CorruptState {
         /// The key holding the bad value.

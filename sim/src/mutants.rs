@@ -59,7 +59,6 @@ pub fn scripts() -> Vec<ScriptUnderTest> {
 /// not as a gap.
 pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     // lock_acquire.lua
-    ("lock_acquire", "if string.sub(token.err, 0, 9) == 'WRONGTYPE' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
     ("lock_acquire", "if token >= 9007199254740993 then", "the literal 2^53 + 1 is a Lua number and rounds to 2^53: the same test"),
     (
         "lock_acquire",
@@ -68,11 +67,6 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     ),
     // lock_acquire_floored.lua: the counter script's lines up to the floor,
     // with the same equivalents.
-    (
-        "lock_acquire_floored",
-        "if string.sub(token.err, 0, 9) == 'WRONGTYPE' then",
-        "Lua's string.sub treats a start of 0 as 1: the same prefix",
-    ),
     (
         "lock_acquire_floored",
         "if token >= 9007199254740993 then",
@@ -91,7 +85,6 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     ),
     ("fenced_write", "return {1, ARGV[1]}", "the client ignores the token echoed with an acceptance"),
     // job_queue/scripts.rs (the queue's five scripts on one page: one state machine).
-    ("job_enqueue", "if string.sub(seq.err, 0, 9) == 'WRONGTYPE' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
     ("job_claim", "local head = redis.call('ZRANGE', KEYS[1], 0, 1)", "only head[1], the oldest, is read: a second member changes nothing"),
     (
         "job_extend",

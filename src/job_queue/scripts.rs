@@ -18,8 +18,9 @@ pub(crate) const ENQUEUE: script_source::Builtin = script_source::Builtin {
 -- KEYS[1] job hash, KEYS[2] pending set, KEYS[3] sequence counter
 -- ARGV[1] id, ARGV[2] payload
 -- Returns 1 when added, 0 when the id is already known (nothing changed).
--- Errors (nothing changed by either): WRONGTYPE; CORRUPT when the id is
--- pending without a job hash or the counter is not a positive integer.
+-- Errors (nothing changed by any): WRONGTYPE; CORRUPT when the id is
+-- pending without a job hash or the counter is not a positive integer; the
+-- server's refusal of the first write (READONLY, OOM), as it gave it.
 -- Every command that can fail runs before the first write: Redis does not
 -- roll a script back. HLEN and ZSCORE double as type checks.
 if redis.call('HLEN', KEYS[1]) > 0 then
@@ -30,10 +31,14 @@ if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
 end
 local seq = redis.pcall('INCR', KEYS[3])
 if type(seq) == 'table' then
-  if string.sub(seq.err, 1, 9) == 'WRONGTYPE' then
-    return seq
+  -- Only a value INCR cannot count from (not an integer, or at 2^63 - 1) is
+  -- the counter's fault. Anything else (WRONGTYPE, or the server's own
+  -- refusal: READONLY on a replica, OOM at maxmemory) goes back as the
+  -- server gave it, so the caller sees its code, not a "corrupt" key.
+  if string.find(seq.err, 'not an integer', 1, true) or string.find(seq.err, 'overflow', 1, true) then
+    return redis.error_reply('CORRUPT ' .. KEYS[3] .. ' ' .. seq.err)
   end
-  return redis.error_reply('CORRUPT ' .. KEYS[3] .. ' ' .. seq.err)
+  return seq
 end
 if seq < 1 then
   redis.call('DECR', KEYS[3])
@@ -56,9 +61,10 @@ pub(crate) const CLAIM: script_source::Builtin = script_source::Builtin {
 -- Returns nil when nothing is pending, else {id, payload, attempt,
 -- lease_until}: the attempt is the hash field's exact decimal text (a Lua
 -- number is a double, inexact past 2^53), lease_until is server unix ms.
--- Errors (nothing changed by either): WRONGTYPE; CORRUPT when the head's job
+-- Errors (nothing changed by any): WRONGTYPE; CORRUPT when the head's job
 -- hash is missing, half-written, not pending, or its attempt is not a
--- canonical decimal HINCRBY can advance.
+-- canonical decimal HINCRBY can advance; the server's refusal of the first
+-- write (READONLY, OOM), as it gave it.
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)
 local id = head[1]
 if not id then
@@ -84,7 +90,13 @@ if not seq or not string.find(seq, '^[1-9]%d*$') then
 end
 local bumped = redis.pcall('HINCRBY', job, 'attempt', 1)
 if type(bumped) == 'table' then
-  return redis.error_reply('CORRUPT ' .. job .. ' attempt cannot be advanced: ' .. bumped.err)
+  -- The attempt was checked canonical, so HINCRBY refuses it only at
+  -- 2^63 - 1 (overflow): the hash's fault. The server's own refusal of this,
+  -- the script's first write (READONLY, OOM), goes back as it gave it.
+  if string.find(bumped.err, 'overflow', 1, true) or string.find(bumped.err, 'not an integer', 1, true) then
+    return redis.error_reply('CORRUPT ' .. job .. ' attempt cannot be advanced: ' .. bumped.err)
+  end
+  return bumped
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -28,10 +28,12 @@ end
 local token = redis.pcall('INCR', KEYS[2])
 if type(token) == 'table' then
   redis.call('DEL', KEYS[1])
-  if string.sub(token.err, 1, 9) == 'WRONGTYPE' then
-    return token
+  -- Only a value INCR cannot count from is the counter's fault; WRONGTYPE
+  -- and the server's own refusals go back as the server gave them.
+  if string.find(token.err, 'not an integer', 1, true) or string.find(token.err, 'overflow', 1, true) then
+    return redis.error_reply('CORRUPT fence counter ' .. KEYS[2] .. ': ' .. token.err)
   end
-  return redis.error_reply('CORRUPT fence counter ' .. KEYS[2] .. ': ' .. token.err)
+  return token
 end
 if token < 1 then
   -- A negative counter was written by something else: undo the INCR and

@@ -16,3 +16,4 @@ mod rate_limit;
 mod redlock;
 mod replication;
 mod retry;
+mod server_errors;
