@@ -15,10 +15,19 @@
 //! Detection is one `COMMAND INFO DELIFEQ DELEX` on the first release or
 //! extend, remembered by the lock and its clones. A detection that fails (a
 //! dropped connection, a timeout) is not remembered: that call runs the
-//! script and the next one asks again. A native command the server no
-//! longer knows (a reconnecting connection that now reaches an older
-//! server) is answered `ERR unknown command`, which runs nothing; the lock
-//! then forgets what it detected and runs the script instead.
+//! script and the next one asks again.
+//!
+//! A native command the server refuses with an error reply ran nothing (a
+//! server checks a command before it executes it), whatever the wording: a
+//! reconnecting connection that now reaches an older server gets
+//! `ERR unknown command` for `DELIFEQ` but `ERR syntax error` for
+//! `SET … IFEQ` (Redis 7), an ACL may answer `NOPERM`. The lock then forgets
+//! what it detected, runs the script instead, and asks again on its next
+//! call, so it is never stuck on a command the server lost. The script
+//! answers for itself: a key of another type or a replica's `READONLY` is
+//! the script's error then, as on a server that never had the command.
+//! Only an error that is no reply (a timeout, a dropped connection: the
+//! command may have run) is returned as it is.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -58,8 +67,8 @@ impl CompareCommands {
     /// Valkey >= 9.0 has `DELIFEQ`, Redis >= 8.4 `DELEX` (and Valkey 9.2
     /// both; `DELIFEQ` is preferred, as [`Self::from_command_info`] does).
     /// `None` when the text names no version. A wrong guess costs nothing
-    /// but a round trip: a native command the server does not know is
-    /// answered `ERR unknown command`, runs nothing, and the script runs.
+    /// but a round trip: a native command the server does not have is
+    /// refused, runs nothing, and the script runs.
     pub(crate) fn from_info_server(info: &str) -> Option<CompareCommands> {
         let version = |field: &str| {
             info.lines().find_map(|l| l.strip_prefix(field)).map(|v| {
@@ -177,7 +186,7 @@ impl Detected {
 
     /// Runs `native` if there is one. `Ok(None)`: run the script instead,
     /// either because there is no native command or because the server
-    /// answered that it does not know it (it then ran nothing; the lock
+    /// refused it with an error reply (it then ran nothing; the lock
     /// forgets what it detected and asks again next time).
     pub(crate) async fn run<T, C>(&self, conn: &mut C, native: Option<redis::Cmd>, key: &str) -> Result<Option<T>>
     where
@@ -201,7 +210,7 @@ impl Detected {
         let Some(cmd) = native else { return Ok(None) };
         match cmd.query_async::<T>(conn).await {
             Ok(reply) => Ok(Some(reply)),
-            Err(e) if is_unknown_command(&e) => {
+            Err(e) if is_refusal(&e) => {
                 self.state.store(UNKNOWN, Ordering::Relaxed);
                 Ok(None)
             }
@@ -210,9 +219,13 @@ impl Detected {
     }
 }
 
-/// True when the server did not know the command.
-fn is_unknown_command(e: &redis::RedisError) -> bool {
-    e.code() == Some("ERR") && e.detail().is_some_and(|d| d.starts_with("unknown command"))
+/// True when the server answered with an error reply, which runs nothing,
+/// whatever its wording (`unknown command`, `syntax error`, `NOPERM`, …).
+/// redis-rs gives a code to server replies only: a timeout, a dropped
+/// connection or a reply that does not parse has none, and is not a
+/// refusal (the command may have run).
+fn is_refusal(e: &redis::RedisError) -> bool {
+    e.code().is_some()
 }
 
 #[cfg(test)]

@@ -203,8 +203,8 @@ impl<C: Connection> Redlock<C> {
     /// the master's `INFO server` (asked by [`Redlock::connect`]) named a
     /// version that has them, the scripts otherwise (and for a master that
     /// did not answer, or with [`RedlockConfig::native_commands`] off).
-    /// After a native command was answered `ERR unknown command` that master
-    /// is asked again with `COMMAND INFO`.
+    /// After a native command was refused (an error reply of any wording,
+    /// which ran nothing) that master is asked again with `COMMAND INFO`.
     pub async fn compare_commands(&self) -> Vec<CompareCommands> {
         let mut out = Vec::with_capacity(self.masters.len());
         for (conn, commands) in self.masters.iter().zip(&self.commands) {

@@ -171,3 +171,74 @@ async fn a_server_that_no_longer_knows_the_native_command_gets_the_script() {
     let again = lock.acquire("f", ms(5000)).await.unwrap().unwrap();
     assert!(lock.release(&again).await.unwrap());
 }
+
+/// The Redis 7 binary, which has neither `DELIFEQ` nor `SET … IFEQ`:
+/// `redis-server` on `PATH` (the CI's Valkey leg points `REDIS_SERVER` at
+/// Valkey, which has both), else `REDIS_SERVER`.
+fn older_server() -> std::path::PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("redis-server"))
+        .find(|p| p.is_file())
+        .or_else(|| redis_primitives_testkit::redis_server_binary().ok())
+        .unwrap_or_else(|| panic!("no redis-server: install Redis 7 (apt-get install -y redis-server)"))
+}
+
+/// Until the reconnecting connection reaches the server now on its port.
+async fn reconnected(conn: &mut redis::aio::ConnectionManager) {
+    for _ in 0..500 {
+        if redis::cmd("PING").query_async::<String>(conn).await.is_ok() {
+            return;
+        }
+        sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the connection manager did not reconnect within 5 s");
+}
+
+/// Valkey 9 serves an address, a lock and a Redlock on a reconnecting
+/// connection learn its native commands, then Redis 7 serves the same port
+/// (a rolling downgrade, a failover to an older replica), holding the same
+/// lease keys. Redis 7 answers `SET … IFEQ` with `ERR syntax error` and
+/// `DELIFEQ` with `ERR unknown command`: whatever the wording, the refusal
+/// ran nothing, so the script runs instead and the detection is learnt
+/// again. Before, every extend was `Err(syntax error)` until a release
+/// reset the detection, and a Redlock extend lost its lease.
+#[tokio::test]
+async fn a_server_swapped_for_an_older_one_on_the_same_port_gets_the_scripts() {
+    use redis_primitives::redlock::{Redlock, RedlockConfig};
+    use redis_primitives_testkit::ServerConfig;
+
+    let mut first = valkey();
+    let port = first.port();
+    let client = redis::Client::open(first.url()).unwrap();
+    let mut manager = redis::aio::ConnectionManager::new(client).await.unwrap();
+    let lock = Lock::new(manager.clone());
+    let redlock = Redlock::connect(vec![manager.clone()], RedlockConfig::new(ms(60_000))).await.unwrap();
+    assert_eq!(lock.compare_commands().await, CompareCommands::DelIfEq);
+    assert_eq!(redlock.compare_commands().await, [CompareCommands::DelIfEq]);
+    let mut lease = lock.acquire("swap", ms(60_000)).await.unwrap().unwrap();
+    let mut red = redlock.acquire("red").await.unwrap().into_lease().expect("a lone master says yes");
+
+    first.stop();
+    let config = ServerConfig { binary: Some(older_server()), ..ServerConfig::default() };
+    let older = RedisServer::start_on(port, config).unwrap_or_else(|e| panic!("{e}"));
+    let mut raw = connect(&older).await;
+    assert_eq!(expected(&mut raw).await, CompareCommands::Scripts, "the second server must lack the native commands");
+    // The older server holds what the first held (as a replica would).
+    for (key, owner) in [(lease.key(), lease.owner().as_str()), (red.key(), red.owner().as_str())] {
+        let _: () = redis::cmd("SET").arg(key).arg(owner).arg("PX").arg(60_000).query_async(&mut raw).await.unwrap();
+    }
+    reconnected(&mut manager).await;
+
+    assert!(lock.extend(&mut lease, ms(30_000)).await.unwrap(), "extended by the script after the syntax error");
+    let left = lock.remaining_ttl("swap").await.unwrap().unwrap();
+    assert!(left <= Duration::from_millis(30_000) && left > Duration::from_millis(20_000), "{left:?}");
+    assert_eq!(lock.compare_commands().await, CompareCommands::Scripts, "learnt again: no native command");
+    assert!(lock.release(&lease).await.unwrap(), "released by the script");
+    assert_eq!(lock.remaining_ttl("swap").await.unwrap(), None);
+
+    let extension = redlock.extend(&mut red).await;
+    assert!(extension.is_extended(), "the Redlock extend runs the script: {extension:?}");
+    assert_eq!(redlock.compare_commands().await, [CompareCommands::Scripts]);
+    assert_eq!(redlock.release(&red).await.deleted, 1, "released by the script");
+}

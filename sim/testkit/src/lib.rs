@@ -420,6 +420,30 @@ pub(crate) fn in_context(e: std::io::Error, port: u16, args: &[&str]) -> ServerE
     ServerError::Io(std::io::Error::new(e.kind(), format!("`{}` to 127.0.0.1:{port}: {e}", args.join(" "))))
 }
 
+impl RedisServer {
+    /// Starts a server with `config` on `port`, typically one another
+    /// server has just left ([`RedisServer::stop`]): a client that
+    /// reconnects to the address then reaches a different server, as after
+    /// a rolling upgrade or downgrade, or a failover behind one address.
+    /// Retries for up to 5 s while the kernel frees the port.
+    pub fn start_on(port: u16, config: ServerConfig) -> Result<RedisServer, ServerError> {
+        let binary = match &config.binary {
+            Some(b) => b.clone(),
+            None => redis_server_binary()?,
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match spawn_on(&binary, port, &config) {
+                Ok(child) => return Ok(RedisServer { child: Some(child), port, config, binary }),
+                Err(ServerError::NotReady { .. }) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
