@@ -85,7 +85,11 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     ),
     ("fenced_write", "return {1, ARGV[1]}", "the client ignores the token echoed with an acceptance"),
     // job_queue/scripts.rs (the queue's five scripts on one page: one state machine).
-    ("job_claim", "local head = redis.call('ZRANGE', KEYS[1], 0, 1)", "only head[1], the oldest, is read: a second member changes nothing"),
+    (
+        "job_claim",
+        "local head = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')",
+        "only head[1] and head[2], the oldest and its score, are read: a second member changes nothing",
+    ),
     (
         "job_extend",
         "-- removed: redis.call('HSET', KEYS[1], 'lease_until', lease_until)",

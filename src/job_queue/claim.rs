@@ -4,7 +4,6 @@ use tokio::time::Instant;
 
 use crate::token::FencingToken;
 
-
 /// A claimed job: its payload, its attempt (the fence) and its lease.
 #[derive(Debug, Clone)]
 pub struct Claim {

@@ -69,7 +69,6 @@
 //! # Ok(()) }
 //! ```
 
-
 mod claim;
 mod scripts;
 #[cfg(test)]

@@ -11,6 +11,80 @@ use std::sync::LazyLock;
 
 use crate::script_source::{self, Script};
 
+/// Lua: `valid_utf8(s)`, whether `s` is UTF-8 (RFC 3629: no overlong form,
+/// no surrogate, nothing past U+10FFFF). The client reads ids as `&str`, so
+/// a script that hands an id back, or acts on one it then reports, checks it
+/// first: an id another client wrote in other bytes is then `CORRUPT` with
+/// nothing changed, not a reply the client cannot read after the writes.
+/// ASCII, the common case, costs one pattern match.
+macro_rules! lua_valid_utf8 {
+    () => {
+        r#"
+local function valid_utf8(s)
+  if not string.find(s, '[\128-\255]') then
+    return true
+  end
+  local i, n = 1, #s
+  while i <= n do
+    local c, len, lo, hi = string.byte(s, i), 1, 128, 191
+    if c < 128 then
+      len = 1
+    elseif c >= 194 and c <= 223 then
+      len = 2
+    elseif c >= 224 and c <= 239 then
+      len = 3
+      if c == 224 then lo = 160 elseif c == 237 then hi = 159 end
+    elseif c >= 240 and c <= 244 then
+      len = 4
+      if c == 240 then lo = 144 elseif c == 244 then hi = 143 end
+    else
+      return false
+    end
+    for k = 1, len - 1 do
+      local b = string.byte(s, i + k)
+      if not b or b < lo or b > hi then
+        return false
+      end
+      lo, hi = 128, 191
+    end
+    i = i + len
+  end
+  return true
+end
+"#
+    };
+}
+
+/// Lua: `lease_end(now, lease)`, `now` (server unix ms, a number below
+/// 2^53) plus `lease` (ms, canonical decimal text at most 2^53 - 1) as exact
+/// decimal text. Below 2^53 the sum of two doubles is exact, and a sum that
+/// reaches 2^53 rounds to at least 2^53 (rounding is monotonic), so the test
+/// cannot be fooled; from there the digits are added one by one (ADR 0006:
+/// no integer passes through a Lua double).
+macro_rules! lua_lease_end {
+    () => {
+        r#"
+local function lease_end(now, lease)
+  local sum = now + tonumber(lease)
+  if sum < 9007199254740992 then
+    return string.format('%.0f', sum)
+  end
+  local a, digits, carry = string.format('%.0f', now), {}, 0
+  local i, j = #a, #lease
+  while i > 0 or j > 0 or carry > 0 do
+    local d = carry
+    if i > 0 then d = d + string.byte(a, i) - 48 end
+    if j > 0 then d = d + string.byte(lease, j) - 48 end
+    digits[#digits + 1] = d % 10
+    carry = (d - d % 10) / 10
+    i, j = i - 1, j - 1
+  end
+  return string.reverse(table.concat(digits))
+end
+"#
+    };
+}
+
 /// Enqueue a job unless its id is known.
 pub(crate) const ENQUEUE: script_source::Builtin = script_source::Builtin {
     name: "job_enqueue",
@@ -55,20 +129,48 @@ return 1
 /// Claim the oldest pending job for a lease.
 pub(crate) const CLAIM: script_source::Builtin = script_source::Builtin {
     name: "job_claim",
-    text: r#"
+    text: concat!(
+        r#"
 -- KEYS[1] pending set, KEYS[2] active set
 -- ARGV[1] job key prefix (jobq:{name}:job:), ARGV[2] lease in ms
 -- Returns nil when nothing is pending, else {id, payload, attempt,
 -- lease_until}: the attempt is the hash field's exact decimal text (a Lua
--- number is a double, inexact past 2^53), lease_until is server unix ms.
--- Errors (nothing changed by any): WRONGTYPE; CORRUPT when the head's job
--- hash is missing, half-written, not pending, or its attempt is not a
--- canonical decimal HINCRBY can advance; the server's refusal of the first
--- write (READONLY, OOM), as it gave it.
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+-- number is a double, inexact past 2^53), lease_until is server unix ms,
+-- exact decimal text too.
+-- Errors (nothing changed by any): WRONGTYPE; CORRUPT when the head's id is
+-- not UTF-8, or its job hash is missing, half-written, not pending, or its
+-- attempt is not a canonical decimal HINCRBY can advance; the server's
+-- refusal of the first write (READONLY, OOM), as it gave it.
+"#,
+        lua_valid_utf8!(),
+        lua_lease_end!(),
+        r#"
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local id = head[1]
 if not id then
   return false
+end
+-- Scores are doubles: from 2^53 on one score holds several sequence numbers
+-- (up to 2048 near 2^63), and Redis orders equal scores by member, the id.
+-- The oldest of the ids sharing the head's score is the one whose hash
+-- holds the least exact seq (canonical decimals: shorter, or bytewise
+-- less). One whose seq is missing or not canonical is taken at once, so
+-- that the checks below refuse it. Below 2^53 scores are exact: one test.
+if tonumber(head[2]) >= 9007199254740992 then
+  local least
+  for _, other in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], head[2], head[2])) do
+    local s = redis.call('HGET', ARGV[1] .. other, 'seq')
+    if not s or not string.find(s, '^[1-9]%d*$') then
+      id = other
+      break
+    end
+    if not least or #s < #least or (#s == #least and s < least) then
+      least, id = s, other
+    end
+  end
+end
+if not valid_utf8(id) then
+  return redis.error_reply('CORRUPT ' .. KEYS[1] .. ' holds a job id that is not UTF-8')
 end
 local job = ARGV[1] .. id
 if redis.call('ZSCORE', KEYS[2], id) then
@@ -100,12 +202,13 @@ if type(bumped) == 'table' then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease_until = string.format('%.0f', now + tonumber(ARGV[2]))
+local lease_until = lease_end(now, ARGV[2])
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZADD', KEYS[2], lease_until, id)
 redis.call('HSET', job, 'state', 'active', 'lease_until', lease_until)
 return {id, payload, redis.call('HGET', job, 'attempt'), lease_until}
-"#,
+"#
+    ),
 };
 
 /// Complete a claimed job, if the claim's attempt is still the job's.
@@ -133,12 +236,16 @@ return {0, f[1], f[2]}
 /// Extend a claim's lease, if its attempt is still the job's and active.
 pub(crate) const EXTEND: script_source::Builtin = script_source::Builtin {
     name: "job_extend",
-    text: r#"
+    text: concat!(
+        r#"
 -- KEYS[1] job hash, KEYS[2] active set
 -- ARGV[1] id, ARGV[2] the claim's attempt, ARGV[3] lease in ms (from now)
--- Returns the new lease_until (server unix ms, decimal text), or nil when
--- the attempt is not the job's or the job is not active: nothing changed,
--- in particular a reaped job is not made active again.
+-- Returns the new lease_until (server unix ms, exact decimal text), or nil
+-- when the attempt is not the job's or the job is not active: nothing
+-- changed, in particular a reaped job is not made active again.
+"#,
+        lua_lease_end!(),
+        r#"
 local f = redis.call('HMGET', KEYS[1], 'attempt', 'state')
 if f[1] ~= ARGV[2] or f[2] ~= 'active' then
   return false
@@ -148,24 +255,31 @@ if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease_until = string.format('%.0f', now + tonumber(ARGV[3]))
+local lease_until = lease_end(now, ARGV[3])
 redis.call('ZADD', KEYS[2], 'XX', lease_until, ARGV[1])
 redis.call('HSET', KEYS[1], 'lease_until', lease_until)
 return lease_until
-"#,
+"#
+    ),
 };
 
 /// Return up to 100 lapsed claims to the pending set, in their FIFO place.
 pub(crate) const REAP: script_source::Builtin = script_source::Builtin {
     name: "job_reap",
-    text: r#"
+    text: concat!(
+        r#"
 -- KEYS[1] active set, KEYS[2] pending set
 -- ARGV[1] job key prefix (jobq:{name}:job:)
 -- Returns the ids moved back (at most BATCH; call again while it is full).
 -- A lease lapses at lease_until: score <= now. Each job goes back under its
 -- original sequence number, so it keeps its place in the queue.
--- Errors (nothing changed): WRONGTYPE; CORRUPT when a lapsed id's hash is
--- not active or has no canonical seq. All are checked before any write.
+-- Errors (nothing changed): WRONGTYPE; CORRUPT when a lapsed id is not
+-- UTF-8 (the reply must be readable, or the caller loses the ids moved),
+-- or its hash is not active or has no canonical seq. All are checked
+-- before any write.
+"#,
+        lua_valid_utf8!(),
+        r#"
 local BATCH = 100
 local t = redis.call('TIME')
 local now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
@@ -176,6 +290,9 @@ end
 redis.call('ZCARD', KEYS[2])
 local seqs = {}
 for i, id in ipairs(due) do
+  if not valid_utf8(id) then
+    return redis.error_reply('CORRUPT ' .. KEYS[1] .. ' holds a job id that is not UTF-8')
+  end
   local job = ARGV[1] .. id
   local f = redis.call('HMGET', job, 'state', 'seq')
   if f[1] ~= 'active' then
@@ -192,7 +309,8 @@ for i, id in ipairs(due) do
   redis.call('HSET', ARGV[1] .. id, 'state', 'pending')
 end
 return due
-"#,
+"#
+    ),
 };
 
 pub(super) static ENQUEUE_SCRIPT: LazyLock<Script> = LazyLock::new(|| script_source::script(ENQUEUE));

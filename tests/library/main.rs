@@ -9,6 +9,7 @@ mod election;
 mod faults;
 mod fencing;
 mod guarded;
+mod job_queue;
 mod lock;
 mod module_experiment;
 mod native;
