@@ -5,7 +5,8 @@
 -- KEYS[1] lock key, KEYS[2] fence counter (never given a TTL)
 -- ARGV[1] owner value, ARGV[2] ttl in ms
 -- Returns the token, or nil when the lock is held. The token is an integer
--- reply below 2^53 and the counter's exact decimal string from 2^53 on.
+-- reply below 2^53 and the counter's exact decimal string from 2^53 on,
+-- whether the counter or the clock issued it.
 -- Errors (nothing is changed by either): WRONGTYPE when a key holds another
 -- type; CORRUPT when the counter is not an integer INCR can advance to a
 -- positive value (not a number, negative, or at 2^63 - 1).
@@ -54,6 +55,13 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local issued = math.max(token, now)
 if issued ~= token then
-  redis.call('SET', KEYS[2], time[1] .. string.format('%06d', tonumber(time[2])))
+  local floor = time[1] .. string.format('%06d', tonumber(time[2]))
+  redis.call('SET', KEYS[2], floor)
+  -- From 2^53 us (the year 2255) the clock's Lua number is rounded, but the
+  -- text just stored is exact: that is the token (ADR 0006). Below, the
+  -- number is exact and the reply an integer, as before.
+  if issued >= 9007199254740992 then
+    return floor
+  end
 end
 return issued

@@ -64,4 +64,6 @@ end
 -- (its oldest, unless the limit was lowered for a key in use).
 local rank = stale + count - limit
 local nth = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-return {0, count, now, tonumber(nth[2]) + window - now}
+-- window - (now - t), not t + window - now: t + window can pass 2^53 and
+-- round, while now - t is at most the window, and every term stays exact.
+return {0, count, now, window - (now - tonumber(nth[2]))}

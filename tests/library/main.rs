@@ -6,6 +6,7 @@ mod support;
 
 mod arguments;
 mod election;
+mod exact;
 mod faults;
 mod fencing;
 mod guarded;
