@@ -18,7 +18,7 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `jobq:{name}:pending` | sorted set | ids waiting, scored by enqueue sequence number (FIFO) |
+//! | `jobq:{name}:pending` | sorted set | ids waiting, scored by enqueue sequence number (FIFO; past 2^53, where one score holds several numbers, ties go to the least exact `seq` in the job's hash) |
 //! | `jobq:{name}:active` | sorted set | ids claimed, scored by lease expiry (server ms) |
 //! | `jobq:{name}:seq` | string | the enqueue sequence counter |
 //! | `jobq:{name}:job:<id>` | hash | `payload`, `attempt`, `state`, `seq`, `lease_until` |
@@ -41,6 +41,13 @@
 //! - finished jobs are kept (state `done`, no expiry), so an id is an
 //!   idempotency key: enqueueing it again is [`Enqueued::AlreadyKnown`].
 //!   Deleting old job hashes is the caller's business.
+//! - attempts restart after a restart without persistence: the job's hash
+//!   is lost with its attempt, so a job enqueued again is claimed at
+//!   attempt 1, and a pre-restart worker's claim (attempt 1 too) completes
+//!   it (as a lock's counter does; docs/guide/non-guarantees.md).
+//! - a claim is checked by queue name only: a claim from queue "twin" on
+//!   one server completes job "j" of queue "twin" on another, when the
+//!   attempts agree.
 //! - the claim and reap scripts build a job's key from its id, so that key is
 //!   not declared in `KEYS`. It shares the queue's hash tag, hence the slot:
 //!   Redis Cluster runs it, though strictly the docs ask for declared keys.
@@ -191,7 +198,9 @@ impl<C: Connection> JobQueue<C> {
     /// Adds job `id` at the back of the queue, unless the id is known
     /// (pending, active or done: then nothing changes). A key of another type
     /// is [`Error::WrongType`]; a corrupt sequence counter, or the id pending
-    /// without its hash, is [`Error::CorruptState`]. Neither changes anything.
+    /// without its hash, is [`Error::CorruptState`]; a server that refuses
+    /// the write (`READONLY` on a replica, `OOM`) is [`Error::Redis`] with its
+    /// code. None changes anything.
     pub async fn enqueue(&self, id: &str, payload: impl AsRef<[u8]>) -> Result<Enqueued> {
         let job = self.job_key(id)?;
         let pending = self.pending_key();
@@ -211,8 +220,10 @@ impl<C: Connection> JobQueue<C> {
     ///
     /// On `Err(e)` with `e.outcome_is_unknown()`, a job may have been
     /// claimed: it comes back through [`JobQueue::reap`] once `lease` lapses.
-    /// A job at the head whose hash this library could not have written is
-    /// [`Error::CorruptState`] (nothing changed).
+    /// A job at the head whose hash this library could not have written, or
+    /// whose id is not UTF-8 (written by another client), is
+    /// [`Error::CorruptState`] (nothing changed). A server that refuses the
+    /// write (`READONLY`, `OOM`) is [`Error::Redis`] (nothing changed).
     pub async fn claim(&self, lease: Ttl) -> Result<Option<Claim>> {
         let pending = self.pending_key();
         // Everything that depends only on the input is computed before the
@@ -357,6 +368,11 @@ impl<C: Connection> JobQueue<C> {
     /// while it returns 100). Returns the ids moved. Their holders' attempts
     /// stay the jobs' until the next claim, so a holder that is merely slow
     /// can still complete before someone claims the job again.
+    ///
+    /// A lapsed id that is not UTF-8 (written by another client), or whose
+    /// hash is not an active job's, is [`Error::CorruptState`] and nothing
+    /// is moved: every id is checked before the first write, so an error
+    /// never hides moves already made.
     pub async fn reap(&self) -> Result<Vec<String>> {
         let active = self.active_key();
         let mut conn = self.conn.clone();
