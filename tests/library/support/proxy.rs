@@ -18,6 +18,8 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -29,6 +31,9 @@ use std::time::{Duration, Instant};
 pub struct DelayProxy {
     addr: SocketAddr,
     upstream: SocketAddr,
+    /// The listening socket's inode, to find it among this process's open
+    /// files (see [`DelayProxy::is_listening`]).
+    listener_inode: u64,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
 }
@@ -68,6 +73,7 @@ impl DelayProxy {
     pub fn start(upstream: SocketAddr) -> io::Result<DelayProxy> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
         let addr = listener.local_addr()?;
+        let listener_inode = std::fs::metadata(format!("/proc/self/fd/{}", listener.as_raw_fd()))?.ino();
         let shared = Arc::new(Shared::default());
         let acceptor = {
             let shared = shared.clone();
@@ -75,7 +81,7 @@ impl DelayProxy {
                 .name(format!("delay-proxy-{}", addr.port()))
                 .spawn(move || accept_loop(listener, upstream, shared))?
         };
-        Ok(DelayProxy { addr, upstream, shared, acceptor: Some(acceptor) })
+        Ok(DelayProxy { addr, upstream, listener_inode, shared, acceptor: Some(acceptor) })
     }
 
     /// The address clients connect to.
@@ -120,6 +126,16 @@ impl DelayProxy {
             let _ = thread.join();
         }
         lock(&self.shared.sockets).clear();
+    }
+
+    /// Whether this process still has the proxy's listening socket open.
+    /// Read from `/proc/self/fd` rather than by connecting to the port: once
+    /// the proxy closes it, any other test's server may bind the same port,
+    /// and a connection that succeeds then says nothing about the proxy.
+    pub fn is_listening(&self) -> bool {
+        let wanted = format!("socket:[{}]", self.listener_inode);
+        let Ok(fds) = std::fs::read_dir("/proc/self/fd") else { return false };
+        fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == wanted.as_str()))
     }
 
     /// Whether [`DelayProxy::stop`] has run.
