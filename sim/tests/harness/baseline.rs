@@ -1,4 +1,5 @@
-//! `rp-sim check` against the committed `reports/baseline.json`: the
+//! `rp-sim check` against the committed baseline of the server in use
+//! (`reports/baseline.json` on Redis, `reports/baseline-valkey.json` on Valkey): the
 //! election's seed set matches it as the library stands, and a broken
 //! primitive — the release script replaced by one that never deletes, loaded
 //! into the production `Election` through the mutation hook, so a stopping
@@ -13,8 +14,22 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use redis_primitives_testkit::{redis_server_binary, ServerKind};
+
+/// The committed baseline of the server this run uses: its figures are
+/// that server's (`reports/baseline.json` Redis 7's, `baseline-valkey.json`
+/// Valkey 9's), so a machine with only Valkey checks against Valkey's.
+fn baseline() -> PathBuf {
+    let binary = redis_server_binary().unwrap_or_else(|e| panic!("{e}"));
+    let file = match ServerKind::of(&binary).unwrap_or_else(|e| panic!("{e}")) {
+        ServerKind::Redis => "baseline.json",
+        ServerKind::Valkey => "baseline-valkey.json",
+    };
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../reports").join(file)
+}
+
 fn check(mutant: Option<&str>) -> (Option<i32>, String) {
-    let baseline = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../reports/baseline.json");
+    let baseline = baseline();
     let mut c = Command::new(env!("CARGO_BIN_EXE_rp-sim"));
     c.args(["check", "--scenario", "election", "--baseline", baseline.to_str().unwrap()]);
     let scratch = std::env::temp_dir().join(format!("rp-check-mutant-{}.lua", std::process::id()));
