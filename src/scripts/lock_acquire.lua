@@ -28,9 +28,10 @@ end
 local token = redis.pcall('INCR', KEYS[2])
 if type(token) == 'table' then
   redis.call('DEL', KEYS[1])
-  -- Only a value INCR cannot count from is the counter's fault; WRONGTYPE
-  -- and the server's own refusals go back as the server gave them.
-  if string.find(token.err, 'not an integer', 1, true) or string.find(token.err, 'overflow', 1, true) then
+  -- INCR answers ERR only for a value it cannot count from: the counter's
+  -- fault. WRONGTYPE and the server's own refusals (READONLY, OOM) go back
+  -- as the server gave them.
+  if string.sub(token.err, 1, 4) == 'ERR ' then
     return redis.error_reply('CORRUPT fence counter ' .. KEYS[2] .. ': ' .. token.err)
   end
   return token

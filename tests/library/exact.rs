@@ -70,7 +70,7 @@ impl Pinned {
 /// Runs `property` over `strategy`, 64 deterministic cases (or
 /// `RP_ARGUMENT_CASES`), on `rt` (the runtime the test's connections were
 /// made on, which drives them); the closure gets a case number.
-fn run<S: Strategy>(
+pub(crate) fn run<S: Strategy>(
     rt: &tokio::runtime::Runtime,
     strategy: S,
     property: impl Fn(&tokio::runtime::Runtime, u64, S::Value) -> Result<(), TestCaseError>,

@@ -164,3 +164,46 @@ async fn a_claim_is_checked_by_queue_name_only_across_servers_documented_non_gua
     assert_eq!(on_b.complete(&from_a).await.unwrap(), Completion::Accepted, "A's claim completed B's job");
     assert_eq!(on_b.state("j").await.unwrap(), Some(JobState::Done));
 }
+
+/// The claim script's UTF-8 test agrees with Rust's on any bytes near the
+/// edges of the encoding (overlong forms, surrogates, past U+10FFFF,
+/// truncated and stray continuation bytes): a well-formed id is claimed
+/// and read back as it is, any other is `CorruptState` with nothing taken.
+#[test]
+fn the_scripts_utf8_test_agrees_with_rusts_on_any_bytes() {
+    use proptest::prelude::*;
+    let edges: &[u8] = &[
+        0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef,
+        0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff,
+    ];
+    let bytes = prop_oneof![
+        3 => prop::collection::vec(prop::sample::select(edges.to_vec()), 1..8),
+        1 => any::<String>().prop_filter("non-empty", |s| !s.is_empty()).prop_map(String::into_bytes),
+    ];
+    let s = server();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let c = rt.block_on(conn(&s));
+    crate::exact::run(&rt, bytes, |rt, case, id| {
+        let q = JobQueue::new(c.clone(), &format!("utf8-{case}")).unwrap();
+        let mut c = c.clone();
+        rt.block_on(async {
+            let job = raw_job_key(&q, &id);
+            let _: () = redis::cmd("ZADD").arg(q.pending_key()).arg(1).arg(&id).query_async(&mut c).await.unwrap();
+            let _: () = redis::cmd("HSET")
+                .arg(&job)
+                .arg(&["payload", "p", "state", "pending", "attempt", "0", "seq", "1"])
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            match (std::str::from_utf8(&id), q.claim(ms(60_000)).await) {
+                (Ok(text), Ok(Some(claim))) => prop_assert_eq!(claim.id(), text),
+                (Err(_), Err(Error::CorruptState { .. })) => {
+                    let attempt = field(&mut c, &job, "attempt").await;
+                    prop_assert_eq!(attempt.as_deref(), Some("0"), "nothing taken");
+                }
+                (valid, other) => prop_assert!(false, "{:?} (utf-8: {}): {:?}", id, valid.is_ok(), other),
+            }
+            Ok(())
+        })
+    });
+}
