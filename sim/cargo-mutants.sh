@@ -12,7 +12,7 @@
 #   sim/cargo-mutants.sh              # every group, about 2-3 h on 2 cores
 #   sim/cargo-mutants.sh lock         # one group
 #   sim/cargo-mutants.sh --recheck lock  # only what lock's last run missed
-#   cargo run --release -p redis-primitives-sim -- mutants --cargo-mutants target/mutants --out reports/mutants.md
+#   cargo run --release -p redis-primitives-sim --features mutants -- mutants --cargo-mutants target/mutants --out reports/mutants.md
 #
 # Results go to target/mutants/<group>/mutants.out (cargo-mutants' format).
 set -euo pipefail

@@ -121,10 +121,19 @@ pub mod guide {
 }
 
 /// Every Lua script the library runs, `(name, text)`: what `rp-sim mutants`
-/// mutates. Only with the `mutation-hooks` feature, which applications
-/// never enable; not part of the API.
-#[cfg(feature = "mutation-hooks")]
+/// mutates. Listing them changes nothing; replacing one at run time needs
+/// the `mutation-hooks` feature ([`mutation_hooks_enabled`]). Not part of
+/// the API.
 #[doc(hidden)]
 pub fn mutation_scripts() -> impl Iterator<Item = (&'static str, &'static str)> {
     script_source::ALL.iter().map(|b| (b.name, b.text))
+}
+
+/// Whether this build lets `RP_MUTANT_SCRIPT` replace a script (the
+/// `mutation-hooks` feature, which only the builds that measure mutants
+/// turn on). Without it every mutant would run as the original and
+/// "survive", so the harness refuses to measure. Not part of the API.
+#[doc(hidden)]
+pub const fn mutation_hooks_enabled() -> bool {
+    cfg!(feature = "mutation-hooks")
 }

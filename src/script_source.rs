@@ -37,8 +37,6 @@ pub(crate) fn text(builtin: Builtin) -> Cow<'static, str> {
 /// names) and its text.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Builtin {
-    // Read only by the mutation seam.
-    #[cfg_attr(not(feature = "mutation-hooks"), allow(dead_code))]
     pub(crate) name: &'static str,
     pub(crate) text: &'static str,
 }
@@ -58,7 +56,6 @@ pub(crate) const SLIDING_COUNTER: Builtin =
 
 /// Every script the library runs: what the harness mutates
 /// (`crate::mutation_scripts`). A primitive adds its scripts here.
-#[cfg_attr(not(feature = "mutation-hooks"), allow(dead_code))]
 pub(crate) const ALL: &[Builtin] = &[
     LOCK_ACQUIRE,
     LOCK_ACQUIRE_FLOORED,

@@ -712,6 +712,14 @@ fn mutants_cmd(args: MutantsArgs) -> i32 {
         }
         return 0;
     }
+    if !redis_primitives::mutation_hooks_enabled() {
+        eprintln!(
+            "rp-sim mutants: this rp-sim was built without the library's mutation hooks, so no mutant \
+             could take effect and every one would survive. Build it with the `mutants` feature: \
+             cargo run --release -p redis-primitives-sim --features mutants -- mutants"
+        );
+        return 2;
+    }
     let rp_sim = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {

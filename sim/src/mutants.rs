@@ -457,7 +457,7 @@ pub fn markdown(results: &[MutantResult], seeds: u64) -> String {
     let _ = writeln!(md, "```sh");
     let _ = writeln!(md, "cargo install cargo-mutants --locked   # once");
     let _ = writeln!(md, "sim/cargo-mutants.sh                   # Rust mutants, per family, into target/mutants");
-    let _ = writeln!(md, "cargo run --release -p redis-primitives-sim -- mutants --seeds {seeds} --cargo-mutants target/mutants --out reports/mutants.md");
+    let _ = writeln!(md, "cargo run --release -p redis-primitives-sim --features mutants -- mutants --seeds {seeds} --cargo-mutants target/mutants --out reports/mutants.md");
     let _ = writeln!(md, "```\n");
     let _ = writeln!(md, "`sim/tests/slow/mutants.rs` (run by `.ci/run`) fails when a script mutant survives.\n");
     let _ = writeln!(md, "## Script mutants (`rp-sim mutants --seeds {seeds}`)\n");
