@@ -141,6 +141,15 @@ pub enum Completion {
         state: Option<JobState>,
     },
 }
+impl<C> JobQueue<C> {
+    /// The longest lease a claim or an extension takes: 2^52 ms (about
+    /// 142,000 years). The scripts add the lease to the server's clock (unix
+    /// ms) in a Lua number, a double, which is exact below 2^53: with the
+    /// lease at most 2^52 and the clock below 2^52 (until the year 144,000)
+    /// the lease's end is exact (ADR 0006). A [`Ttl`] goes up to 2^53 − 1.
+    pub const MAX_LEASE_MILLIS: u64 = 1 << 52;
+}
+
 impl<C: Connection> JobQueue<C> {
     /// The queue `name` (keys `jobq:{name}:…`) with the default drift
     /// allowance ([`Drift::DEFAULT`], as for [`crate::Lock`]). A name that is
@@ -218,6 +227,9 @@ impl<C: Connection> JobQueue<C> {
     /// Claims the oldest pending job for `lease` (server clock), giving it
     /// its next attempt number. `Ok(None)` when nothing is pending.
     ///
+    /// A lease longer than [`JobQueue::MAX_LEASE_MILLIS`] is
+    /// [`Error::InvalidInput`], refused before anything is sent.
+    ///
     /// On `Err(e)` with `e.outcome_is_unknown()`, a job may have been
     /// claimed: it comes back through [`JobQueue::reap`] once `lease` lapses.
     /// A job at the head whose hash this library could not have written, or
@@ -225,6 +237,7 @@ impl<C: Connection> JobQueue<C> {
     /// [`Error::CorruptState`] (nothing changed). A server that refuses the
     /// write (`READONLY`, `OOM`) is [`Error::Redis`] (nothing changed).
     pub async fn claim(&self, lease: Ttl) -> Result<Option<Claim>> {
+        check_lease(lease)?;
         let pending = self.pending_key();
         // Everything that depends only on the input is computed before the
         // request is sent; after it, only parsing the reply can fail, and
@@ -327,8 +340,12 @@ impl<C: Connection> JobQueue<C> {
     /// this request would have given: an extension to a *shorter* lease may
     /// have moved the server's lease closer, and the claim must not trust
     /// itself past it.
+    ///
+    /// A lease longer than [`JobQueue::MAX_LEASE_MILLIS`] is
+    /// [`Error::InvalidInput`], refused before anything is sent.
     pub async fn extend(&self, claim: &mut Claim, lease: Ttl) -> Result<bool> {
         self.check_claim(claim)?;
+        check_lease(lease)?;
         let usable = self.drift.usable(lease);
         let sent_at = Instant::now();
         match self.extend_request(claim, lease).await {
@@ -411,6 +428,15 @@ impl<C: Connection> JobQueue<C> {
                 format!("claim of {:?} belongs to queue {:?}, not {:?}", claim.id, claim.queue, self.name),
             ))
         }
+    }
+}
+
+/// A lease the scripts can add to the server's clock exactly.
+fn check_lease(lease: Ttl) -> Result<()> {
+    if lease.as_millis() <= JobQueue::<()>::MAX_LEASE_MILLIS {
+        Ok(())
+    } else {
+        Err(Error::invalid("lease", format!("{} ms is longer than a job's longest lease, 2^52 ms", lease.as_millis())))
     }
 }
 

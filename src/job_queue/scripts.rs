@@ -43,36 +43,6 @@ end
     };
 }
 
-/// Lua: `lease_end(now, lease)`, `now` (server unix ms, a number below
-/// 2^53) plus `lease` (ms, canonical decimal text at most 2^53 - 1) as exact
-/// decimal text. Below 2^53 the sum of two doubles is exact, and a sum that
-/// reaches 2^53 rounds to at least 2^53 (rounding is monotonic), so the test
-/// cannot be fooled; from there the digits are added one by one (ADR 0006:
-/// no integer passes through a Lua double).
-macro_rules! lua_lease_end {
-    () => {
-        r#"
-local function lease_end(now, lease)
-  local sum = now + tonumber(lease)
-  if sum < 9007199254740992 then
-    return string.format('%.0f', sum)
-  end
-  local a, digits, carry = string.format('%.0f', now), {}, 0
-  local i, j = #a, #lease
-  while i > 0 or j > 0 or carry > 0 do
-    local d = carry
-    if i > 0 then d = d + string.byte(a, i) - 48 end
-    if j > 0 then d = d + string.byte(lease, j) - 48 end
-    digits[#digits + 1] = d % 10
-    carry = (d - d % 10) / 10
-    i, j = i - 1, j - 1
-  end
-  return string.reverse(table.concat(digits))
-end
-"#
-    };
-}
-
 /// Enqueue a job unless its id is known.
 pub(crate) const ENQUEUE: script_source::Builtin = script_source::Builtin {
     name: "job_enqueue",
@@ -123,15 +93,15 @@ pub(crate) const CLAIM: script_source::Builtin = script_source::Builtin {
 -- ARGV[1] job key prefix (jobq:{name}:job:), ARGV[2] lease in ms
 -- Returns nil when nothing is pending, else {id, payload, attempt,
 -- lease_until}: the attempt is the hash field's exact decimal text (a Lua
--- number is a double, inexact past 2^53), lease_until is server unix ms,
--- exact decimal text too.
+-- number is a double, inexact past 2^53), lease_until is server unix ms:
+-- exact, since the client refuses a lease past 2^52 ms and the clock reads
+-- below 2^52 ms (until the year 144,000), so the sum is below 2^53.
 -- Errors (nothing changed by any): WRONGTYPE; CORRUPT when the head's id is
 -- not UTF-8, or its job hash is missing, half-written, not pending, or its
 -- attempt is not a canonical decimal HINCRBY can advance; the server's
 -- refusal of the first write (READONLY, OOM), as it gave it.
 "#,
         lua_valid_utf8!(),
-        lua_lease_end!(),
         r#"
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local id = head[1]
@@ -190,7 +160,7 @@ if type(bumped) == 'table' then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease_until = lease_end(now, ARGV[2])
+local lease_until = string.format('%.0f', now + tonumber(ARGV[2]))
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZADD', KEYS[2], lease_until, id)
 redis.call('HSET', job, 'state', 'active', 'lease_until', lease_until)
@@ -224,16 +194,13 @@ return {0, f[1], f[2]}
 /// Extend a claim's lease, if its attempt is still the job's and active.
 pub(crate) const EXTEND: script_source::Builtin = script_source::Builtin {
     name: "job_extend",
-    text: concat!(
-        r#"
+    text: r#"
 -- KEYS[1] job hash, KEYS[2] active set
 -- ARGV[1] id, ARGV[2] the claim's attempt, ARGV[3] lease in ms (from now)
--- Returns the new lease_until (server unix ms, exact decimal text), or nil
--- when the attempt is not the job's or the job is not active: nothing
--- changed, in particular a reaped job is not made active again.
-"#,
-        lua_lease_end!(),
-        r#"
+-- Returns the new lease_until (server unix ms, decimal text: exact, the
+-- lease being at most 2^52 ms, as for a claim), or nil when the attempt is
+-- not the job's or the job is not active: nothing changed, in particular a
+-- reaped job is not made active again.
 local f = redis.call('HMGET', KEYS[1], 'attempt', 'state')
 if f[1] ~= ARGV[2] or f[2] ~= 'active' then
   return false
@@ -243,12 +210,11 @@ if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local lease_until = lease_end(now, ARGV[3])
+local lease_until = string.format('%.0f', now + tonumber(ARGV[3]))
 redis.call('ZADD', KEYS[2], 'XX', lease_until, ARGV[1])
 redis.call('HSET', KEYS[1], 'lease_until', lease_until)
 return lease_until
-"#
-    ),
+"#,
 };
 
 /// Return up to 100 lapsed claims to the pending set, in their FIFO place.

@@ -226,20 +226,25 @@ fn sliding_counter_retry_after_is_exact_near_2_pow_53() {
 }
 
 /// The job queue's numbers: a sequence counter and an attempt near 2^53
-/// and 2^63, and a lease whose end passes 2^53 ms, at a pinned clock. The
-/// attempt is exactly one more; FIFO holds across the ids enqueued; the
-/// lease ends exactly at the pinned instant plus the lease.
+/// and 2^63, and a lease near the longest one a job takes (2^52 ms), at a
+/// pinned clock. The attempt is exactly one more; FIFO holds across the
+/// ids enqueued; the lease ends exactly at the pinned instant plus the
+/// lease, and a longer lease is refused before anything is sent. Before,
+/// a lease whose end passed 2^53 ms was accepted and its end rounded.
 #[test]
 fn job_queue_sequences_attempts_and_lease_ends_near_2_pow_53_and_2_pow_63_are_exact() {
+    const MAX: u64 = JobQueue::<()>::MAX_LEASE_MILLIS;
     let s = Pinned::start("jobs");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let conn = rt.block_on(connect(&s.server));
-    let lease = prop_oneof![(P53 - 4_000_000_000_000)..P53, 1u64..100_000];
-    let now_ms = 1_700_000_000_000u64..1_800_000_000_000;
+    let lease = prop_oneof![(0u64..64).prop_map(|d| MAX - 32 + d), (MAX - (1 << 40))..=Ttl::MAX_MILLIS, 1u64..100_000];
+    // Up to the year 2262, the last instant the clock library can pin.
+    let now_ms = 1_700_000_000_000u64..9_000_000_000_000;
     run(&rt, (near_edges(), near_edges(), lease, now_ms), |rt, case, (seq, attempt, lease, now_ms)| {
         s.pin(now_ms * 1000);
         let q = JobQueue::new(conn.clone(), &format!("exact-{case}")).unwrap();
         let mut c = conn.clone();
+        let ttl = Ttl::from_millis(lease).unwrap();
         rt.block_on(async {
             // Room for three more sequence numbers below 2^63.
             set(&mut c, &q.seq_key(), seq.min(i64::MAX as u64 - 3)).await;
@@ -250,12 +255,18 @@ fn job_queue_sequences_attempts_and_lease_ends_near_2_pow_53_and_2_pow_63_are_ex
             let job = q.job_key("c").unwrap();
             let _: () =
                 redis::cmd("HSET").arg(&job).arg("attempt").arg(attempt.to_string()).query_async(&mut c).await.unwrap();
-            let claim = q.claim(Ttl::from_millis(lease).unwrap()).await.unwrap().unwrap();
+            if lease > MAX {
+                let refused = q.claim(ttl).await;
+                let is_invalid = matches!(refused, Err(redis_primitives::Error::InvalidInput { what: "lease", .. }));
+                prop_assert!(is_invalid, "lease {}: {:?}", lease, refused);
+                prop_assert_eq!(q.state("c").await.unwrap(), Some(redis_primitives::JobState::Pending));
+                return Ok(());
+            }
+            let mut claim = q.claim(ttl).await.unwrap().unwrap();
             prop_assert_eq!(claim.id(), "c", "FIFO from counter {}", seq);
             prop_assert_eq!(claim.attempt(), FencingToken::new(attempt + 1));
             prop_assert_eq!(claim.lease_until_ms(), now_ms + lease, "lease end at {} + {}", now_ms, lease);
-            let mut claim = claim;
-            prop_assert!(q.extend(&mut claim, Ttl::from_millis(lease).unwrap()).await.unwrap());
+            prop_assert!(q.extend(&mut claim, ttl).await.unwrap());
             prop_assert_eq!(claim.lease_until_ms(), now_ms + lease, "extended from the same pinned instant");
             for id in ["b", "a"] {
                 let next = q.claim(Ttl::from_millis(1_000).unwrap()).await.unwrap().unwrap();
