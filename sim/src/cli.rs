@@ -256,6 +256,14 @@ pub struct ExploreArgs {
     /// histograms and digest; only the wall time differs.
     #[arg(long, short = 'j', value_name = "N", default_value_t = Jobs::available())]
     pub jobs: Jobs,
+    /// Run every seed twice and require the same history: the determinism
+    /// self-check. A difference means the code under test reads something
+    /// the simulation does not control (real time, unseeded randomness, a
+    /// task spawned outside its actor, an unbiased select!, HashMap order);
+    /// the first differing event is printed and explore exits 2. Doubles
+    /// the time.
+    #[arg(long)]
+    pub twice: bool,
 }
 
 /// `mutants` options.
@@ -479,9 +487,14 @@ fn explore_cmd(args: ExploreArgs, placement: Placement) -> i32 {
         .shard(shard)
         .jobs(args.jobs)
         .progress(crate::progress::Progress::for_stderr())
-        .fail_fast(args.fail_fast);
+        .fail_fast(args.fail_fast)
+        .twice(args.twice);
     let ex = match explore_with(scenario, &mut servers, options) {
         Ok(ex) => ex,
+        Err(e @ crate::servers::SetupError::Nondeterministic(_)) => {
+            eprintln!("rp-sim: not deterministic: {e}");
+            return 2;
+        }
         Err(e) => {
             eprintln!("rp-sim: set-up error: {e}");
             return 2;

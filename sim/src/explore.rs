@@ -131,6 +131,9 @@ pub struct ExploreOptions {
     pub progress: Progress,
     /// Stop at the first violating seed (in seed order).
     pub fail_fast: bool,
+    /// Run every seed twice and require one history
+    /// ([`crate::compare_histories`]): the determinism self-check.
+    pub twice: bool,
 }
 
 impl ExploreOptions {
@@ -144,6 +147,7 @@ impl ExploreOptions {
             jobs: Jobs::ONE,
             progress: Progress::Quiet,
             fail_fast: false,
+            twice: false,
         }
     }
 
@@ -165,6 +169,13 @@ impl ExploreOptions {
     /// Whether to stop at the first violating seed.
     pub fn fail_fast(self, fail_fast: bool) -> ExploreOptions {
         ExploreOptions { fail_fast, ..self }
+    }
+
+    /// Run every seed twice and stop with
+    /// [`SetupError::Nondeterministic`] at the first (lowest) seed whose two
+    /// histories differ. Doubles the time.
+    pub fn twice(self, twice: bool) -> ExploreOptions {
+        ExploreOptions { twice, ..self }
     }
 }
 
@@ -191,7 +202,7 @@ pub fn explore_with(
     options: ExploreOptions,
 ) -> Result<Exploration, SetupError> {
     let started = Instant::now();
-    let ExploreOptions { start, seeds, shard, jobs, progress, fail_fast } = options;
+    let ExploreOptions { start, seeds, shard, jobs, progress, fail_fast, twice } = options;
     let end = start.saturating_add(seeds);
     // This shard's share of the range: what the progress counts towards.
     let share = (start..end).filter(|&s| shard.includes(start, s)).count() as u64;
@@ -205,7 +216,16 @@ pub fn explore_with(
             }
             // A panic is a harness bug: say which seed, stop the other jobs
             // after their current seed, and let it surface.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario.run(servers, seed))) {
+            let run = || {
+                let first = scenario.run(servers, seed)?;
+                if twice {
+                    let second = scenario.run(servers, seed)?;
+                    crate::determinism::compare_histories(seed, &first.history, &second.history)
+                        .map_err(|d| SetupError::Nondeterministic(Box::new(d)))?;
+                }
+                Ok(first)
+            };
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
                 Ok(result) => ledger.record(seed, result),
                 Err(panic) => {
                     ledger.abandon();

@@ -91,6 +91,10 @@ pub enum SetupError {
     /// bug, not a finding.
     #[error(transparent)]
     Run(Box<crate::world::SimError>),
+    /// `explore --twice`: one seed gave two histories, so no replay of it
+    /// can be trusted (see [`crate::Divergence`]).
+    #[error(transparent)]
+    Nondeterministic(Box<crate::determinism::Divergence>),
     /// A plan that cannot run (an unknown scenario, a workload of another
     /// family, an index out of range), or a space that drew none: bad input,
     /// refused before anything ran.

@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use redis_primitives_sim::scenarios::SCENARIOS;
-use redis_primitives_sim::Servers;
+use redis_primitives_sim::{compare_histories, Actor, ActorResult, Op, Servers, World, WorldConfig};
 
 /// Seeds checked per scenario; different seeds must give different digests.
 const SEEDS: [u64; 2] = [3, 11];
@@ -29,18 +29,8 @@ fn every_scenario_gives_the_same_digest_twice_in_one_process() {
                 first.simulated_ms()
             );
             assert!(first.history.len() > 10, "{} seed {seed} recorded almost nothing", scenario.name);
-            if first.digest != second.digest {
-                let a: Vec<String> = first.history.iter().map(|e| e.to_string()).collect();
-                let b: Vec<String> = second.history.iter().map(|e| e.to_string()).collect();
-                let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-                panic!(
-                    "{} seed {seed}: digests differ ({} vs {}); first difference at event {at}:\n  {}\n  {}",
-                    scenario.name,
-                    first.digest,
-                    second.digest,
-                    a.get(at).map_or("<end>", String::as_str),
-                    b.get(at).map_or("<end>", String::as_str)
-                );
+            if let Err(d) = compare_histories(seed, &first.history, &second.history) {
+                panic!("{}: {d}", scenario.name);
             }
             digests.push(first.digest);
         }
@@ -121,4 +111,43 @@ fn placement_changes_the_speed_not_the_history() {
         assert_eq!(s, a, "{} seed 5: the placement changed the history", scenario.name);
     }
     println!("{} scenarios: the same digest on CPU {cpu} and anywhere", shared.len());
+}
+
+/// A world of one's own whose actor breaks a rule (it reads the real clock
+/// into what it records): the run completes, and only a second run of the
+/// same seed tells. The self-check names the event where the runs part.
+#[test]
+fn the_self_check_flags_code_that_reads_real_time() {
+    async fn client(actor: Actor) -> ActorResult {
+        let mut conn = actor.connection(0);
+        let _: () = redis::cmd("SET").arg("k").arg("v").query_async(&mut conn).await?;
+        // The broken rule: std::time instead of tokio::time.
+        let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let id = actor.invoke(Op::Release { name: format!("wrote-at-{}", wall.as_nanos()), token: None });
+        actor.ok(id, Op::Release { name: "k".into(), token: None });
+        Ok(())
+    }
+    let mut servers = Servers::new();
+    let mut run = || {
+        let mut world = World::new(&mut servers, WorldConfig::new(5)).expect("world");
+        world.actor("client-0", client);
+        world.run().expect("run").history.events()
+    };
+    let (first, second) = (run(), run());
+    let d = compare_histories(5, &first, &second).expect_err("real time read into the history was not flagged");
+    assert!(d.first.as_deref().is_some_and(|e| e.contains("wrote-at-")), "{d}");
+    assert!(d.to_string().contains("std::time"), "{d}");
+}
+
+/// `explore --twice` runs each seed twice; the harness's own scenarios
+/// keep the rules, so it passes and prints what `explore` prints.
+#[test]
+fn explore_twice_passes_a_deterministic_scenario() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rp-sim"))
+        .args(["explore", "--scenario", "lock", "--seeds", "3", "--twice", "--jobs", "1"])
+        .output()
+        .expect("run rp-sim");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("lock: 3 seeds (0..3), 0 violating"), "{stdout}");
 }
