@@ -59,6 +59,7 @@ pub fn scripts() -> Vec<ScriptUnderTest> {
 /// not as a gap.
 pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     // lock_acquire.lua
+    ("lock_acquire", "if string.sub(token.err, 0, 4) == 'ERR ' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
     ("lock_acquire", "if token >= 9007199254740993 then", "the literal 2^53 + 1 is a Lua number and rounds to 2^53: the same test"),
     (
         "lock_acquire",
@@ -67,6 +68,26 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     ),
     // lock_acquire_floored.lua: the counter script's lines up to the floor,
     // with the same equivalents.
+    (
+        "lock_acquire_floored",
+        "if string.sub(token.err, 0, 4) == 'ERR ' then",
+        "Lua's string.sub treats a start of 0 as 1: the same prefix",
+    ),
+    (
+        "lock_acquire_floored",
+        "if issued > 9007199254740992 then",
+        "at exactly 2^53 the clock's Lua number is still exact, so returning it as a number gives the token the text would",
+    ),
+    (
+        "lock_acquire_floored",
+        "if issued >= 9007199254740993 then",
+        "the literal 2^53 + 1 is a Lua number and rounds to 2^53: the same test",
+    ),
+    (
+        "lock_acquire_floored",
+        "if issued >= 9007199254740991 then",
+        "at 2^53 − 1 the clock's number is exact and the text stored holds the same value (the client parses either shape)",
+    ),
     (
         "lock_acquire_floored",
         "if token >= 9007199254740993 then",
@@ -85,6 +106,23 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     ),
     ("fenced_write", "return {1, ARGV[1]}", "the client ignores the token echoed with an acceptance"),
     // job_queue/scripts.rs (the queue's five scripts on one page: one state machine).
+    ("job_enqueue", "if string.sub(seq.err, 0, 4) == 'ERR ' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
+    ("job_claim", "if string.sub(bumped.err, 0, 4) == 'ERR ' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
+    (
+        "job_claim",
+        "if tonumber(head[2]) >= 9007199254740993 then",
+        "the literal 2^53 + 1 is a Lua number and rounds to 2^53: the same test",
+    ),
+    (
+        "job_claim",
+        "if tonumber(head[2]) >= 9007199254740991 then",
+        "below 2^53 a score holds one sequence number, and INCR never repeats one: the head's score is its own tie group, and the tie-break picks the head",
+    ),
+    (
+        "job_claim",
+        "if not least or #s < #least or (#s == #least and s <= least) then",
+        "sequence numbers come from INCR and never repeat, so two tied ids never hold the same seq",
+    ),
     (
         "job_claim",
         "local head = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')",
