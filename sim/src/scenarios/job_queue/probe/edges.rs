@@ -101,30 +101,7 @@ pub(super) async fn one(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::err
             .await;
             forget(c, &job, &active).await?;
         }
-        23 => {
-            // Sequence numbers that share a score, enqueued in the reverse
-            // of their ids' order (which Redis uses among equal scores): at
-            // 2^53, across a power of ten (16 and 17 digits), and three at
-            // 2^62 (1024 integers per double there).
-            let runs: [(u64, &[&str]); 3] = [
-                ((1 << 53) - 1, &["z1", "y1"]),
-                (9_999_999_999_999_998, &["b2", "a2"]),
-                (1 << 62, &["b3", "c3", "a3"]),
-            ];
-            for (start, ids) in runs {
-                raw(&mut c.conn, &["SET", &seq, &start.to_string()]).await?;
-                for id in ids {
-                    c.queue.enqueue(id, "p").await?;
-                }
-                let mut order = Vec::new();
-                for _ in ids {
-                    let r = c.queue.claim(Ttl::from_millis(10_000)?).await;
-                    order.push(said(&r, |claim| claim.as_ref().map_or("nothing".into(), |c| c.id().to_string())));
-                }
-                let case = format!("claim: FIFO among sequence numbers that share a score, from {start}");
-                c.record(&case, ids.join(" "), order.join(" "), None).await;
-            }
-        }
+        23 => fifo_in_ties(c, &seq).await?,
         24 => {
             // Three ids sharing a score past 2^53, the middle one (by id)
             // with no seq: refused, though the others are fine, and
@@ -161,29 +138,55 @@ pub(super) async fn one(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::err
             let r = c.queue.claim(Ttl::from_millis(10_000)?).await;
             c.record("claim: an attempt at 2^63 - 1", format!("corrupt {j}"), said(&r, claimed), b).await;
         }
-        _ => {
-            // The longest lease a job takes (2^52 ms) ends at server time +
-            // lease, read around the call; a longer one is refused unsent.
-            c.queue.enqueue("j", "p").await?;
-            let b = c.before().await;
-            let r = c.queue.claim(Ttl::from_millis(Ttl::MAX_MILLIS)?).await;
-            c.record("claim: a lease past the longest", "invalid lease".into(), said(&r, claimed), b).await;
-            let lease = Ttl::from_millis(JobQueue::<()>::MAX_LEASE_MILLIS)?;
-            let expected = "an end of TIME + lease".to_string();
-            let before = server_ms(c).await?;
-            let r = c.queue.claim(lease).await;
-            let after = server_ms(c).await?;
-            let judged = |end: u64| {
-                let start = end.wrapping_sub(lease.as_millis());
-                if (before..=after).contains(&start) {
-                    expected.clone()
-                } else {
-                    format!("an end of {end}, {start} + lease, outside TIME {before}..={after}")
-                }
-            };
-            let got = said(&r, |claim| claim.as_ref().map_or("nothing".into(), |c| judged(c.lease_until_ms())));
-            c.record("claim: the longest lease", expected, got, None).await;
-        }
+        _ => longest_lease(c).await?,
     }
+    Ok(())
+}
+
+/// Sequence numbers that share a score, enqueued in the reverse of their
+/// ids' order (which Redis uses among equal scores): at 2^53, across a
+/// power of ten (16 and 17 digits), and three at 2^62 (1024 integers per
+/// double there).
+async fn fifo_in_ties(c: &mut Case<'_>, seq: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let runs: [(u64, &[&str]); 3] =
+        [((1 << 53) - 1, &["z1", "y1"]), (9_999_999_999_999_998, &["b2", "a2"]), (1 << 62, &["b3", "c3", "a3"])];
+    for (start, ids) in runs {
+        raw(&mut c.conn, &["SET", seq, &start.to_string()]).await?;
+        for id in ids {
+            c.queue.enqueue(id, "p").await?;
+        }
+        let mut order = Vec::new();
+        for _ in ids {
+            let r = c.queue.claim(Ttl::from_millis(10_000)?).await;
+            order.push(said(&r, |claim| claim.as_ref().map_or("nothing".into(), |c| c.id().to_string())));
+        }
+        let case = format!("claim: FIFO among sequence numbers that share a score, from {start}");
+        c.record(&case, ids.join(" "), order.join(" "), None).await;
+    }
+    Ok(())
+}
+
+/// The longest lease a job takes (2^52 ms) ends at server time + lease,
+/// read around the call; a longer one is refused unsent.
+async fn longest_lease(c: &mut Case<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    c.queue.enqueue("j", "p").await?;
+    let b = c.before().await;
+    let r = c.queue.claim(Ttl::from_millis(Ttl::MAX_MILLIS)?).await;
+    c.record("claim: a lease past the longest", "invalid lease".into(), said(&r, claimed), b).await;
+    let lease = Ttl::from_millis(JobQueue::<()>::MAX_LEASE_MILLIS)?;
+    let expected = "an end of TIME + lease".to_string();
+    let before = server_ms(c).await?;
+    let r = c.queue.claim(lease).await;
+    let after = server_ms(c).await?;
+    let judged = |end: u64| {
+        let start = end.wrapping_sub(lease.as_millis());
+        if (before..=after).contains(&start) {
+            expected.clone()
+        } else {
+            format!("an end of {end}, {start} + lease, outside TIME {before}..={after}")
+        }
+    };
+    let got = said(&r, |claim| claim.as_ref().map_or("nothing".into(), |c| judged(c.lease_until_ms())));
+    c.record("claim: the longest lease", expected, got, None).await;
     Ok(())
 }
