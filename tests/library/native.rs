@@ -172,16 +172,30 @@ async fn a_server_that_no_longer_knows_the_native_command_gets_the_script() {
     assert!(lock.release(&again).await.unwrap());
 }
 
-/// The Redis 7 binary, which has neither `DELIFEQ` nor `SET … IFEQ`:
-/// `redis-server` on `PATH` (the CI's Valkey leg points `REDIS_SERVER` at
-/// Valkey, which has both), else `REDIS_SERVER`.
-fn older_server() -> std::path::PathBuf {
+/// The server swapped in, and how it refuses the native commands: Redis 7
+/// where one is installed (`redis-server` on `PATH`, or `REDIS_SERVER` when
+/// it names one): `SET … IFEQ` is a syntax error there and `DELIFEQ` an
+/// unknown command. On a machine with Valkey only, a Valkey whose ACL
+/// refuses `SET` and `DELIFEQ` (`NOPERM`): another wording of the same
+/// refusal, which runs nothing either. Its scripts run `GET`, `PEXPIRE` and
+/// `DEL`, which the ACL allows.
+fn older_server_config() -> redis_primitives_testkit::ServerConfig {
+    use redis_primitives_testkit::ServerConfig;
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("redis-server"))
-        .find(|p| p.is_file())
-        .or_else(|| redis_primitives_testkit::redis_server_binary().ok())
-        .unwrap_or_else(|| panic!("no redis-server: install Redis 7 (apt-get install -y redis-server)"))
+    let on_path = std::env::split_paths(&path).map(|dir| dir.join("redis-server")).find(|p| p.is_file());
+    let named = std::env::var_os("REDIS_SERVER")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.file_name().is_some_and(|n| n == "redis-server") && p.is_file());
+    match on_path.or(named) {
+        Some(redis) => ServerConfig { binary: Some(redis), ..ServerConfig::default() },
+        None => ServerConfig {
+            binary: Some(redis_primitives_testkit::valkey_server_binary().unwrap_or_else(|e| panic!("{e}"))),
+            args: ["--user", "default", "on", "nopass", "~*", "&*", "+@all", "-set", "-delifeq"]
+                .map(String::from)
+                .to_vec(),
+            ..ServerConfig::default()
+        },
+    }
 }
 
 /// Until the reconnecting connection reaches the server now on its port.
@@ -202,11 +216,12 @@ async fn reconnected(conn: &mut redis::aio::ConnectionManager) {
 /// `DELIFEQ` with `ERR unknown command`: whatever the wording, the refusal
 /// ran nothing, so the script runs instead and the detection is learnt
 /// again. Before, every extend was `Err(syntax error)` until a release
-/// reset the detection, and a Redlock extend lost its lease.
+/// reset the detection, and a Redlock extend lost its lease. (Where no
+/// Redis 7 is installed the second server is a Valkey whose ACL refuses
+/// the native commands: see [`older_server_config`].)
 #[tokio::test]
 async fn a_server_swapped_for_an_older_one_on_the_same_port_gets_the_scripts() {
     use redis_primitives::redlock::{Redlock, RedlockConfig};
-    use redis_primitives_testkit::ServerConfig;
 
     let mut first = valkey();
     let port = first.port();
@@ -220,25 +235,25 @@ async fn a_server_swapped_for_an_older_one_on_the_same_port_gets_the_scripts() {
     let mut red = redlock.acquire("red").await.unwrap().into_lease().expect("a lone master says yes");
 
     first.stop();
-    let config = ServerConfig { binary: Some(older_server()), ..ServerConfig::default() };
-    let older = RedisServer::start_on(port, config).unwrap_or_else(|e| panic!("{e}"));
+    let older = RedisServer::start_on(port, older_server_config()).unwrap_or_else(|e| panic!("{e}"));
     let mut raw = connect(&older).await;
-    assert_eq!(expected(&mut raw).await, CompareCommands::Scripts, "the second server must lack the native commands");
-    // The older server holds what the first held (as a replica would).
+    let has = expected(&mut raw).await;
+    // The older server holds what the first held (as a replica would);
+    // PSETEX, since the ACL variant refuses SET.
     for (key, owner) in [(lease.key(), lease.owner().as_str()), (red.key(), red.owner().as_str())] {
-        let _: () = redis::cmd("SET").arg(key).arg(owner).arg("PX").arg(60_000).query_async(&mut raw).await.unwrap();
+        let _: () = redis::cmd("PSETEX").arg(key).arg(60_000).arg(owner).query_async(&mut raw).await.unwrap();
     }
     reconnected(&mut manager).await;
 
     assert!(lock.extend(&mut lease, ms(30_000)).await.unwrap(), "extended by the script after the syntax error");
     let left = lock.remaining_ttl("swap").await.unwrap().unwrap();
     assert!(left <= Duration::from_millis(30_000) && left > Duration::from_millis(20_000), "{left:?}");
-    assert_eq!(lock.compare_commands().await, CompareCommands::Scripts, "learnt again: no native command");
+    assert_eq!(lock.compare_commands().await, has, "learnt again, from the server now on the port");
     assert!(lock.release(&lease).await.unwrap(), "released by the script");
     assert_eq!(lock.remaining_ttl("swap").await.unwrap(), None);
 
     let extension = redlock.extend(&mut red).await;
     assert!(extension.is_extended(), "the Redlock extend runs the script: {extension:?}");
-    assert_eq!(redlock.compare_commands().await, [CompareCommands::Scripts]);
+    assert_eq!(redlock.compare_commands().await, [has]);
     assert_eq!(redlock.release(&red).await.deleted, 1, "released by the script");
 }
