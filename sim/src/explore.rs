@@ -217,6 +217,7 @@ pub fn explore_with(
             // A panic is a harness bug: say which seed, stop the other jobs
             // after their current seed, and let it surface.
             let run = || {
+                let _stop = StopOnPanic(&ledger);
                 let first = scenario.run(servers, seed)?;
                 if twice {
                     let second = scenario.run(servers, seed)?;
@@ -246,6 +247,20 @@ pub fn explore_with(
     ex.cpus = parts.iter().filter_map(|(_, cpu)| *cpu).collect();
     ex.jobs = jobs.get();
     Ok(ex)
+}
+
+/// Stops every job as soon as a seed's panic starts unwinding, not once it
+/// is caught: the other jobs look at the ledger between seeds, and the
+/// panic hook before the unwinding (a backtrace, on a loaded machine) can
+/// take longer than their next seed.
+struct StopOnPanic<'a>(&'a crate::jobs::Ledger);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abandon();
+        }
+    }
 }
 
 impl Exploration {

@@ -130,16 +130,26 @@ impl redis_primitives_sim::Runner for PanicsAt {
         use std::sync::atomic::Ordering;
         self.runs.fetch_add(1, Ordering::SeqCst);
         if seed == self.seed {
-            self.panicked.store(true, Ordering::SeqCst);
+            // Set while the panic unwinds, after the panic hook has printed
+            // (which can take long on a loaded machine), a few frames below
+            // where the harness stops the other jobs.
+            struct Unwound<'a>(&'a std::sync::atomic::AtomicBool);
+            impl Drop for Unwound<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            let _unwound = Unwound(&self.panicked);
             panic!("planted panic at seed {seed}");
         }
         if !self.panicked.load(Ordering::SeqCst) {
+            // Only a guard against a job that never panics.
             let waited = std::time::Instant::now();
-            while !self.panicked.load(Ordering::SeqCst) && waited.elapsed() < std::time::Duration::from_secs(30) {
+            while !self.panicked.load(Ordering::SeqCst) && waited.elapsed() < std::time::Duration::from_secs(120) {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            // The panicking job stops the others within microseconds of
-            // its panic; this seed ends well after that.
+            // The harness stops the other jobs a few frames of unwinding
+            // after `panicked`; this seed ends well after that.
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         self.inner.run_workload(servers, seed, workload, schedule)
