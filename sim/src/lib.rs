@@ -98,6 +98,7 @@
 //! | `baseline.rs` | `rp-sim check`: the pinned seed sets against `reports/baseline.json` (timing regressions) |
 #![deny(missing_docs)]
 
+mod api;
 mod baseline;
 mod bridge;
 pub mod checker;
@@ -105,6 +106,7 @@ pub mod cli;
 mod clock;
 mod explore;
 mod family;
+mod fault_record;
 pub mod history;
 mod jobs;
 mod mutants;
@@ -133,7 +135,7 @@ pub use checker::Violation;
 pub use clock::{ServerClock, CLOCK_FILE_ENV};
 pub use explore::{explore, explore_with, replay_command, Exploration, ExploreOptions, SeedReport, SeedRun};
 pub use family::{Family, Runner, Workload};
-pub use history::{Digest, Event, EventKind, History, Millis, Op, OpId};
+pub use history::{Api, Digest, Event, EventKind, FaultRecord, History, Millis, NamedTarget, NemesisStep, Op, OpId};
 pub use jobs::{Jobs, JobsError};
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};

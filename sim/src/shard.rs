@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::explore::{Exploration, SeedRun};
-use crate::history::{Digest, Fnv1a};
+use crate::history::{Api, Digest, Fnv1a};
 use crate::stats::Histograms;
 
 /// Which part of a seed range one process runs: the seeds whose offset
@@ -126,7 +126,7 @@ pub struct ShardFile {
     /// Situation → seeds that reached it.
     pub coverage: BTreeMap<String, u64>,
     /// Library operation → invocations.
-    pub operations: BTreeMap<String, u64>,
+    pub operations: BTreeMap<Api, u64>,
     /// Simulated time over every seed (ms).
     pub simulated_ms: u64,
     /// Events over every seed.

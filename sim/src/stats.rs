@@ -401,7 +401,8 @@ fn windows(events: &[Event]) -> Vec<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::History;
+    use crate::history::{FaultRecord, History};
+    use crate::nemesis::FaultKind;
 
     #[test]
     fn summaries_are_exact_for_small_values() {
@@ -428,7 +429,7 @@ mod tests {
         let h = History::new();
         let role = |r, ep| Op::Role { election: "e".into(), role: r, epoch: Some(ep), deadline: None };
         h.observe_at(0, "a", role(Role::Leader, 1));
-        h.fault_at(100, "pause a for 1500ms");
+        h.fault_at(100, FaultRecord::on_client(FaultKind::ClientPause, "a", false, 1500));
         h.observe_at(510, "b", role(Role::Leader, 2));
         h.observe_at(1600, "a", role(Role::Follower, 1));
         h.observe_at(2000, "b", role(Role::Resigned, 2));
@@ -445,7 +446,7 @@ mod tests {
         let role = |r, ep, d| Op::Role { election: "e".into(), role: r, epoch: Some(ep), deadline: d };
         h.observe_at(0, "a", role(Role::Leader, 1, Some(400)));
         h.observe_at(100, "a", role(Role::Leader, 1, Some(500))); // renewed
-        h.fault_at(150, "pause a for 1500ms");
+        h.fault_at(150, FaultRecord::on_client(FaultKind::ClientPause, "a", false, 1500));
         h.observe_at(505, "b", role(Role::Leader, 2, Some(905)));
         // a resumes at 1650 and only then records what it stopped believing at 500.
         h.observe_at(1650, "a", role(Role::Follower, 1, None));
