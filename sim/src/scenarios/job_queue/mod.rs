@@ -45,7 +45,7 @@ use crate::history::{Api, Event, EventKind, Millis, Op};
 use crate::nemesis::{Fault, Schedule};
 use crate::servers::{Servers, SetupError};
 use crate::space::{FaultSpace, WorkloadFault};
-use crate::stats::Histograms;
+use crate::stats::{Histograms, Metric, Unit};
 use crate::world::{together, Actor, ActorResult, Process, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
@@ -72,7 +72,7 @@ const PRODUCER: &str = "producer";
 /// actors share ([`Actor::alias`]).
 const SIDE: &str = "queue-side";
 /// Extra runs per job (its claims − 1): work done twice, measured.
-const DOUBLE_RUNS: &str = "job-double-run-count";
+const DOUBLE_RUNS: Metric = Metric::new("job-double-run-count", Unit::Count);
 const ENQUEUE: &str = "job-enqueue";
 const CLAIM: &str = "job-claim";
 const EXTEND: &str = "job-extend";
