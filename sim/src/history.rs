@@ -972,7 +972,7 @@ impl Op {
             Op::RemainingTtl { .. } => "remaining-ttl",
             Op::RedlockConnect { .. } => "redlock-connect",
             Op::RedlockExtend { .. } => "redlock-extend",
-            Op::Fault { .. } => "fault",
+            Op::Fault(_) => "fault",
             Op::Reached { .. } => "reached",
             Op::ErrorReply { .. } => "error-reply",
             Op::StateProbe { .. } => "state-probe",
@@ -1530,7 +1530,7 @@ pub fn render_timeline(events: &[Event]) -> String {
     out.push_str("    time  process      kind      op  operation\n");
     for e in events {
         let mark = match (&e.op, e.kind) {
-            (Op::Fault { .. }, _) => "!!",
+            (Op::Fault(_), _) => "!!",
             (_, EventKind::Info) => "??",
             _ => "  ",
         };

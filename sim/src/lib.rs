@@ -146,7 +146,7 @@ pub use progress::{stderr_is_terminal, Meter, Progress};
 pub use servers::{check_clock_library, clock_library, KeyAtEnd, ServerNode, Servers, SetupError};
 pub use shard::{merge, Shard, ShardError, ShardFile};
 pub use space::{rng, FaultSpace, Space, WorkloadFault, Workloads};
-pub use stats::{Bound, Histograms, Percentiles, Summary};
+pub use stats::{Bound, Histograms, Metric, Percentiles, Summary, Unit};
 pub use timeline::Timeline;
 pub use world::{
     derive_seed, together, Actor, ActorResult, Process, RestartMode, RunOutcome, SimError, World, WorldConfig,

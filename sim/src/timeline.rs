@@ -194,7 +194,7 @@ fn marks(events: &[Event]) -> BTreeMap<String, Vec<Mark>> {
     let mut invoked: BTreeMap<u64, &Event> = BTreeMap::new();
     let end = events.last().map_or(0, |e| e.time);
     for e in events {
-        if matches!(e.op, Op::Fault { .. } | Op::Reached { .. }) {
+        if matches!(e.op, Op::Fault(_) | Op::Reached { .. }) {
             continue;
         }
         match e.kind {
