@@ -291,7 +291,7 @@ pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<
                         figure,
                         from,
                         to,
-                        unit: if figure == "count" { "samples".into() } else { bs.unit.clone() },
+                        unit: if figure == "count" { "samples".into() } else { bs.unit.to_string() },
                     });
                 }
             }
@@ -308,7 +308,7 @@ mod tests {
     use super::*;
 
     fn figures(p99: u64, violations: &[(u64, &str)]) -> Baseline {
-        let summary = Summary { count: 40, min: 1, p50: 20, p90: 80, p99, max: p99 + 10, unit: "ms".into() };
+        let summary = Summary { count: 40, min: 1, p50: 20, p90: 80, p99, max: p99 + 10, unit: crate::stats::Unit::Ms };
         let scenario = ScenarioFigures {
             seeds: vec![1, 2],
             violations: violations.iter().map(|(s, i)| (*s, vec![i.to_string()])).collect(),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::checker::Violation;
-use crate::history::Digest;
+use crate::history::{Api, Digest};
 use crate::jobs::{Jobs, Ledger};
 use crate::progress::{Meter, Progress};
 use crate::scenarios::{Outcome, Scenario};
@@ -78,7 +78,7 @@ pub struct Exploration {
     /// but not declared is listed too.
     pub coverage: BTreeMap<String, u64>,
     /// Public library operation → invocations over every seed.
-    pub operations: BTreeMap<String, u64>,
+    pub operations: BTreeMap<Api, u64>,
 }
 
 impl Exploration {
@@ -326,7 +326,7 @@ pub struct ExploreJson<'a> {
     /// none did).
     pub coverage: BTreeMap<String, u64>,
     /// Public library operation → invocations over every seed.
-    pub operations: BTreeMap<String, u64>,
+    pub operations: BTreeMap<Api, u64>,
     /// Declared situations that no seed reached.
     pub unreached: Vec<String>,
     /// Exploration digest (hex).

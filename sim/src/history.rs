@@ -29,9 +29,12 @@
 //! process (no `DefaultHasher`, whose keys are random per process).
 
 use core::fmt;
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::fault_record::{FaultRecord, NamedTarget, NemesisStep};
 
 /// Milliseconds of simulated time since the start of the simulation.
 pub type Millis = u64;
@@ -507,7 +510,9 @@ impl fmt::Display for RedlockRound {
 ///
 /// Result fields are `Option`s: `None` on the invoke event, filled on an `Ok`
 /// completion, and left `None` when the outcome is unknown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Serialised (into the JSON a history's digest hashes), never read back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Op {
     /// `Lock::acquire` (or a naive lock's acquire).
     Acquire {
@@ -745,11 +750,9 @@ pub enum Op {
         /// Milliseconds left (on `Ok`; `None` = no lease).
         ms: Option<u64>,
     },
-    /// A fault injected (or healed) by the nemesis, or the harness itself.
-    Fault {
-        /// Readable description, e.g. `pause client-1 for 1500ms`.
-        description: String,
-    },
+    /// A fault injected (or healed) by the nemesis, or by the workload
+    /// itself: typed, text only in `Display` and the JSON.
+    Fault(FaultRecord),
     /// Observation: the run reached a situation its scenario declares it
     /// exists to reach (a "sometimes" assertion; see
     /// [`crate::scenarios::Situation`]). Recorded once per run and situation.
@@ -969,7 +972,7 @@ impl Op {
             Op::RemainingTtl { .. } => "remaining-ttl",
             Op::RedlockConnect { .. } => "redlock-connect",
             Op::RedlockExtend { .. } => "redlock-extend",
-            Op::Fault { .. } => "fault",
+            Op::Fault(_) => "fault",
             Op::Reached { .. } => "reached",
             Op::ErrorReply { .. } => "error-reply",
             Op::StateProbe { .. } => "state-probe",
@@ -1130,7 +1133,7 @@ impl fmt::Display for Op {
                 Some(ms) => write!(f, "remaining-ttl {name} -> {ms}ms"),
                 None => write!(f, "remaining-ttl {name} -> not held"),
             },
-            Op::Fault { description } => write!(f, "fault: {description}"),
+            Op::Fault(record) => write!(f, "fault: {record}"),
             Op::Reached { situation } => write!(f, "reached: {situation}"),
             Op::ErrorReply { message } => write!(f, "error reply: {message}"),
             Op::LibraryError { message } => write!(f, "library error: {message}"),
@@ -1181,7 +1184,7 @@ impl fmt::Display for Op {
 }
 
 /// One line of the history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {
     /// Position in the history (0, 1, 2, …).
     pub index: u64,
@@ -1200,7 +1203,46 @@ pub struct Event {
     /// Absent on completions and observations (and from the digest's JSON
     /// when absent, so histories without it keep their digests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api: Option<String>,
+    pub api: Option<Api>,
+}
+
+/// A public library operation an invocation calls (`Lock::extend`): what
+/// the operations table counts and what a checker finds a call by. Each is
+/// a constant where its family declares its operations; compared as a
+/// value, printed and serialised as its name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Api(Cow<'static, str>);
+
+impl Api {
+    /// The operation `Type::method`.
+    pub const fn new(name: &'static str) -> Api {
+        Api(Cow::Borrowed(name))
+    }
+
+    /// Its name, `Type::method`.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&self.0)
+    }
+}
+
+impl Serialize for Api {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Api {
+    /// A name read back from a shard file: the same operation as the
+    /// constant of that name.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Api, D::Error> {
+        String::deserialize(deserializer).map(|name| Api(Cow::Owned(name)))
+    }
 }
 
 impl fmt::Display for Event {
@@ -1301,12 +1343,12 @@ impl History {
 
     /// Records an invocation of the public library operation `api` now
     /// (see [`Event::api`]).
-    pub fn call(&self, process: &str, api: &str, op: Op) -> OpId {
+    pub fn call(&self, process: &str, api: Api, op: Op) -> OpId {
         let mut inner = self.lock();
         let t = Self::now(&inner);
         let id = Self::invoke_locked(&mut inner, t, process, op);
         if let Some(e) = inner.events.last_mut() {
-            e.api = Some(api.to_string());
+            e.api = Some(api);
         }
         id
     }
@@ -1378,22 +1420,16 @@ impl History {
 
     /// Records a nemesis fault (an `Info` event of process `nemesis`) at an
     /// explicit time — the driver loop knows it from `Sim::elapsed`.
-    pub fn fault_at(&self, time: Millis, description: impl Into<String>) {
+    pub fn fault_at(&self, time: Millis, fault: FaultRecord) {
         let mut inner = self.lock();
-        Self::observe_locked(
-            &mut inner,
-            time,
-            "nemesis",
-            EventKind::Info,
-            Op::Fault { description: description.into() },
-        );
+        Self::observe_locked(&mut inner, time, "nemesis", EventKind::Info, Op::Fault(fault));
     }
 
-    /// Records a nemesis fault now (from inside a host).
-    pub fn fault(&self, description: impl Into<String>) {
+    /// Records a fault now (from inside a host), as process `nemesis`.
+    pub fn fault(&self, fault: FaultRecord) {
         let mut inner = self.lock();
         let t = Self::now(&inner);
-        Self::observe_locked(&mut inner, t, "nemesis", EventKind::Info, Op::Fault { description: description.into() });
+        Self::observe_locked(&mut inner, t, "nemesis", EventKind::Info, Op::Fault(fault));
     }
 
     fn observe_locked(inner: &mut Inner, time: Millis, process: &str, kind: EventKind, op: Op) {
@@ -1494,7 +1530,7 @@ pub fn render_timeline(events: &[Event]) -> String {
     out.push_str("    time  process      kind      op  operation\n");
     for e in events {
         let mark = match (&e.op, e.kind) {
-            (Op::Fault { .. }, _) => "!!",
+            (Op::Fault(_), _) => "!!",
             (_, EventKind::Info) => "??",
             _ => "  ",
         };
@@ -1532,7 +1568,7 @@ mod tests {
         let h = History::new();
         let id = h.invoke_at(0, "c1", Op::Acquire { name: "l".into(), ttl_ms: 100, token: None, deadline: None });
         h.ok(id, "c1", Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(1), deadline: Some(100) });
-        h.fault_at(5, "pause c1 for 1500ms");
+        h.fault_at(5, FaultRecord::on_client(crate::nemesis::FaultKind::ClientPause, "c1", false, 1500));
         let w = h.invoke_at(
             10,
             "c1",

@@ -98,6 +98,7 @@
 //! | `baseline.rs` | `rp-sim check`: the pinned seed sets against `reports/baseline.json` (timing regressions) |
 #![deny(missing_docs)]
 
+mod api;
 mod baseline;
 mod bridge;
 pub mod checker;
@@ -106,6 +107,7 @@ mod clock;
 mod determinism;
 mod explore;
 mod family;
+mod fault_record;
 pub mod history;
 mod jobs;
 mod mutants;
@@ -135,7 +137,7 @@ pub use clock::{ServerClock, CLOCK_FILE_ENV};
 pub use determinism::{compare_histories, Divergence};
 pub use explore::{explore, explore_with, replay_command, Exploration, ExploreOptions, SeedReport, SeedRun};
 pub use family::{Family, Runner, Workload};
-pub use history::{Digest, Event, EventKind, History, Millis, Op, OpId};
+pub use history::{Api, Digest, Event, EventKind, FaultRecord, History, Millis, NamedTarget, NemesisStep, Op, OpId};
 pub use jobs::{Jobs, JobsError};
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
@@ -146,7 +148,7 @@ pub use progress::{stderr_is_terminal, Meter, Progress};
 pub use servers::{check_clock_library, clock_library, KeyAtEnd, ServerNode, Servers, SetupError};
 pub use shard::{merge, Shard, ShardError, ShardFile};
 pub use space::{rng, FaultSpace, Space, WorkloadFault, Workloads};
-pub use stats::{Bound, Histograms, Percentiles, Summary};
+pub use stats::{Bound, Histograms, Metric, Percentiles, Summary, Unit};
 pub use timeline::Timeline;
 pub use world::{
     derive_seed, together, Actor, ActorResult, Process, RestartMode, RunOutcome, SimError, World, WorldConfig,

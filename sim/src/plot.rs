@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
-use crate::stats::{unit_of, Bound, Histograms};
+use crate::stats::{Bound, Histograms, Unit};
 
 /// Times (ms) spanning more than this factor get a logarithmic x axis.
 pub const LOG_SPREAD: u64 = 50;
@@ -98,9 +98,11 @@ pub fn write_plots(
             if series.is_empty() {
                 continue;
             }
-            let lines: Vec<&Bound> = bounds.get(family).into_iter().flatten().filter(|b| b.histogram == name).collect();
+            let lines: Vec<&Bound> =
+                bounds.get(family).into_iter().flatten().filter(|b| b.histogram.name == name).collect();
+            let unit = curves.iter().find_map(|c| c.histograms.unit(name)).unwrap_or(Unit::Ms);
             let file = PathBuf::from(format!("{family}-{name}.svg"));
-            let svg = chart(family, name, &series, &lines).map_err(std::io::Error::other)?;
+            let svg = chart(family, (name, unit), &series, &lines).map_err(std::io::Error::other)?;
             std::fs::write(dir.join(&file), svg)?;
             files.push(PlotFile { family: family.clone(), histogram: name.to_string(), path: file });
         }
@@ -108,10 +110,10 @@ pub fn write_plots(
     Ok(files)
 }
 
-/// The SVG text of one chart.
+/// The SVG text of one chart of `histogram` (its name and unit).
 pub fn chart(
     family: &str,
-    histogram: &str,
+    (histogram, unit): (&str, Unit),
     series: &[(&str, Vec<(u64, u64)>)],
     bounds: &[&Bound],
 ) -> Result<String, String> {
@@ -127,8 +129,7 @@ pub fn chart(
         .chain(bounds.iter().map(|b| b.value))
         .max()
         .unwrap_or(1);
-    let unit = unit_of(histogram);
-    let log = unit == "ms" && hi >= lo.max(1).saturating_mul(LOG_SPREAD);
+    let log = unit == Unit::Ms && hi >= lo.max(1).saturating_mul(LOG_SPREAD);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -232,10 +233,10 @@ mod tests {
 
     #[test]
     fn a_chart_names_every_variant_and_bound() {
-        let bound = Bound { histogram: "admissions-per-window", value: 5, label: "limit 5".into() };
+        let bound = Bound { histogram: crate::stats::ADMISSIONS, value: 5, label: "limit 5".into() };
         let svg = chart(
             "rate-limit",
-            "admissions-per-window",
+            ("admissions-per-window", Unit::Requests),
             &[("rate-limit", vec![(1, 4), (5, 2)]), ("rate-limit-fixed-window", vec![(3, 1), (9, 2)])],
             &[&bound],
         )
@@ -249,11 +250,15 @@ mod tests {
 
     #[test]
     fn a_wide_spread_gets_a_log_axis() {
-        let svg = chart("lock", "unsafe-window", &[("lock-naive", vec![(0, 3), (2000, 1)])], &[]).expect("draws");
+        let svg =
+            chart("lock", ("unsafe-window", Unit::Ms), &[("lock-naive", vec![(0, 3), (2000, 1)])], &[]).expect("draws");
         assert!(svg.contains("log scale"));
-        let svg = chart("lock", "unsafe-window", &[("lock-naive", vec![(10, 3), (20, 1)])], &[]).expect("draws");
+        let svg =
+            chart("lock", ("unsafe-window", Unit::Ms), &[("lock-naive", vec![(10, 3), (20, 1)])], &[]).expect("draws");
         assert!(!svg.contains("log scale"));
-        let svg = chart("rate-limit", "window-fill", &[("rate-limit", vec![(1, 3), (160, 1)])], &[]).expect("draws");
+        let svg =
+            chart("rate-limit", ("window-fill", Unit::PercentOfLimit), &[("rate-limit", vec![(1, 3), (160, 1)])], &[])
+                .expect("draws");
         assert!(!svg.contains("log scale"), "a percentage stays linear");
     }
 }

@@ -18,6 +18,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::explore::{explore_with, Exploration, ExploreOptions};
+use crate::history::Api;
 use crate::jobs::Jobs;
 use crate::progress::Progress;
 use crate::scenarios::{Expect, Scenario, SCENARIOS};
@@ -91,7 +92,7 @@ pub struct ScenarioRow {
     /// Situation → seeds that reached it (every declared situation).
     pub coverage: BTreeMap<String, u64>,
     /// Public library operation → invocations.
-    pub operations: BTreeMap<String, u64>,
+    pub operations: BTreeMap<Api, u64>,
 }
 
 /// The speed benchmark.
@@ -377,7 +378,7 @@ pub fn markdown(r: &Report) -> String {
     let mut ops: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
     for s in &r.scenarios {
         for (op, n) in &s.operations {
-            ops.entry(op.as_str()).or_default().push((s.scenario.as_str(), *n));
+            ops.entry(op.name()).or_default().push((s.scenario.as_str(), *n));
         }
     }
     let _ = writeln!(m, "| operation | scenarios (calls) |");

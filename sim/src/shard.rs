@@ -20,8 +20,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::explore::{Exploration, SeedRun};
-use crate::history::{Digest, Fnv1a};
-use crate::stats::Histograms;
+use crate::history::{Api, Digest, Fnv1a};
+use crate::stats::{Histograms, Unit};
 
 /// Which part of a seed range one process runs: the seeds whose offset
 /// from the first is `index` modulo `count`.
@@ -107,7 +107,7 @@ pub enum ShardError {
 /// What one shard found, in full: the file `explore --out` writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardFile {
-    /// Format version (1).
+    /// Format version (2: histograms carry their units).
     pub format: u32,
     /// Scenario name.
     pub scenario: String,
@@ -123,10 +123,12 @@ pub struct ShardFile {
     pub violating: Vec<crate::explore::SeedReport>,
     /// Each histogram's recorded values and their counts.
     pub histograms: BTreeMap<String, Vec<(u64, u64)>>,
+    /// Each histogram's unit.
+    pub units: BTreeMap<String, Unit>,
     /// Situation → seeds that reached it.
     pub coverage: BTreeMap<String, u64>,
     /// Library operation → invocations.
-    pub operations: BTreeMap<String, u64>,
+    pub operations: BTreeMap<Api, u64>,
     /// Simulated time over every seed (ms).
     pub simulated_ms: u64,
     /// Events over every seed.
@@ -146,7 +148,7 @@ impl ShardFile {
     /// The file form of `ex`, shard `shard` of a range of `range` seeds.
     pub fn of(ex: &Exploration, shard: Shard, range: u64) -> ShardFile {
         ShardFile {
-            format: 1,
+            format: 2,
             scenario: ex.scenario.to_string(),
             start_seed: ex.start_seed,
             range,
@@ -154,6 +156,7 @@ impl ShardFile {
             runs: ex.runs.clone(),
             violating: ex.violating.clone(),
             histograms: ex.histograms.counts(),
+            units: ex.histograms.units(),
             coverage: ex.coverage.clone(),
             operations: ex.operations.clone(),
             simulated_ms: ex.simulated_ms,
@@ -176,8 +179,8 @@ impl ShardFile {
         let bytes = std::fs::read(path).map_err(|source| ShardError::Io { path: path.to_path_buf(), source })?;
         let file: ShardFile =
             serde_json::from_slice(&bytes).map_err(|source| ShardError::Format { path: path.to_path_buf(), source })?;
-        if file.format != 1 {
-            return Err(ShardError::Mismatch(format!("{}: format {}, not 1", path.display(), file.format)));
+        if file.format != 2 {
+            return Err(ShardError::Mismatch(format!("{}: format {}, not 2", path.display(), file.format)));
         }
         Ok(file)
     }
@@ -224,7 +227,7 @@ pub fn merge(files: &[ShardFile]) -> Result<Exploration, ShardError> {
     let mut coverage = BTreeMap::new();
     let mut operations = BTreeMap::new();
     for f in files {
-        histograms.merge(&Histograms::from_counts(&f.histograms));
+        histograms.merge(&Histograms::from_counts(&f.histograms, &f.units).map_err(ShardError::Mismatch)?);
         for (k, n) in &f.coverage {
             *coverage.entry(k.clone()).or_insert(0) += n;
         }

@@ -1,14 +1,16 @@
-//! HdrHistograms of what the simulation measured, in simulated milliseconds.
+//! HdrHistograms of what the simulation measured, each in its own unit.
 //!
 //! Checkers say *whether* an invariant held; these histograms say *how much*
 //! room the system had: how long two nodes both believed they led, how long
 //! a stale holder could still have written, how fast leadership moved. Each
-//! histogram has a fixed name (see the constants) so that `explore --json`,
-//! the report and the README all speak of the same thing.
+//! histogram is a [`Metric`]: a fixed name (see the constants) so that
+//! `explore --json`, the report and the README all speak of the same thing,
+//! and its [`Unit`], declared with it.
 //!
 //! Histograms are kept in a `BTreeMap` so that every output lists them in
 //! the same order in every run.
 
+use core::fmt;
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
@@ -16,26 +18,83 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::{Admission, Event, EventKind, Op, Role};
 
+/// What a histogram's samples count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Unit {
+    /// Simulated milliseconds.
+    #[serde(rename = "ms")]
+    Ms,
+    /// Requests.
+    #[serde(rename = "requests")]
+    Requests,
+    /// A percentage of a limit.
+    #[serde(rename = "% of limit")]
+    PercentOfLimit,
+    /// Occurrences.
+    #[serde(rename = "count")]
+    Count,
+}
+
+impl Unit {
+    /// How summaries, tables and plots print it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::Requests => "requests",
+            Unit::PercentOfLimit => "% of limit",
+            Unit::Count => "count",
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.label())
+    }
+}
+
+/// A histogram's name and the unit of its samples, declared together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Metric {
+    /// Its name, in kebab case (`acquire-latency`).
+    pub name: &'static str,
+    /// What its samples count.
+    pub unit: Unit,
+}
+
+impl Metric {
+    /// The histogram `name`, counted in `unit`.
+    pub const fn new(name: &'static str, unit: Unit) -> Metric {
+        Metric { name, unit }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name)
+    }
+}
+
 /// Two election nodes both believe they lead (ms).
-pub const SPLIT_BRAIN: &str = "split-brain-window";
+pub const SPLIT_BRAIN: Metric = Metric::new("split-brain-window", Unit::Ms);
 /// A holder whose lease is no longer trustworthy still believes it holds, so
 /// its write could still land (ms): the overlap of believed holds.
-pub const UNSAFE: &str = "unsafe-window";
+pub const UNSAFE: Metric = Metric::new("unsafe-window", Unit::Ms);
 /// From a leader's stall/crash until another node leads (ms).
-pub const FAILOVER: &str = "failover";
+pub const FAILOVER: Metric = Metric::new("failover", Unit::Ms);
 /// From a leader's `stop()` until another node leads (ms).
-pub const HANDOVER: &str = "hand-over";
+pub const HANDOVER: Metric = Metric::new("hand-over", Unit::Ms);
 /// From acquire invoke to its `Ok` completion (ms).
-pub const ACQUIRE_LATENCY: &str = "acquire-latency";
+pub const ACQUIRE_LATENCY: Metric = Metric::new("acquire-latency", Unit::Ms);
 /// The largest number of admissions seen in any window ending at an
 /// admission, one sample per admission (requests).
-pub const ADMISSIONS: &str = "admissions-per-window";
+pub const ADMISSIONS: Metric = Metric::new("admissions-per-window", Unit::Requests);
 /// [`ADMISSIONS`] as a percentage of the key's limit (%): above 100, the
 /// limit was exceeded. Comparable across keys with different limits.
-pub const WINDOW_FILL: &str = "window-fill";
+pub const WINDOW_FILL: Metric = Metric::new("window-fill", Unit::PercentOfLimit);
 
-/// Every histogram name with what it measures (for the report and README).
-pub const HISTOGRAM_MEANINGS: &[(&str, &str)] = &[
+/// Every histogram with what it measures (for the report and README).
+pub const HISTOGRAM_MEANINGS: &[(Metric, &str)] = &[
     (SPLIT_BRAIN, "how long two election nodes both believed they were leader (ms), one sample per overlap"),
     (
         UNSAFE,
@@ -54,23 +113,12 @@ pub const HISTOGRAM_MEANINGS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The unit of a histogram (printed with every summary): simulated ms,
-/// unless it counts (a family's own counting histograms end in `-count`).
-pub fn unit_of(name: &str) -> &'static str {
-    match name {
-        ADMISSIONS => "requests",
-        WINDOW_FILL => "% of limit",
-        _ if name.ends_with("-count") => "count",
-        _ => "ms",
-    }
-}
-
 /// A bound a histogram's samples promise to stay within (a limiter's
 /// limit on admissions per window): a dashed line on the report's plots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bound {
     /// The histogram it bounds.
-    pub histogram: &'static str,
+    pub histogram: Metric,
     /// The bound, in the histogram's unit.
     pub value: u64,
     /// The legend, e.g. `limit: 5 per 1000 ms`.
@@ -92,8 +140,8 @@ pub struct Summary {
     pub p99: u64,
     /// Largest sample.
     pub max: u64,
-    /// Unit of every figure (`ms` or `requests`).
-    pub unit: String,
+    /// Unit of every figure but `count` (`ms`, `requests`...).
+    pub unit: Unit,
 }
 
 /// A full percentile listing (for the report's JSON).
@@ -111,7 +159,8 @@ pub struct Percentiles {
 /// Named histograms, merged across seeds.
 #[derive(Debug, Clone, Default)]
 pub struct Histograms {
-    map: BTreeMap<String, Histogram<u64>>,
+    /// By name: the unit its metric declared, and the samples.
+    map: BTreeMap<String, (Unit, Histogram<u64>)>,
 }
 
 fn fresh() -> Histogram<u64> {
@@ -127,45 +176,43 @@ impl Histograms {
         Histograms::default()
     }
 
-    /// Records one sample into the histogram `name` (created on first use).
-    pub fn record(&mut self, name: &str, value: u64) {
-        self.map.entry(name.to_string()).or_insert_with(fresh).saturating_record(value);
+    fn entry(&mut self, name: &str, unit: Unit) -> &mut Histogram<u64> {
+        &mut self.map.entry(name.to_string()).or_insert_with(|| (unit, fresh())).1
     }
 
-    /// Makes sure `name` is listed even with no samples (count 0).
-    pub fn declare(&mut self, name: &str) {
-        self.map.entry(name.to_string()).or_insert_with(fresh);
+    /// Records one sample into the histogram `metric` (created on first use).
+    pub fn record(&mut self, metric: Metric, value: u64) {
+        self.entry(metric.name, metric.unit).saturating_record(value);
+    }
+
+    /// Makes sure `metric` is listed even with no samples (count 0).
+    pub fn declare(&mut self, metric: Metric) {
+        self.entry(metric.name, metric.unit);
     }
 
     /// Adds every sample of `other` (explore merges seeds this way).
     pub fn merge(&mut self, other: &Histograms) {
-        for (name, h) in &other.map {
-            let mine = self.map.entry(name.clone()).or_insert_with(fresh);
+        for (name, (unit, h)) in &other.map {
             // Auto-resizing histograms of the same precision always add.
-            let _ = mine.add(h);
+            let _ = self.entry(name, *unit).add(h);
         }
     }
 
-    /// The raw histogram, if any sample (or declaration) exists.
-    pub fn get(&self, name: &str) -> Option<&Histogram<u64>> {
-        self.map.get(name)
-    }
-
-    /// Names, in sorted order.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.map.keys().map(String::as_str)
+    /// The unit of the histogram `name`, if it exists.
+    pub fn unit(&self, name: &str) -> Option<Unit> {
+        self.map.get(name).map(|(unit, _)| *unit)
     }
 
     /// Compact summaries by name.
     pub fn summaries(&self) -> BTreeMap<String, Summary> {
-        self.map.iter().map(|(n, h)| (n.clone(), summarize(n, h))).collect()
+        self.map.iter().map(|(n, (unit, h))| (n.clone(), summarize(*unit, h))).collect()
     }
 
     /// Full percentile listings by name.
     pub fn percentiles(&self) -> BTreeMap<String, Percentiles> {
         self.map
             .iter()
-            .map(|(n, h)| {
+            .map(|(n, (unit, h))| {
                 let qs = [0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0];
                 let percentiles = if h.is_empty() {
                     Vec::new()
@@ -173,7 +220,7 @@ impl Histograms {
                     qs.iter().map(|q| (*q, h.value_at_quantile(q / 100.0))).collect()
                 };
                 let mean = if h.is_empty() { 0.0 } else { h.mean() };
-                (n.clone(), Percentiles { summary: summarize(n, h), mean, percentiles })
+                (n.clone(), Percentiles { summary: summarize(*unit, h), mean, percentiles })
             })
             .collect()
     }
@@ -185,33 +232,43 @@ impl Histograms {
     pub fn counts(&self) -> BTreeMap<String, Vec<(u64, u64)>> {
         self.map
             .iter()
-            .map(|(n, h)| (n.clone(), h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()))
+            .map(|(n, (_, h))| {
+                (n.clone(), h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect())
+            })
             .collect()
     }
 
-    /// The histograms [`Histograms::counts`] describes.
-    pub fn from_counts(counts: &BTreeMap<String, Vec<(u64, u64)>>) -> Histograms {
+    /// Every histogram's unit, by name (what a shard file carries beside
+    /// [`Histograms::counts`]).
+    pub fn units(&self) -> BTreeMap<String, Unit> {
+        self.map.iter().map(|(n, (unit, _))| (n.clone(), *unit)).collect()
+    }
+
+    /// The histograms [`Histograms::counts`] and [`Histograms::units`]
+    /// describe; `Err` names a histogram without a unit.
+    pub fn from_counts(
+        counts: &BTreeMap<String, Vec<(u64, u64)>>,
+        units: &BTreeMap<String, Unit>,
+    ) -> Result<Histograms, String> {
         let mut h = Histograms::new();
         for (name, values) in counts {
-            h.declare(name);
+            let unit = units.get(name).ok_or_else(|| format!("histogram {name} has no unit"))?;
+            let hist = h.entry(name, *unit);
             for &(value, n) in values {
-                if let Some(hist) = h.map.get_mut(name) {
-                    let _ = hist.record_n(value, n);
-                }
+                let _ = hist.record_n(value, n);
             }
         }
-        h
+        Ok(h)
     }
 
     /// Whether no histogram has any sample.
     pub fn is_empty(&self) -> bool {
-        self.map.values().all(|h| h.is_empty())
+        self.map.values().all(|(_, h)| h.is_empty())
     }
 }
 
 /// The compact summary of one histogram.
-pub fn summarize(name: &str, h: &Histogram<u64>) -> Summary {
-    let unit = unit_of(name).to_string();
+pub fn summarize(unit: Unit, h: &Histogram<u64>) -> Summary {
     if h.is_empty() {
         return Summary { count: 0, min: 0, p50: 0, p90: 0, p99: 0, max: 0, unit };
     }
@@ -401,7 +458,8 @@ fn windows(events: &[Event]) -> Vec<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::History;
+    use crate::history::{FaultRecord, History};
+    use crate::nemesis::FaultKind;
 
     #[test]
     fn summaries_are_exact_for_small_values() {
@@ -411,16 +469,20 @@ mod tests {
         }
         h.declare(SPLIT_BRAIN);
         let s = h.summaries();
-        let f = &s[FAILOVER];
+        let f = &s[FAILOVER.name];
         assert_eq!((f.count, f.min, f.p50, f.p90, f.p99, f.max), (100, 1, 50, 90, 99, 100));
-        assert_eq!(f.unit, "ms");
-        assert_eq!(s[SPLIT_BRAIN].count, 0);
+        assert_eq!(f.unit, Unit::Ms);
+        assert_eq!(s[SPLIT_BRAIN.name].count, 0);
         let mut m = Histograms::new();
         m.merge(&h);
         m.merge(&h);
-        assert_eq!(m.summaries()[FAILOVER].count, 200);
+        assert_eq!(m.summaries()[FAILOVER.name].count, 200);
         let json = serde_json::to_string(&m.percentiles()).unwrap();
         assert!(json.contains("\"p99\":99"), "{json}");
+        assert!(json.contains("\"unit\":\"ms\""), "{json}");
+        let back = Histograms::from_counts(&m.counts(), &m.units()).unwrap();
+        assert_eq!(back.summaries(), m.summaries());
+        assert!(Histograms::from_counts(&m.counts(), &BTreeMap::new()).is_err());
     }
 
     #[test]
@@ -428,7 +490,7 @@ mod tests {
         let h = History::new();
         let role = |r, ep| Op::Role { election: "e".into(), role: r, epoch: Some(ep), deadline: None };
         h.observe_at(0, "a", role(Role::Leader, 1));
-        h.fault_at(100, "pause a for 1500ms");
+        h.fault_at(100, FaultRecord::on_client(FaultKind::ClientPause, "a", false, 1500));
         h.observe_at(510, "b", role(Role::Leader, 2));
         h.observe_at(1600, "a", role(Role::Follower, 1));
         h.observe_at(2000, "b", role(Role::Resigned, 2));
@@ -445,7 +507,7 @@ mod tests {
         let role = |r, ep, d| Op::Role { election: "e".into(), role: r, epoch: Some(ep), deadline: d };
         h.observe_at(0, "a", role(Role::Leader, 1, Some(400)));
         h.observe_at(100, "a", role(Role::Leader, 1, Some(500))); // renewed
-        h.fault_at(150, "pause a for 1500ms");
+        h.fault_at(150, FaultRecord::on_client(FaultKind::ClientPause, "a", false, 1500));
         h.observe_at(505, "b", role(Role::Leader, 2, Some(905)));
         // a resumes at 1650 and only then records what it stopped believing at 500.
         h.observe_at(1650, "a", role(Role::Follower, 1, None));
@@ -480,10 +542,10 @@ mod tests {
         // (−1, 999] holds 0,10,20,999 → 4; (0, 1000] drops 0 → 4;
         // (1, 1001] holds 10,20,999,1000,1001 → 5.
         assert_eq!(record_admissions_per_window(&h.events(), &mut hs), 5);
-        assert_eq!(hs.summaries()[ADMISSIONS].count, 6);
+        assert_eq!(hs.summaries()[ADMISSIONS.name].count, 6);
         assert_eq!(record_window_fill(&h.events(), &mut hs), 5);
         // Limit 3: the window of 5 is 166 % full, rounded down.
-        let fill = &hs.summaries()[WINDOW_FILL];
+        let fill = &hs.summaries()[WINDOW_FILL.name];
         assert_eq!((fill.count, fill.max, fill.min), (6, 166, 33));
     }
 }

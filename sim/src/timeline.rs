@@ -24,8 +24,7 @@ use std::fmt::Write as _;
 
 use crate::checker::mutual_exclusion;
 use crate::checker::Violation;
-use crate::history::{Event, EventKind, Millis, Op, Role};
-use crate::nemesis::FaultClass;
+use crate::history::{Event, EventKind, FaultRecord, Millis, NemesisStep, Op, Role};
 use crate::stats::reigns;
 
 /// One run to draw: what it is, how to reproduce it, and what happened.
@@ -195,7 +194,7 @@ fn marks(events: &[Event]) -> BTreeMap<String, Vec<Mark>> {
     let mut invoked: BTreeMap<u64, &Event> = BTreeMap::new();
     let end = events.last().map_or(0, |e| e.time);
     for e in events {
-        if matches!(e.op, Op::Fault { .. } | Op::Reached { .. }) {
+        if matches!(e.op, Op::Fault(_) | Op::Reached { .. }) {
             continue;
         }
         match e.kind {
@@ -292,56 +291,52 @@ fn redlock_holds(events: &[Event], out: &mut BTreeMap<String, Vec<Mark>>) {
     }
 }
 
-/// The nemesis's faults as spans: each start paired with its undo (same
-/// target, the undo verb of its class), a fault that says `for N ms` (the
-/// workload's stalls) over N ms, anything else as an instant; plus every
-/// actor's own freezes and held requests. A fault hits the lanes whose
-/// names it mentions (every lane when it names none).
+/// The faults as spans: each nemesis start paired with its undo (the same
+/// class and target), a workload's stall or pause over its length; plus
+/// every actor's own freezes and held requests. A fault hits the lanes of
+/// the processes and nodes it names (every lane when none is a lane).
 fn spans(events: &[Event], lanes: &[String]) -> Vec<Span> {
     let end = events.last().map_or(0, |e| e.time);
-    let named = |text: &str| -> Vec<String> {
-        let words: Vec<&str> = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).collect();
-        let hit: Vec<String> = lanes.iter().filter(|l| words.contains(&l.as_str())).cloned().collect();
+    let named = |names: &[&str]| -> Vec<String> {
+        let hit: Vec<String> = lanes.iter().filter(|l| names.contains(&l.as_str())).cloned().collect();
         if hit.is_empty() {
             lanes.to_vec()
         } else {
             hit
         }
     };
-    // The fault's target: the text after the verb, before its parameters.
-    let target = |rest: &str| -> String {
-        let cut = [" (", " for "].iter().filter_map(|p| rest.find(p)).min().unwrap_or(rest.len());
-        rest[..cut].to_string()
-    };
     let mut out = Vec::new();
-    let mut open: Vec<(FaultClass, String, Millis, String)> = Vec::new();
+    let mut open: Vec<(&NemesisStep, Millis)> = Vec::new();
     for e in events {
-        let Op::Fault { description } = &e.op else { continue };
-        let (verb, rest) = description.split_once(' ').unwrap_or((description.as_str(), ""));
-        if let Some(class) = FaultClass::ALL.iter().find(|c| c.name() == verb) {
-            open.push((*class, target(rest), e.time, description.clone()));
-            continue;
-        }
-        let undone = open.iter().position(|(c, t, _, _)| c.undo_name() == verb && *t == target(rest));
-        if let Some(i) = undone {
-            let (_, t, from, title) = open.remove(i);
-            out.push(Span {
-                lanes: named(&t),
-                from,
-                to: e.time,
-                title: format!("{title}\nundone at {} ms: {description}", e.time),
-            });
-            continue;
-        }
-        let lasting = rest
-            .split_once(" for ")
-            .and_then(|(_, after)| after.split_once("ms"))
-            .and_then(|(n, _)| n.trim().parse::<Millis>().ok());
-        let to = e.time + lasting.unwrap_or(0);
-        out.push(Span { lanes: named(description), from: e.time, to, title: description.clone() });
+        let Op::Fault(fault) = &e.op else { continue };
+        let (names, lasting) = match fault {
+            FaultRecord::Nemesis(step) if !step.undo => {
+                open.push((step, e.time));
+                continue;
+            }
+            FaultRecord::Nemesis(step) => {
+                let undone = open.iter().position(|(s, _)| s.class() == step.class() && s.target == step.target);
+                if let Some(i) = undone {
+                    let (start, from) = open.remove(i);
+                    out.push(Span {
+                        lanes: named(&start.target.names()),
+                        from,
+                        to: e.time,
+                        title: format!("{start}\nundone at {} ms: {fault}", e.time),
+                    });
+                    continue;
+                }
+                (step.target.names(), 0)
+            }
+            FaultRecord::LeaderStall { process, ms, .. } | FaultRecord::HolderPause { process, ms } => {
+                (vec![process.as_str()], *ms)
+            }
+        };
+        out.push(Span { lanes: named(&names), from: e.time, to: e.time + lasting, title: fault.to_string() });
     }
-    for (_, t, from, title) in open {
-        out.push(Span { lanes: named(&t), from, to: end, title: format!("{title}\n(not undone before the end)") });
+    for (start, from) in open {
+        let title = format!("{start}\n(not undone before the end)");
+        out.push(Span { lanes: named(&start.target.names()), from, to: end, title });
     }
     for (process, from, to) in crate::checker::interruptions(events) {
         out.push(Span {
@@ -549,17 +544,18 @@ fn svg(
 mod tests {
     use super::*;
     use crate::history::History;
+    use crate::nemesis::FaultKind;
 
     fn run() -> (Vec<Event>, Vec<Violation>) {
         let h = History::new();
         let acquire = |token, deadline| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline };
         let a = h.invoke_at(0, "client-0", acquire(None, None));
         h.ok(a, "client-0", acquire(Some(1), Some(100)));
-        h.fault_at(20, "client-pause client-0 <-> all nodes for 200ms");
+        h.fault_at(20, FaultRecord::on_client(FaultKind::ClientPause, "client-0", false, 200));
         let b = h.invoke_at(50, "client-1", acquire(None, None));
         h.fail(b, "client-1", acquire(None, None));
-        h.fault_at(220, "resume client-0 <-> all nodes");
-        h.fault_at(230, "crash redis-0 (all keys and scripts lost)");
+        h.fault_at(220, FaultRecord::on_client(FaultKind::ClientPause, "client-0", true, 200));
+        h.fault_at(230, FaultRecord::on_node(FaultKind::ServerRestart, "redis-0", false, 10));
         let w = h.invoke_at(240, "client-0", Op::Note { text: "write <x> & \"y\"".into() });
         h.info(w, "client-0", Op::Note { text: "timed out".into() });
         (h.events(), vec![Violation::new("mutual-exclusion", Some(150), "two <holders>")])

@@ -52,7 +52,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use crate::bridge::BridgeNode;
-use crate::history::{Digest, EventKind, Fnv1a, History, Millis, Op, OpId};
+use crate::history::{Api, Digest, EventKind, FaultRecord, Fnv1a, History, Millis, NamedTarget, NemesisStep, Op, OpId};
 use crate::nemesis::{Action, Direction, FaultKind, Schedule, Target};
 use crate::net::{NetConfig, SimConnection, REDIS_PORT};
 use crate::pause::{sim_now, PauseHandle};
@@ -415,9 +415,9 @@ impl Actor {
     }
 
     /// Records an invocation of the public library operation `api`
-    /// (`"Lock::extend"`): what the operations table counts. Prefer it to
+    /// (`Lock::extend`): what the operations table counts. Prefer it to
     /// [`Actor::invoke`] whenever the operation is a library call.
-    pub fn call(&self, api: &str, op: Op) -> OpId {
+    pub fn call(&self, api: Api, op: Op) -> OpId {
         self.history.call(&self.name, api, op)
     }
 
@@ -775,13 +775,15 @@ impl<'s> World<'s> {
         }
     }
 
-    fn target_name(&self, target: Target) -> String {
+    /// `target` by the names the history uses.
+    fn named(&self, target: Target) -> NamedTarget {
         match target {
-            Target::Client(c) => format!("{} <-> all nodes", self.actors[c as usize].name),
-            Target::Node(n) => self.node_names[n as usize].clone(),
-            Target::Link { client, node } => {
-                format!("{} <-> {}", self.actors[client as usize].name, self.node_names[node as usize])
-            }
+            Target::Client(c) => NamedTarget::Client(self.actors[c as usize].name.clone()),
+            Target::Node(n) => NamedTarget::Node(self.node_names[n as usize].clone()),
+            Target::Link { client, node } => NamedTarget::Link {
+                client: self.actors[client as usize].name.clone(),
+                node: self.node_names[node as usize].clone(),
+            },
         }
     }
 
@@ -793,8 +795,6 @@ impl<'s> World<'s> {
 
     fn apply(&mut self, action: &Action, now: Millis) -> Result<(), SimError> {
         let fault = action.fault;
-        let verb = if action.undo { fault.kind.undo_name() } else { fault.kind.name() };
-        let mut description = format!("{verb} {}", self.target_name(fault.target));
         let links = self.links(fault.target);
         match (fault.kind, action.undo) {
             (FaultKind::Partition, false) => links.iter().for_each(|(c, n)| self.sim.partition(c.as_str(), n.as_str())),
@@ -811,11 +811,6 @@ impl<'s> World<'s> {
                         self.sim.partition_oneway(from, to);
                     }
                 }
-                let way = match direction {
-                    Direction::ToServer => "requests",
-                    Direction::ToClient => "replies",
-                };
-                description.push_str(&format!(" ({way})"));
             }
             (FaultKind::Hold, false) => links.iter().for_each(|(c, n)| self.sim.hold(c.as_str(), n.as_str())),
             (FaultKind::Hold, true) => links.iter().for_each(|(c, n)| self.sim.release(c.as_str(), n.as_str())),
@@ -823,7 +818,6 @@ impl<'s> World<'s> {
                 for (c, n) in &links {
                     self.sim.set_link_latency(c.as_str(), n.as_str(), Duration::from_millis(ms));
                 }
-                description.push_str(&format!(" ({ms}ms)"));
             }
             (FaultKind::Latency { .. }, true) => {
                 for (c, n) in &links {
@@ -835,7 +829,6 @@ impl<'s> World<'s> {
                 if let Target::Client(c) = fault.target {
                     self.actors[c as usize].pause.pause_until(Duration::from_millis(fault.end()));
                 }
-                description.push_str(&format!(" for {}ms", fault.duration));
             }
             (FaultKind::ClientPause, true) => {
                 if let Target::Client(c) = fault.target {
@@ -846,7 +839,6 @@ impl<'s> World<'s> {
                 if let Target::Node(n) = fault.target {
                     self.bridges[n as usize].pause_until(Duration::from_millis(fault.end()));
                 }
-                description.push_str(&format!(" for {}ms", fault.duration));
             }
             (FaultKind::ServerPause, true) => {
                 if let Target::Node(n) = fault.target {
@@ -865,7 +857,6 @@ impl<'s> World<'s> {
                         RestartMode::Flush => node.flush()?,
                         RestartMode::Process => node.restart()?,
                     }
-                    description.push_str(" (all keys and scripts lost)");
                 }
             }
             (FaultKind::ServerRestart, true) => {
@@ -884,9 +875,6 @@ impl<'s> World<'s> {
                     }
                     let linked = node.linked_replicas();
                     self.bridges[n as usize].set_linked_replicas(linked);
-                    if !undo {
-                        description.push_str(" (writes stop reaching its replicas)");
-                    }
                 }
             }
             (FaultKind::Failover, false) => {
@@ -895,7 +883,6 @@ impl<'s> World<'s> {
                     self.sim.crash(name.as_str());
                     self.node_mut(n)?.fail_primary();
                     self.bridges[n as usize].set_linked_replicas(0);
-                    description.push_str(" (the primary crashes)");
                 }
             }
             (FaultKind::Failover, true) => {
@@ -908,14 +895,12 @@ impl<'s> World<'s> {
                     bridge.set_linked_replicas(linked);
                     let name = self.node_names[n as usize].clone();
                     self.sim.bounce(name.as_str());
-                    description.push_str(" (a replica becomes the primary with what it had received)");
                 }
             }
             (FaultKind::ClockStep { offset_ms }, false) => {
                 if let Target::Node(n) = fault.target {
                     self.bridges[n as usize].step_clock(offset_ms);
                 }
-                description.push_str(&format!(" ({offset_ms:+}ms)"));
             }
             (FaultKind::ClockStep { .. }, true) => {
                 if let Target::Node(n) = fault.target {
@@ -923,7 +908,13 @@ impl<'s> World<'s> {
                 }
             }
         }
-        self.history.fault_at(now.max(action.time), description);
+        let step = NemesisStep {
+            kind: fault.kind,
+            target: self.named(fault.target),
+            undo: action.undo,
+            duration: fault.duration,
+        };
+        self.history.fault_at(now.max(action.time), FaultRecord::Nemesis(step));
         Ok(())
     }
 }

@@ -31,7 +31,8 @@
 use std::collections::BTreeMap;
 
 use super::{completed, order, Violation, ELECTION, LIVENESS, SELF_FENCING};
-use crate::history::{Event, EventKind, Millis, Op, Role, WriteResult};
+use crate::api::{ELECTION_RUN, ELECTION_STOP};
+use crate::history::{Api, Event, EventKind, Millis, Op, Role, WriteResult};
 use crate::stats::reigns;
 
 use super::MAX_REPORTED;
@@ -246,11 +247,11 @@ pub fn check_superseded(
 /// a corrupt counter may end it early, and no election scenario plants
 /// those.)
 pub fn check_runs_until_stopped(events: &[Event]) -> Vec<Violation> {
-    let api = |e: &Event, name: &str| e.kind == EventKind::Invoke && e.api.as_deref() == Some(name);
+    let api = |e: &Event, api: &Api| e.kind == EventKind::Invoke && e.api.as_ref() == Some(api);
     let mut runs: BTreeMap<u64, &Event> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
-        if api(e, "Election::run") {
+        if api(e, &ELECTION_RUN) {
             runs.insert(e.op_id.0, e);
             continue;
         }
@@ -258,7 +259,7 @@ pub fn check_runs_until_stopped(events: &[Event]) -> Vec<Violation> {
             continue;
         }
         let Some(run) = runs.remove(&e.op_id.0) else { continue };
-        let stopped = events.iter().any(|s| s.process == run.process && api(s, "Election::stop") && s.time <= e.time);
+        let stopped = events.iter().any(|s| s.process == run.process && api(s, &ELECTION_STOP) && s.time <= e.time);
         if !stopped {
             out.push(Violation::new(
                 LIVENESS,
@@ -521,9 +522,9 @@ mod tests {
         let note = || Op::Note { text: "run".into() };
         let h = History::new();
         h.observe_at(10, "a", note());
-        let run = h.call("a", "Election::run", note());
+        let run = h.call("a", ELECTION_RUN, note());
         h.observe_at(40, "b", note());
-        let stop = h.call("b", "Election::stop", note());
+        let stop = h.call("b", ELECTION_STOP, note());
         h.ok(stop, "b", note());
         h.observe_at(50, "a", note());
         h.info(run, "a", note());
@@ -535,9 +536,9 @@ mod tests {
         // Stopped first (by its own node), then returned: as documented.
         let h = History::new();
         h.observe_at(10, "a", note());
-        let run = h.call("a", "Election::run", note());
+        let run = h.call("a", ELECTION_RUN, note());
         h.observe_at(40, "a", note());
-        let stop = h.call("a", "Election::stop", note());
+        let stop = h.call("a", ELECTION_STOP, note());
         h.observe_at(45, "a", note());
         h.ok(run, "a", note());
         h.ok(stop, "a", note());

@@ -46,6 +46,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::lease_views::Allowance;
 use super::{Violation, ELECTION_VIEWS};
+use crate::api::{ELECTION_RUN, ELECTION_STOP};
 use crate::history::{Event, Millis, Op, Published};
 
 /// What every node was built with.
@@ -118,10 +119,10 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
         let node = nodes.entry(e.process.as_str()).or_default();
         let wrong =
             |why: String| Violation::new(ELECTION_VIEWS, Some(e.time), format!("{} at {}ms: {why}", e.process, e.time));
-        match e.api.as_deref() {
-            Some("Election::run") => node.run_id = Some(e.op_id.0),
-            Some("Election::stop") => node.stop_id = Some(e.op_id.0),
-            _ => {}
+        if e.api == Some(ELECTION_RUN) {
+            node.run_id = Some(e.op_id.0);
+        } else if e.api == Some(ELECTION_STOP) {
+            node.stop_id = Some(e.op_id.0);
         }
         if e.kind != crate::history::EventKind::Invoke {
             if node.run_id == Some(e.op_id.0) {
@@ -572,7 +573,7 @@ mod tests {
         // Elected, then stopped: the term ends, nothing begins.
         let h = History::new();
         h.observe_at(10, "n", callback(true, 3));
-        h.call("n", "Election::stop", stop());
+        h.call("n", ELECTION_STOP, stop());
         h.observe_at(20, "n", callback(false, 3));
         let v: Vec<_> = check(&h.events(), BUILT).into_iter().map(|v| v.detail).collect();
         assert!(v.iter().all(|m| !m.contains("after stop()")), "{v:?}");
@@ -582,7 +583,7 @@ mod tests {
         assert!(v.iter().any(|m| m.contains("on_elected(4) ran after stop() was called")), "{v:?}");
         // Another node's stop() says nothing about this one.
         let h = History::new();
-        h.call("m", "Election::stop", stop());
+        h.call("m", ELECTION_STOP, stop());
         h.observe_at(30, "n", callback(true, 4));
         let v: Vec<_> = check(&h.events(), BUILT).into_iter().map(|v| v.detail).collect();
         assert!(v.iter().all(|m| !m.contains("after stop()")), "{v:?}");

@@ -75,7 +75,8 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::History;
+    use crate::history::{FaultRecord, History};
+    use crate::nemesis::FaultKind;
 
     fn acquire(h: &History, p: &str, t0: u64, t1: u64, token: u64) {
         let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
@@ -105,7 +106,7 @@ mod tests {
         let h = History::new();
         acquire(&h, "a", 0, 5, 1);
         acquire(&h, "b", 10, 15, 2);
-        h.fault_at(20, "restart redis-0 without persistence");
+        h.fault_at(20, FaultRecord::on_node(FaultKind::ServerRestart, "redis-0", false, 10));
         acquire(&h, "c", 30, 35, 1);
         let v = check(&h.events());
         assert_eq!(v.len(), 2, "{v:?}");

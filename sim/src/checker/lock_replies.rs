@@ -70,6 +70,7 @@ use std::collections::BTreeMap;
 use super::{Violation, LOCK_REPLIES};
 use crate::bridge::Execution;
 use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
+use crate::nemesis::FaultClass;
 
 /// After the last fault heals, a request still in flight is delivered
 /// within the largest link latency (300 ms) plus a margin.
@@ -164,9 +165,10 @@ impl<'a> Model<'a> {
         let mut settled = 0;
         let mut leases_may_end_early = false;
         for e in events {
-            if let Op::Fault { description } = &e.op {
+            if let Op::Fault(fault) = &e.op {
                 settled = settled.max(e.time);
-                if description.starts_with("crash") || description.starts_with("clock-step") {
+                let step = fault.nemesis();
+                if step.is_some_and(|s| s.starts(FaultClass::ServerRestart) || s.starts(FaultClass::ClockStep)) {
                     leases_may_end_early = true;
                 }
             }
@@ -362,13 +364,10 @@ fn frozen(events: &[Event], process: &str, from: Millis, to: Millis) -> bool {
     }
     let mut paused_at = None;
     for e in events {
-        let Op::Fault { description } = &e.op else { continue };
-        // The nemesis names the client it pauses and resumes.
-        let target =
-            |prefix: &str| description.strip_prefix(prefix).and_then(|rest| rest.split(' ').next()) == Some(process);
-        if target("client-pause ") {
+        let Op::Fault(fault) = &e.op else { continue };
+        if fault.freezes(process) {
             paused_at = Some(e.time);
-        } else if target("resume ") {
+        } else if fault.resumes(process) {
             if let Some(s) = paused_at.take() {
                 if overlaps(s, e.time) {
                     return true;

@@ -220,7 +220,8 @@ fn fmt_token(t: Option<u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::History;
+    use crate::history::{FaultRecord, History};
+    use crate::nemesis::FaultKind;
 
     fn acquire(h: &History, p: &str, t0: u64, t1: u64, ttl: u64, token: Option<u64>) {
         let op = |token, deadline| Op::Acquire { name: "l".into(), ttl_ms: ttl, token, deadline };
@@ -238,7 +239,7 @@ mod tests {
     fn a_paused_holder_overlaps_but_is_not_a_violation() {
         let h = History::new();
         acquire(&h, "a", 0, 1, 150, Some(1));
-        h.fault_at(10, "pause a for 300ms");
+        h.fault_at(10, FaultRecord::on_client(FaultKind::ClientPause, "a", false, 300));
         acquire(&h, "b", 200, 201, 150, Some(2));
         // a wakes at 310, still believes, releases (refused: compare-and-delete).
         release(&h, "a", 310, 311, Some(1), false);

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::api::REDLOCK_ACQUIRE_WITH_RETRY;
 use crate::history::{Event, EventKind, Millis, Op, RedlockRound};
 
 /// What the Redlock checkers need to know about a run beyond its history:
@@ -170,7 +171,7 @@ pub fn calls(events: &[Event]) -> Vec<Call<'_>> {
     let mut out = Vec::new();
     for e in events {
         if e.kind == EventKind::Invoke {
-            let retry = e.api.as_deref().is_some_and(|a| a.ends_with("acquire_with_retry"));
+            let retry = e.api == Some(REDLOCK_ACQUIRE_WITH_RETRY);
             invoked.insert(e.op_id.0, (e.time, retry));
             continue;
         }
@@ -190,7 +191,8 @@ pub fn calls(events: &[Event]) -> Vec<Call<'_>> {
 pub(crate) mod build {
     //! Hand-built Redlock histories for the checkers' unit tests.
     use super::*;
-    use crate::history::OpId;
+    use crate::api::{REDLOCK_ACQUIRE, REDLOCK_EXTEND, REDLOCK_RELEASE};
+    use crate::history::{Api, OpId};
 
     /// Events under construction.
     #[derive(Default)]
@@ -228,24 +230,16 @@ pub(crate) mod build {
     }
 
     impl B {
-        fn push(&mut self, time: Millis, p: &str, kind: EventKind, id: u64, op: Op, api: Option<&str>) {
+        fn push(&mut self, time: Millis, p: &str, kind: EventKind, id: u64, op: Op, api: Option<Api>) {
             let index = self.events.len() as u64;
-            self.events.push(Event {
-                index,
-                time,
-                process: p.into(),
-                kind,
-                op_id: OpId(id),
-                op,
-                api: api.map(Into::into),
-            });
+            self.events.push(Event { index, time, process: p.into(), kind, op_id: OpId(id), op, api });
         }
 
         #[allow(clippy::too_many_arguments)]
         fn call(
             &mut self,
             p: &str,
-            api: &str,
+            api: Api,
             t0: Millis,
             t1: Millis,
             kind: EventKind,
@@ -270,7 +264,7 @@ pub(crate) mod build {
             r: RedlockRound,
             retry: bool,
         ) -> u64 {
-            let api = if retry { "Redlock::acquire_with_retry" } else { "Redlock::acquire" };
+            let api = if retry { REDLOCK_ACQUIRE_WITH_RETRY } else { REDLOCK_ACQUIRE };
             let op = |round| Op::RedlockAcquire {
                 name: "r".into(),
                 masters: 5,
@@ -289,12 +283,12 @@ pub(crate) mod build {
 
         pub fn extend(&mut self, p: &str, lease: u64, t0: Millis, t1: Millis, kind: EventKind, r: RedlockRound) -> u64 {
             let op = |round| Op::RedlockExtend { name: "r".into(), lease, round };
-            self.call(p, "Redlock::extend", t0, t1, kind, op, Some(r))
+            self.call(p, REDLOCK_EXTEND, t0, t1, kind, op, Some(r))
         }
 
         pub fn release(&mut self, p: &str, lease: u64, t0: Millis, t1: Millis, answers: &str) -> u64 {
             let op = |round| Op::RedlockRelease { name: "r".into(), lease: Some(lease), round };
-            self.call(p, "Redlock::release", t0, t1, EventKind::Ok, op, Some(round(answers)))
+            self.call(p, REDLOCK_RELEASE, t0, t1, EventKind::Ok, op, Some(round(answers)))
         }
     }
 }

@@ -33,6 +33,11 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
+use crate::api::{
+    ELECTION_RUN, ELECTION_STOP, FENCED_STORE_READ, FENCED_STORE_WRITE, NAIVE_ELECTION_RUN, NAIVE_ELECTION_STOP,
+    NAIVE_ELECTION_WRITE,
+};
+use crate::history::Api;
 use crate::history::Millis;
 use core::time::Duration;
 use rand::Rng;
@@ -48,7 +53,7 @@ use tokio::time::{sleep, Instant};
 use super::{outcome_from, Outcome, Situation};
 use crate::checker;
 use crate::checker::key_lifetimes::{Life, Rule};
-use crate::history::{Op, Published, Role, WriteResult};
+use crate::history::{FaultRecord, Op, Published, Role, WriteResult};
 use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
@@ -304,11 +309,11 @@ impl Node {
         })
     }
 
-    /// The type whose operations this node calls (for the operations table).
-    fn api(&self) -> &'static str {
+    /// The `run` and `stop` this node calls (for the operations table).
+    fn apis(&self) -> (Api, Api) {
         match self {
-            Node::Fenced { .. } => "Election",
-            Node::Naive(_) => "NaiveElection",
+            Node::Fenced { .. } => (ELECTION_RUN, ELECTION_STOP),
+            Node::Naive(_) => (NAIVE_ELECTION_RUN, NAIVE_ELECTION_STOP),
         }
     }
 
@@ -330,7 +335,7 @@ impl Node {
 
     async fn run(&self, actor: &Actor) {
         let op = Op::Note { text: "run(): campaign and renew until stop()".into() };
-        let id = actor.call(&format!("{}::run", self.api()), op.clone());
+        let id = actor.call(self.apis().0, op.clone());
         // `run()` ends only after `stop()`; its error (a failed hand-back)
         // is visible in the history as the lease simply expiring.
         let result = match self {
@@ -345,7 +350,7 @@ impl Node {
 
     async fn stop(&self, actor: &Actor) {
         let op = Op::Note { text: "stop(): hand the lease back".into() };
-        let id = actor.call(&format!("{}::stop", self.api()), op.clone());
+        let id = actor.call(self.apis().1, op.clone());
         match self {
             Node::Fenced { election, .. } => election.stop().await,
             Node::Naive(n) => n.stop().await,
@@ -377,7 +382,7 @@ impl Node {
                     fenced: true,
                     result,
                 };
-                let id = actor.call("FencedStore::write", op(None));
+                let id = actor.call(FENCED_STORE_WRITE, op(None));
                 let invoked = actor.now();
                 match store.write(RESOURCE, value.as_bytes(), epoch).await {
                     Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
@@ -405,7 +410,7 @@ impl Node {
                     fenced: false,
                     result,
                 };
-                let id = actor.call("NaiveElection::write", op(None));
+                let id = actor.call(NAIVE_ELECTION_WRITE, op(None));
                 match n.write(RESOURCE, value.as_bytes()).await {
                     Ok(true) => actor.ok(id, op(Some(WriteResult::Accepted))),
                     Ok(false) => actor.fail(id, op(None)),
@@ -506,11 +511,13 @@ fn published_of(actor: &Actor, leadership: &Leadership) -> Published {
 /// Freezes the leader `actor` for `duration` ms (a GC pause), recorded as
 /// a fault and a marker.
 fn stall_leader(actor: &Actor, markers: &Mutex<Vec<Marker>>, duration: u64, when: &str) {
-    let when = if when.is_empty() { String::new() } else { format!(" {when}") };
-    actor.history().fault(format!("stall {} (the leader) for {duration}ms{when}", actor.name()));
+    let process = actor.name().to_string();
+    let moment = (!when.is_empty()).then(|| when.to_string());
+    actor.history().fault(FaultRecord::LeaderStall { process, ms: duration, when: moment });
     if let Ok(mut m) = markers.lock() {
         m.push(Marker::Stall { node: actor.name().to_string(), at: actor.now(), duration });
     }
+    let when = if when.is_empty() { String::new() } else { format!(" {when}") };
     actor.stall(duration, &format!("(the leader){when}"));
 }
 
@@ -848,7 +855,7 @@ async fn final_read(
         sleep(Duration::from_millis(read_at - now)).await;
     }
     let op = |value, token| Op::Read { key: RESOURCE.into(), value, token };
-    let id = actor.call("FencedStore::read", op(None, None));
+    let id = actor.call(FENCED_STORE_READ, op(None, None));
     match FencedStore::new(actor.connection(0)).read(RESOURCE).await {
         Ok(Some(s)) => actor.ok(id, op(Some(String::from_utf8_lossy(&s.value).into_owned()), Some(s.token.get()))),
         Ok(None) => actor.ok(id, op(None, None)),
@@ -1670,7 +1677,7 @@ pub const ACKNOWLEDGED_FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOV
 /// When the failover's promotion happened, from the run's fault log.
 fn fault_spans_of_failover(outcome: &Outcome) -> Option<u64> {
     outcome.history.iter().find_map(|e| match &e.op {
-        Op::Fault { description } if description.starts_with("promote ") => Some(e.time),
+        Op::Fault(fault) if fault.nemesis().is_some_and(|s| s.undoes(FaultClass::Failover)) => Some(e.time),
         _ => None,
     })
 }

@@ -72,6 +72,7 @@ use std::sync::Arc;
 use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
 use super::lock::{BodyMark, GuardedCall, GuardedEnd};
+use crate::api::{LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED};
 use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
@@ -234,7 +235,7 @@ async fn unanswered_release(actor: &Actor, lock: &Lock<SimConnection>, node: usi
     let hold = actor.net().response_timeout.as_millis() as u64 + 10;
     let acquire = |token, deadline| Op::Acquire { name: UNANSWERED.into(), ttl_ms, token, deadline };
     let release = |token| Op::Release { name: UNANSWERED.into(), token: Some(token) };
-    let acquire_id = actor.call("Lock::with_lock", acquire(None, None));
+    let acquire_id = actor.call(LOCK_WITH_LOCK, acquire(None, None));
     let inner = actor.clone();
     let ran = Arc::new(AtomicBool::new(false));
     let body_ran = Arc::clone(&ran);
@@ -314,7 +315,7 @@ async fn failed_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize
     };
     if guarded(actor, lock, name, policy, body).await? == Some(true) {
         let op = |ms| Op::RemainingTtl { name: name.into(), ms };
-        let id = actor.call("Lock::remaining_ttl", op(None));
+        let id = actor.call(LOCK_REMAINING_TTL, op(None));
         match lock.remaining_ttl(name).await {
             Ok(d) => actor.ok(id, op(d.map(|d| d.as_millis() as u64))),
             Err(e) => actor.errored(id, op(None), &e),
@@ -342,7 +343,7 @@ where
     let acquire = |token, deadline| Op::Acquire { name: name.into(), ttl_ms, token, deadline };
     let release = |token| Op::Release { name: name.into(), token: Some(token) };
     let gid =
-        actor.call("Lock::with_lock_guarded", Op::Guarded { name: name.into(), token: None, outcome: None, every_ms });
+        actor.call(LOCK_WITH_LOCK_GUARDED, Op::Guarded { name: name.into(), token: None, outcome: None, every_ms });
     let acquire_id = actor.invoke(acquire(None, None));
     let inner = actor.clone();
     let r = lock

@@ -36,13 +36,18 @@ use redis_primitives::naive::{NaiveLock, UnfencedStore};
 use redis_primitives::{Acknowledgement, FencedStore, Lock, OwnerSource, Tokens, Ttl, WriteOutcome};
 
 use super::Outcome;
+use crate::api::{
+    FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_CURRENT_TOKEN, LOCK_EXTEND, LOCK_KEEP_ALIVE,
+    LOCK_RELEASE, LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED, NAIVE_LOCK_ACQUIRE, NAIVE_LOCK_RELEASE,
+    RETRY_RUN, UNFENCED_STORE_READ, UNFENCED_STORE_WRITE,
+};
 use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::checker::mutual_exclusion::{self, Policy};
 use crate::checker::{
     acknowledged_writes, corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies,
     stale_overwrite,
 };
-use crate::history::{GuardedResult, Millis, Op, WriteResult};
+use crate::history::{Api, GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
@@ -661,8 +666,8 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
         let acquire_op =
             |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
         let api = match &lock {
-            AnyLock::Fenced(_) => "Lock::acquire",
-            AnyLock::Naive(_) => "NaiveLock::acquire",
+            AnyLock::Fenced(_) => LOCK_ACQUIRE,
+            AnyLock::Naive(_) => NAIVE_LOCK_ACQUIRE,
         };
         let id = actor.call(api, acquire_op(None, None));
         let sent = actor.now();
@@ -753,8 +758,8 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
 
         let release_op = Op::Release { name: LOCK_NAME.into(), token };
         let api = match &lock {
-            AnyLock::Fenced(_) => "Lock::release",
-            AnyLock::Naive(_) => "NaiveLock::release",
+            AnyLock::Fenced(_) => LOCK_RELEASE,
+            AnyLock::Naive(_) => NAIVE_LOCK_RELEASE,
         };
         let id = actor.call(api, release_op.clone());
         let released = match (&lock, &held) {
@@ -782,7 +787,7 @@ async fn write(
 ) {
     let is_fenced = w.store == StoreKind::Fenced;
     let op = |result| Op::Write { key: RESOURCE_KEY.into(), value: value.into(), token, fenced: is_fenced, result };
-    let api = if is_fenced { "FencedStore::write" } else { "UnfencedStore::write" };
+    let api = if is_fenced { FENCED_STORE_WRITE } else { UNFENCED_STORE_WRITE };
     let id = actor.call(api, op(None));
     match (w.store, token) {
         (StoreKind::Fenced, Some(t)) => {
@@ -869,8 +874,8 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
     let conn = actor.connection(w.store_node);
     let op = |value, token| Op::Read { key: RESOURCE_KEY.into(), value, token };
     let api = match w.store {
-        StoreKind::Fenced => "FencedStore::read",
-        StoreKind::Unfenced => "UnfencedStore::read",
+        StoreKind::Fenced => FENCED_STORE_READ,
+        StoreKind::Unfenced => UNFENCED_STORE_READ,
     };
     let id = actor.call(api, op(None, None));
     match w.store {
@@ -1060,18 +1065,18 @@ const ALL: [Situation; 18] = [
 /// The public operations the lock workloads exist to call (every
 /// operation of `Lock`, with `Retry` and the fenced store the holders
 /// write through).
-pub const OPERATIONS: &[&str] = &[
-    "Lock::acquire",
-    "Lock::release",
-    "Lock::extend",
-    "Lock::with_lock",
-    "Lock::with_lock_guarded",
-    "Lock::keep_alive",
-    "Lock::current_token",
-    "Lock::remaining_ttl",
-    "Retry::run",
-    "FencedStore::write",
-    "FencedStore::read",
+pub const OPERATIONS: &[Api] = &[
+    LOCK_ACQUIRE,
+    LOCK_RELEASE,
+    LOCK_EXTEND,
+    LOCK_WITH_LOCK,
+    LOCK_WITH_LOCK_GUARDED,
+    LOCK_KEEP_ALIVE,
+    LOCK_CURRENT_TOKEN,
+    LOCK_REMAINING_TTL,
+    RETRY_RUN,
+    FENCED_STORE_WRITE,
+    FENCED_STORE_READ,
 ];
 
 /// The situations of `lock`.
@@ -1125,14 +1130,14 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
         token,
         backoff_ms: Some((5, 20)),
     };
-    let rid = actor.call("Retry::run", rop(None));
+    let rid = actor.call(RETRY_RUN, rop(None));
     let r = retry
         .run(|| {
             let (actor, lock) = (actor.clone(), lock.clone());
             async move {
                 let op =
                     |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
-                let id = actor.call("Lock::acquire", op(None, None));
+                let id = actor.call(LOCK_ACQUIRE, op(None, None));
                 let r = lock.acquire(LOCK_NAME, ttl).await;
                 match &r {
                     Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),
@@ -1147,7 +1152,7 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
         Ok(Some(lease)) => {
             actor.ok(rid, rop(Some(lease.token().get())));
             let op = Op::Release { name: LOCK_NAME.into(), token: Some(lease.token().get()) };
-            let id = actor.call("Lock::release", op.clone());
+            let id = actor.call(LOCK_RELEASE, op.clone());
             match lock.release(&lease).await {
                 Ok(true) => actor.ok(id, op),
                 Ok(false) => actor.fail(id, op),
@@ -1393,7 +1398,7 @@ impl Ctx<'_> {
     }
 
     /// One recorded `Lock::acquire` (optionally paused right after the send).
-    async fn acquire(&mut self, api: Option<&str>) -> Option<redis_primitives::Lease> {
+    async fn acquire(&mut self, api: Option<Api>) -> Option<redis_primitives::Lease> {
         let id = match api {
             Some(api) => self.actor.call(api, self.acquire_op(None, None)),
             None => self.actor.invoke(self.acquire_op(None, None)),
@@ -1454,7 +1459,7 @@ impl Ctx<'_> {
 
     async fn release(&mut self, lease: &redis_primitives::Lease) -> Option<bool> {
         let op = Op::Release { name: LOCK_NAME.into(), token: Some(lease.token().get()) };
-        let id = self.actor.call("Lock::release", op.clone());
+        let id = self.actor.call(LOCK_RELEASE, op.clone());
         match self.lock.release(lease).await {
             Ok(true) => {
                 self.actor.ok(id, op);
@@ -1499,7 +1504,7 @@ impl Ctx<'_> {
 async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnection>, value: &str, token: u64) {
     let op =
         |result| Op::Write { key: RESOURCE_KEY.into(), value: value.into(), token: Some(token), fenced: true, result };
-    let id = actor.call("FencedStore::write", op(None));
+    let id = actor.call(FENCED_STORE_WRITE, op(None));
     match store.write(RESOURCE_KEY, value, redis_primitives::FencingToken::new(token)).await {
         Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
         Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
@@ -1513,7 +1518,7 @@ async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnection>, value: 
 /// `lock.current_token` of `name`, recorded (checked by `lock-replies`).
 pub(super) async fn read_current_token(actor: &Actor, lock: &Lock<SimConnection>, name: &str) {
     let op = |token| Op::CurrentToken { name: name.into(), token };
-    let id = actor.call("Lock::current_token", op(None));
+    let id = actor.call(LOCK_CURRENT_TOKEN, op(None));
     match lock.current_token(name).await {
         Ok(t) => actor.ok(id, op(t.map(|t| t.get()))),
         Err(e) => actor.errored(id, op(None), &e),
@@ -1526,7 +1531,7 @@ async fn read_lock_state(actor: &Actor, lock: &Lock<SimConnection>, rng: &mut im
         read_current_token(actor, lock, LOCK_NAME).await;
     } else {
         let op = |ms| Op::RemainingTtl { name: LOCK_NAME.into(), ms };
-        let id = actor.call("Lock::remaining_ttl", op(None));
+        let id = actor.call(LOCK_REMAINING_TTL, op(None));
         match lock.remaining_ttl(LOCK_NAME).await {
             Ok(d) => actor.ok(id, op(d.map(|d| d.as_millis() as u64))),
             Err(e) => actor.errored(id, op(None), &e),
@@ -1583,7 +1588,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
     match mode {
         Mode::Plain => {}
         Mode::Extend => {
-            let Some(mut lease) = cx.acquire(Some("Lock::acquire")).await else { return Ok(()) };
+            let Some(mut lease) = cx.acquire(Some(LOCK_ACQUIRE)).await else { return Ok(()) };
             cx.maybe_workload_stall().await;
             let token = lease.token().get();
             let mut paused_at = None;
@@ -1619,7 +1624,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                     paused_at = Some(cx.actor.now());
                 }
                 let op = |deadline| Op::Extend { name: LOCK_NAME.into(), token: Some(token), ttl_ms: ext_ms, deadline };
-                let id = cx.actor.call("Lock::extend", op(None));
+                let id = cx.actor.call(LOCK_EXTEND, op(None));
                 let ext = Ttl::from_millis(ext_ms)?;
                 match send_then_pause(cx.actor, cx.lock.extend(&mut lease, ext), pause).await {
                     Ok(true) => {
@@ -1656,7 +1661,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             cx.release(&lease).await;
         }
         Mode::ReleaseAfterExpiry => {
-            let Some(lease) = cx.acquire(Some("Lock::acquire")).await else { return Ok(()) };
+            let Some(lease) = cx.acquire(Some(LOCK_ACQUIRE)).await else { return Ok(()) };
             cx.maybe_workload_stall().await;
             if cx.rng.random_bool(0.5) {
                 cx.write_if_trusted(&lease, None).await;
@@ -1672,7 +1677,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             }
         }
         Mode::WithLock => {
-            let acquire_id = cx.actor.call("Lock::with_lock", cx.acquire_op(None, None));
+            let acquire_id = cx.actor.call(LOCK_WITH_LOCK, cx.acquire_op(None, None));
             let hold = cx.rng.random_range(cx.w.plan.hold_ms.0..=cx.w.plan.hold_ms.1);
             let state = std::rc::Rc::new(std::cell::Cell::new(None::<(crate::history::OpId, u64)>));
             let (actor, store, w) = (cx.actor.clone(), cx.store.clone(), cx.w.clone());
@@ -1770,7 +1775,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             };
             let every_ms = Some(policy.every().as_millis() as u64);
             let gop = Op::Guarded { name: LOCK_NAME.into(), token: None, outcome: None, every_ms };
-            let gid = cx.actor.call("Lock::with_lock_guarded", gop);
+            let gid = cx.actor.call(LOCK_WITH_LOCK_GUARDED, gop);
             let acquire_id = cx.actor.invoke(cx.acquire_op(None, None));
             let actor = cx.actor.clone();
             let lock2 = cx.lock.clone();
@@ -1860,12 +1865,12 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             }
         }
         Mode::KeepAlive => {
-            let Some(mut lease) = cx.acquire(Some("Lock::acquire")).await else { return Ok(()) };
+            let Some(mut lease) = cx.acquire(Some(LOCK_ACQUIRE)).await else { return Ok(()) };
             let token = lease.token().get();
             let deadline = cx.deadline_ms(&lease);
             let policy = redis_primitives::KeepAlive::thirds(cx.lock, cx.ttl)?;
             let gop = |outcome| Op::Guarded { name: LOCK_NAME.into(), token: Some(token), outcome, every_ms: None };
-            let gid = cx.actor.call("Lock::keep_alive", gop(None));
+            let gid = cx.actor.call(LOCK_KEEP_ALIVE, gop(None));
             let lock = cx.lock.clone();
             let loss = {
                 let keep = lock.keep_alive(&mut lease, policy);
@@ -1944,7 +1949,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             }
             let backoff_ms = Some((5, max_delay_ms));
             let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token, backoff_ms };
-            let rid = cx.actor.call("Retry::run", rop(None));
+            let rid = cx.actor.call(RETRY_RUN, rop(None));
             let started = cx.actor.now();
             if let Some(ms) = first_held {
                 let key = cx.lock.key(LOCK_NAME)?;
@@ -1964,7 +1969,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
                             token,
                             deadline,
                         };
-                        let id = actor.call("Lock::acquire", op(None, None));
+                        let id = actor.call(LOCK_ACQUIRE, op(None, None));
                         let r = lock.acquire(LOCK_NAME, ttl).await;
                         match &r {
                             Ok(Some(l)) => {

@@ -36,9 +36,14 @@ pub mod validation;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::api::{
+    COUNTER_CHECK, COUNTER_CHECK_AT, ELECTION_RUN, ELECTION_STOP, FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE,
+    LOCK_RELEASE, LOG_CHECK, LOG_CHECK_AT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT,
+    REDLOCK_EXTEND, REDLOCK_RELEASE,
+};
 use crate::checker::Violation;
 use crate::family::Runner;
-use crate::history::{Digest, Event};
+use crate::history::{Api, Digest, Event};
 use crate::search::{self, PropertySpec, SearchTarget, TargetKind};
 use crate::servers::{Servers, SetupError};
 use crate::stats::Histograms;
@@ -65,7 +70,7 @@ pub struct Outcome {
     pub reached: BTreeSet<String>,
     /// Public library operations invoked, by name (`Lock::extend` → count):
     /// the operations table.
-    pub operations: BTreeMap<String, u64>,
+    pub operations: BTreeMap<Api, u64>,
 }
 
 impl Outcome {
@@ -166,7 +171,7 @@ pub struct Scenario {
     /// The public library operations (`Lock::extend`) its workload exists
     /// to call: the pinned seeds must call each (`sim/tests/slow/coverage.rs`),
     /// or the simulation could not find a bug in it. Empty for a broken one.
-    pub operations: &'static [&'static str],
+    pub operations: &'static [Api],
     /// The library's Lua scripts its histories depend on (their names, as
     /// `redis_primitives::mutation_scripts` lists them): `rp-sim mutants`
     /// judges each script's mutants by these scenarios. Empty for a broken one.
@@ -313,7 +318,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Lock + FencedStore: a paused holder's late write is refused; the final value has the highest token",
         expect: Expect::Clean,
         situations: lock::FENCING_SITUATIONS,
-        operations: &["FencedStore::write", "FencedStore::read"],
+        operations: &[FENCED_STORE_WRITE, FENCED_STORE_READ],
         scripts: &["lock_acquire", "fenced_write"],
         invariants: &[],
         runs: &lock::Variant::Fencing,
@@ -351,7 +356,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "SlidingWindowLog: concurrent bursts across window boundaries with latency and partitions; never more than the limit",
         expect: Expect::Clean,
         situations: rate_limit::LOG_SITUATIONS,
-        operations: &["SlidingWindowLog::check", "SlidingWindowLog::check_at"],
+        operations: &[LOG_CHECK, LOG_CHECK_AT],
         scripts: &["sliding_log"],
         invariants: &[],
         runs: &rate_limit::Variant::Log,
@@ -366,7 +371,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "SlidingWindowCounter: the same bursts; the overshoot is measured and held to its documented bound 2*max-1",
         expect: Expect::Clean,
         situations: rate_limit::COUNTER_SITUATIONS,
-        operations: &["SlidingWindowCounter::check", "SlidingWindowCounter::check_at"],
+        operations: &[COUNTER_CHECK, COUNTER_CHECK_AT],
         scripts: &["sliding_counter"],
         invariants: &[],
         runs: &rate_limit::Variant::Counter,
@@ -450,7 +455,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Election (epoch = fencing token): leader pauses, stops and partitions; one leader per epoch, stale writes refused",
         expect: Expect::Clean,
         situations: election::SITUATIONS,
-        operations: &["Election::run", "Election::stop"],
+        operations: &[ELECTION_RUN, ELECTION_STOP],
         scripts: &["lock_acquire", "lock_release", "lock_extend", "fenced_write"],
         invariants: &[],
         runs: &election::Variant::Election,
@@ -465,7 +470,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Election with the reference's tick-based demotion (demote only when a renewal fails), kept for comparison",
         expect: Expect::Clean,
         situations: election::RENEW_ONLY_SITUATIONS,
-        operations: &["Election::run", "Election::stop"],
+        operations: &[ELECTION_RUN, ELECTION_STOP],
         scripts: &[],
         invariants: &[],
         runs: &election::Variant::RenewOnly,
@@ -514,7 +519,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "election-failover with acknowledged campaigns and writes (WAIT 1): no epoch the replica missed is handed out, no write it missed is reported accepted",
         expect: Expect::Clean,
         situations: election::ACKNOWLEDGED_FAILOVER_SITUATIONS,
-        operations: &["Election::run", "Election::stop", "FencedStore::write"],
+        operations: &[ELECTION_RUN, ELECTION_STOP, FENCED_STORE_WRITE],
         scripts: &["lock_acquire", "lock_release", "lock_extend", "fenced_write"],
         invariants: crate::checker::acknowledged_writes::DECLARED,
         runs: &election::Variant::FailoverAcknowledged,
@@ -527,7 +532,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "election-failover with time-floored epochs: the counter goes back at the failover, epochs still increase",
         expect: Expect::Clean,
         situations: election::FAILOVER_SITUATIONS,
-        operations: &["Election::run", "Election::stop"],
+        operations: &[ELECTION_RUN, ELECTION_STOP],
         scripts: &["lock_acquire_floored", "lock_release", "lock_extend", "fenced_write"],
         invariants: &[],
         runs: &election::Variant::FailoverFloored,
@@ -576,7 +581,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "counter-loss with time-floored tokens (max(counter + 1, server µs)): the counter is lost, tokens still increase",
         expect: Expect::Clean,
         situations: &[],
-        operations: &["Lock::acquire", "Lock::release", "FencedStore::write"],
+        operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire_floored", "lock_release", "fenced_write"],
         invariants: &[],
         runs: &lock::Variant::CounterLossFloored,
@@ -612,7 +617,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "lock-failover with acknowledged acquires (WAIT 1): refused during the cut; what was handed out survives the failover",
         expect: Expect::Clean,
         situations: lock_failover::ACKNOWLEDGED_SITUATIONS,
-        operations: &["Lock::acquire", "Lock::release", "FencedStore::write"],
+        operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire", "lock_release", "fenced_write"],
         invariants: crate::checker::acknowledged_writes::DECLARED,
         runs: &lock::Variant::FailoverAcknowledged,
@@ -625,7 +630,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "lock-failover with time-floored tokens: the counter goes back at the failover, tokens still increase",
         expect: Expect::Clean,
         situations: lock_failover::FLOORED_SITUATIONS,
-        operations: &["Lock::acquire", "Lock::release", "FencedStore::write"],
+        operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire_floored", "lock_release", "fenced_write"],
         invariants: &[],
         runs: &lock::Variant::FailoverFloored,
@@ -651,7 +656,7 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Redlock on 5 masters with partitions and pauses; no two clients inside their validity interval",
         expect: Expect::Clean,
         situations: redlock::SITUATIONS,
-        operations: &["Redlock::connect", "Redlock::acquire", "Redlock::acquire_with_retry", "Redlock::extend", "Redlock::release"],
+        operations: &[REDLOCK_CONNECT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_EXTEND, REDLOCK_RELEASE],
         scripts: &["lock_release", "lock_extend"],
         invariants: &[],
         runs: &redlock::Variant::Correct,

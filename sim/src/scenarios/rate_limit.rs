@@ -58,10 +58,14 @@ use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, Slidin
 use redis_primitives::{OwnerSource, Ttl};
 
 use super::{outcome_from, Outcome, Situation};
+use crate::api::{
+    CLIENT_SIDE_CHECK, CLIENT_SIDE_CHECK_AT, COUNTER_CHECK, COUNTER_CHECK_AT, FIXED_WINDOW_CHECK,
+    FIXED_WINDOW_CHECK_AT, LOG_CHECK, LOG_CHECK_AT, WATCH_MULTI_CHECK,
+};
 use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::checker::rate_limit::{self, Allowance};
 use crate::checker::{rate_limit_exact, rate_limit_liveness};
-use crate::history::{Admission, DecisionAccessors, Event, EventKind, Millis, Op};
+use crate::history::{Admission, Api, DecisionAccessors, Event, EventKind, Millis, Op};
 use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
@@ -257,17 +261,17 @@ impl Limiter {
     }
 
     /// The public operation `check(name, at)` calls, for the operations table.
-    fn api(&self, pinned: bool) -> &'static str {
+    fn api(&self, pinned: bool) -> Api {
         match (self, pinned) {
-            (Limiter::Log(_), false) => "SlidingWindowLog::check",
-            (Limiter::Log(_), true) => "SlidingWindowLog::check_at",
-            (Limiter::Counter(_), false) => "SlidingWindowCounter::check",
-            (Limiter::Counter(_), true) => "SlidingWindowCounter::check_at",
-            (Limiter::Fixed(_), false) => "NaiveFixedWindow::check",
-            (Limiter::Fixed(_), true) => "NaiveFixedWindow::check_at",
-            (Limiter::ClientSide(_), false) => "ClientSideWindow::check",
-            (Limiter::ClientSide(_), true) => "ClientSideWindow::check_at",
-            (Limiter::WatchMulti(_), _) => "WatchMultiLimiter::check",
+            (Limiter::Log(_), false) => LOG_CHECK,
+            (Limiter::Log(_), true) => LOG_CHECK_AT,
+            (Limiter::Counter(_), false) => COUNTER_CHECK,
+            (Limiter::Counter(_), true) => COUNTER_CHECK_AT,
+            (Limiter::Fixed(_), false) => FIXED_WINDOW_CHECK,
+            (Limiter::Fixed(_), true) => FIXED_WINDOW_CHECK_AT,
+            (Limiter::ClientSide(_), false) => CLIENT_SIDE_CHECK,
+            (Limiter::ClientSide(_), true) => CLIENT_SIDE_CHECK_AT,
+            (Limiter::WatchMulti(_), _) => WATCH_MULTI_CHECK,
         }
     }
 }

@@ -52,6 +52,10 @@
 //!   there expire at once; client-1 wins 0, 1, 3 and 4 — a second majority
 //!   while client-0's validity still runs.
 
+use crate::api::{
+    NAIVE_REDLOCK_ACQUIRE, NAIVE_REDLOCK_CONNECT, NAIVE_REDLOCK_RELEASE, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY,
+    REDLOCK_CONNECT, REDLOCK_EXTEND, REDLOCK_RELEASE,
+};
 use crate::checker::key_lifetimes::{Life, Rule};
 use crate::history::Millis;
 use serde::{Deserialize, Serialize};
@@ -75,7 +79,7 @@ use super::{outcome_from, Outcome, Situation};
 use crate::checker::redlock as checker;
 use crate::checker::redlock_calls::{FaultWindow, Liveness, RedlockSetup};
 use crate::checker::{redlock_liveness, redlock_rounds, redlock_validity, redlock_votes};
-use crate::history::{Op, RedlockRound};
+use crate::history::{FaultRecord, Op, RedlockRound};
 use crate::nemesis::{Fault, FaultClass, FaultKind, Schedule, Target};
 use crate::net::{NetConfig, SimConnection};
 use crate::servers::{Servers, SetupError};
@@ -289,8 +293,8 @@ async fn client(
         .owners(OwnerSource::seeded(actor.seed()));
     let connect_op = |unverified| Op::RedlockConnect { masters: MASTERS as u32, unverified };
     let (api, client) = match variant {
-        Variant::NoValidity => ("NaiveRedlock::connect", None),
-        _ => ("Redlock::connect", Some(())),
+        Variant::NoValidity => (NAIVE_REDLOCK_CONNECT, None),
+        _ => (REDLOCK_CONNECT, Some(())),
     };
     // The validation and refused-extend probes run beside client-0's
     // workload, on connections of its own (the same links, so the same
@@ -472,7 +476,7 @@ async fn correct_attempt(
 ) {
     let with_retry = full && actor.index() > 0 && rng.random_bool(0.3);
     let invoked = actor.now();
-    let api = if with_retry { "Redlock::acquire_with_retry" } else { "Redlock::acquire" };
+    let api = if with_retry { REDLOCK_ACQUIRE_WITH_RETRY } else { REDLOCK_ACQUIRE };
     let id = actor.call(api, acquire_op(None, None, None));
     let result = if with_retry { r.acquire_with_retry(NAME, retry).await } else { r.acquire(NAME).await };
     if let Ok(a) = &result {
@@ -539,9 +543,7 @@ async fn hold(
         // than the validity: on resume the lease must not be trusted, and
         // an extend must be refused.
         let d = lease.remaining().as_millis() as u64 + rng.random_range(5..=150);
-        actor.observe(Op::Fault {
-            description: format!("client-pause {} for {d}ms (itself, holding the lock)", actor.name()),
-        });
+        actor.observe(Op::Fault(FaultRecord::HolderPause { process: actor.name().to_string(), ms: d }));
         actor.pause().pause_for(Duration::from_millis(d));
         tokio::time::sleep(Duration::from_millis(1)).await;
         if !lease.is_trusted() {
@@ -579,7 +581,7 @@ async fn hold(
 /// `Redlock::extend`, recorded; whether it was extended.
 async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLease, lease_id: u64) -> bool {
     let op = |round| Op::RedlockExtend { name: NAME.into(), lease: lease_id, round };
-    let id = actor.call("Redlock::extend", op(None));
+    let id = actor.call(REDLOCK_EXTEND, op(None));
     let extension = r.extend(lease).await;
     match &extension {
         Extension::Extended { .. } => check_timeouts(actor, r, &[lease.masters()]),
@@ -633,7 +635,7 @@ async fn release(actor: &Actor, r: &Redlock<SimConnection>, lease: &RedlockLease
     if !lease.is_trusted() {
         actor.reached("release-after-expiry");
     }
-    let id = actor.call("Redlock::release", op(None));
+    let id = actor.call(REDLOCK_RELEASE, op(None));
     let released = r.release(lease).await;
     check_timeouts(actor, r, &[&released.masters]);
     // `deleted` counts the masters whose compare-and-delete removed our key:
@@ -665,7 +667,7 @@ fn check_timeouts(actor: &Actor, r: &Redlock<SimConnection>, rounds: &[&[MasterV
 /// what it believes is the end of its lease, release.
 async fn naive_attempt(actor: &Actor, r: &NaiveRedlock<SimConnection>, rng: &mut StdRng, first_grant: &AtomicBool) {
     let invoked = actor.now();
-    let id = actor.call("NaiveRedlock::acquire", acquire_op(None, None, None));
+    let id = actor.call(NAIVE_REDLOCK_ACQUIRE, acquire_op(None, None, None));
     let lease = match r.acquire(NAME).await {
         Ok(Some(lease)) => lease,
         // The naive client does not say why; no round to judge.
@@ -691,7 +693,7 @@ async fn naive_attempt(actor: &Actor, r: &NaiveRedlock<SimConnection>, rng: &mut
     }
     sleep_until_shifted(lease.valid_until(), -rng.random_range(5..=30)).await;
     let op = |round| Op::RedlockRelease { name: NAME.into(), lease: Some(id.0), round };
-    let rid = actor.call("NaiveRedlock::release", op(None));
+    let rid = actor.call(NAIVE_REDLOCK_RELEASE, op(None));
     let released = r.release(&lease).await;
     actor.ok(rid, op(Some(RedlockRound { answers: answers(&released.masters), ..RedlockRound::default() })));
 }

@@ -41,6 +41,7 @@
 use core::time::Duration;
 use redis_primitives::{Lease, Lock, Ttl};
 
+use crate::api::{LOCK_ACQUIRE, LOCK_EXTEND, LOCK_RELEASE, LOCK_REMAINING_TTL};
 use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
@@ -112,7 +113,7 @@ async fn race(
         let Some(held) = acquire(actor, rival, name, RIVAL_TTL_MS).await? else { return Ok(()) };
         sleep_until(actor, sent + READ_AFTER_MS).await;
         let read = |ms| Op::RemainingTtl { name: name.into(), ms };
-        let id = actor.call("Lock::remaining_ttl", read(None));
+        let id = actor.call(LOCK_REMAINING_TTL, read(None));
         match rival.remaining_ttl(name).await {
             Ok(d) => actor.ok(id, read(d.map(|d| d.as_millis() as u64))),
             Err(e) => actor.errored(id, read(None), &e),
@@ -141,7 +142,7 @@ pub(super) async fn acquire(
     ttl_ms: u64,
 ) -> redis_primitives::Result<Option<Lease>> {
     let op = |token, deadline| Op::Acquire { name: name.into(), ttl_ms, token, deadline };
-    let id = actor.call("Lock::acquire", op(None, None));
+    let id = actor.call(LOCK_ACQUIRE, op(None, None));
     match lock.acquire(name, Ttl::from_millis(ttl_ms)?).await {
         Ok(Some(l)) => {
             actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline()))));
@@ -163,7 +164,7 @@ pub(super) async fn acquire(
 async fn extend(actor: &Actor, lock: &Lock<SimConnection>, lease: &mut Lease) -> redis_primitives::Result<()> {
     let (name, token, ttl_ms) = (lease.name().to_string(), lease.token().get(), EXTENDED_TTL_MS);
     let op = |deadline| Op::Extend { name: name.clone(), token: Some(token), ttl_ms, deadline };
-    let id = actor.call("Lock::extend", op(None));
+    let id = actor.call(LOCK_EXTEND, op(None));
     let result = lock.extend(lease, Ttl::from_millis(ttl_ms)?).await;
     let deadline = Some(actor.millis_of(lease.local_deadline()));
     match result {
@@ -180,7 +181,7 @@ async fn extend(actor: &Actor, lock: &Lock<SimConnection>, lease: &mut Lease) ->
 pub(super) async fn release(actor: &Actor, lock: &Lock<SimConnection>, lease: &Lease) {
     let token = lease.token().get();
     let op = || Op::Release { name: lease.name().into(), token: Some(token) };
-    let id = actor.call("Lock::release", op());
+    let id = actor.call(LOCK_RELEASE, op());
     match lock.release(lease).await {
         Ok(true) => actor.ok(id, op()),
         Ok(false) => actor.fail(id, op()),

@@ -38,6 +38,7 @@ use std::rc::Rc;
 use redis_primitives::{Lock, Ttl};
 
 use super::release_race::{acquire, release};
+use crate::api::{LOCK_ACQUIRE, RETRY_RUN};
 use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
@@ -112,7 +113,7 @@ async fn run(actor: &Actor, lock: &Lock<SimConnection>, node: usize, n: usize, c
         token,
         backoff_ms,
     };
-    let rid = actor.call("Retry::run", rop(None));
+    let rid = actor.call(RETRY_RUN, rop(None));
     let started = actor.now();
     if let Some(ms) = case.hold_first_ms {
         actor.delay_next_request_mentioning(node, ms, &lock.key(NAME)?);
@@ -124,7 +125,7 @@ async fn run(actor: &Actor, lock: &Lock<SimConnection>, node: usize, n: usize, c
             async move {
                 tries.set(tries.get() + 1);
                 let op = |token, deadline| Op::Acquire { name: NAME.into(), ttl_ms: HOLD_TTL_MS, token, deadline };
-                let id = actor.call("Lock::acquire", op(None, None));
+                let id = actor.call(LOCK_ACQUIRE, op(None, None));
                 let r = lock.acquire(NAME, Ttl::from_millis(HOLD_TTL_MS)?).await;
                 match &r {
                     Ok(Some(l)) => actor.ok(id, op(Some(l.token().get()), Some(actor.millis_of(l.local_deadline())))),

@@ -34,7 +34,7 @@ fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
             operations.extend(o.operations.into_keys());
         }
         for op in scenario.operations {
-            if !operations.contains(*op) {
+            if !operations.contains(op) {
                 missing.push(format!("{}: no seed of {COVERAGE_SEEDS:?} called {op}", scenario.name));
             }
         }
@@ -64,7 +64,7 @@ fn every_correct_scenario_declares_the_operations_it_calls() {
             Expect::Violates(_) => assert!(scenario.operations.is_empty(), "{}: a broken variant", scenario.name),
         }
         for op in scenario.operations {
-            assert!(op.contains("::"), "{}: `{op}` is not Type::operation", scenario.name);
+            assert!(op.name().contains("::"), "{}: `{op}` is not Type::operation", scenario.name);
         }
     }
 }

@@ -36,15 +36,16 @@ use redis_primitives::{Completion, Enqueued, JobQueue, JobState, Ttl};
 use serde::{Deserialize, Serialize};
 
 use super::{outcome_from, Outcome, Situation};
+use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
 use crate::bridge::Execution;
 use crate::checker::lease_views::Allowance;
 use crate::checker::{Violation, LIVENESS};
 use crate::family::Family;
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::history::{Api, Event, EventKind, Millis, Op};
 use crate::nemesis::{Fault, Schedule};
 use crate::servers::{Servers, SetupError};
 use crate::space::{FaultSpace, WorkloadFault};
-use crate::stats::Histograms;
+use crate::stats::{Histograms, Metric, Unit};
 use crate::world::{together, Actor, ActorResult, Process, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
@@ -59,14 +60,7 @@ pub const INVARIANTS: &[(&str, &str)] = &[(
 )];
 
 /// The public operations its workload calls.
-pub const OPERATIONS: &[&str] = &[
-    "JobQueue::enqueue",
-    "JobQueue::claim",
-    "JobQueue::extend",
-    "JobQueue::complete",
-    "JobQueue::reap",
-    "JobQueue::state",
-];
+pub const OPERATIONS: &[Api] = &[JOB_ENQUEUE, JOB_CLAIM, JOB_EXTEND, JOB_COMPLETE, JOB_REAP, JOB_STATE];
 
 /// The library scripts its histories depend on.
 pub const SCRIPTS: &[&str] = &["job_enqueue", "job_claim", "job_complete", "job_extend", "job_reap"];
@@ -78,7 +72,7 @@ const PRODUCER: &str = "producer";
 /// actors share ([`Actor::alias`]).
 const SIDE: &str = "queue-side";
 /// Extra runs per job (its claims − 1): work done twice, measured.
-const DOUBLE_RUNS: &str = "job-double-run-count";
+const DOUBLE_RUNS: Metric = Metric::new("job-double-run-count", Unit::Count);
 const ENQUEUE: &str = "job-enqueue";
 const CLAIM: &str = "job-claim";
 const EXTEND: &str = "job-extend";
@@ -338,7 +332,7 @@ async fn producer(actor: Actor, variant: Variant, plan: JobPlan) -> ActorResult 
 /// One recorded enqueue of `id` with its payload; whether it was added.
 async fn enqueue(actor: &Actor, q: &Queue, id: &str) -> bool {
     let call = JobCall { id: Some(id.to_string()), ..JobCall::default() };
-    let op = actor.call("JobQueue::enqueue", record(ENQUEUE, call.clone()));
+    let op = actor.call(JOB_ENQUEUE, record(ENQUEUE, call.clone()));
     let payload = payload_of(id);
     let r = match q {
         Queue::Fenced(q) => q.enqueue(id, &payload).await.map(|e| e == Enqueued::Added),
@@ -453,7 +447,7 @@ async fn edge(actor: Actor, i: u64, lease_ms: u64) -> ActorResult {
 
 /// One recorded claim; `None` when nothing was claimed or it failed.
 async fn claim(actor: &Actor, q: &Queue, lease: Ttl) -> Option<Held> {
-    let op = actor.call("JobQueue::claim", record(CLAIM, JobCall::default()));
+    let op = actor.call(JOB_CLAIM, record(CLAIM, JobCall::default()));
     let sent = tokio::time::Instant::now();
     let claimed = match q {
         Queue::Fenced(q) => q.claim(lease).await.map(|c| c.map(Held::Fenced)),
@@ -536,7 +530,7 @@ fn check_trust(actor: &Actor, c: &redis_primitives::Claim) {
 /// One recorded completion.
 async fn complete(actor: &Actor, q: &Queue, held: &Held) {
     let call = JobCall { id: Some(held.id().to_string()), attempt: held.attempt(), ..JobCall::default() };
-    let op = actor.call("JobQueue::complete", record(COMPLETE, call.clone()));
+    let op = actor.call(JOB_COMPLETE, record(COMPLETE, call.clone()));
     let r = match (q, held) {
         (Queue::Fenced(q), Held::Fenced(c)) => q.complete(c).await.map(|c| match c {
             Completion::Accepted => (true, None),
@@ -555,7 +549,7 @@ async fn complete(actor: &Actor, q: &Queue, held: &Held) {
 
 /// One recorded reap; the ids it returned.
 async fn reap(actor: &Actor, q: &Queue) -> Option<Vec<String>> {
-    let op = actor.call("JobQueue::reap", record(REAP, JobCall::default()));
+    let op = actor.call(JOB_REAP, record(REAP, JobCall::default()));
     let r = match q {
         Queue::Fenced(q) => q.reap().await,
         Queue::Naive(q) => q.reap().await,
@@ -580,7 +574,7 @@ async fn extend(actor: &Actor, q: &Queue, held: &mut Held, lease: Ttl) {
         lease_ms: Some(lease.as_millis()),
         ..JobCall::default()
     };
-    let op = actor.call("JobQueue::extend", record(EXTEND, call.clone()));
+    let op = actor.call(JOB_EXTEND, record(EXTEND, call.clone()));
     let sent = tokio::time::Instant::now();
     match q.extend(c, lease).await {
         Ok(extended) => {
@@ -612,7 +606,7 @@ async fn auditor(actor: Actor, plan: JobPlan, end: Millis) -> ActorResult {
     tokio::time::sleep(Duration::from_millis(end + 400)).await;
     for j in 0..plan.jobs {
         let call = JobCall { id: Some(format!("job-{j}")), ..JobCall::default() };
-        let op = actor.call("JobQueue::state", record(STATE, call.clone()));
+        let op = actor.call(JOB_STATE, record(STATE, call.clone()));
         match q.state(&format!("job-{j}")).await {
             Ok(s) => actor.ok(op, record(STATE, JobCall { state: Some(state_name(s)), ..call })),
             Err(e) => actor.errored(op, record(STATE, call), &e),
