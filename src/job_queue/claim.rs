@@ -54,7 +54,7 @@ impl Claim {
 
     /// Whether the local deadline is still ahead. `true` does not prove the
     /// claim is still the job's; `false` proves the worker must stop acting
-    /// on it (it may still try [`JobQueue::complete`], which will say).
+    /// on it (it may still try [`JobQueue::complete`](super::JobQueue::complete), which will say).
     pub fn is_trusted(&self) -> bool {
         Instant::now() < self.deadline
     }
