@@ -46,6 +46,12 @@ fn check(mutant: Option<&str>) -> (Option<i32>, String) {
 fn the_baseline_holds_and_a_broken_hand_back_fails_it_readably() {
     let (code, text) = check(None);
     assert_eq!(code, Some(0), "the committed baseline no longer matches:\n{text}");
+    // Valkey releases with its native DELIFEQ, not the release script, so
+    // the mutated script never runs there: the broken hand-back is Redis's
+    // half of this test (CI runs it on Redis 7).
+    if ServerKind::of(&redis_server_binary().unwrap_or_else(|e| panic!("{e}"))).ok() == Some(ServerKind::Valkey) {
+        return;
+    }
     let (code, text) = check(Some("return 0\n"));
     assert_eq!(code, Some(1), "a leader whose hand-back deletes nothing passed the check:\n{text}");
     assert!(
