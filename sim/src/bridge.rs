@@ -72,8 +72,10 @@ use redis::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::clock::ServerClock;
-use crate::net::REDIS_PORT;
 use crate::pause::sim_now;
+
+/// The port every bridge listens on inside the simulated network.
+pub(crate) const REDIS_PORT: u16 = 6379;
 
 /// How long the bridge waits for a real reply before giving up on the
 /// connection (a hung server must not hang the simulation forever).

@@ -58,7 +58,8 @@ fn out(args: std::fmt::Arguments<'_>) {
     }
 }
 
-use crate::explore::{coverage_table, explore_with, histogram_table, operations_table, replay_command, ExploreOptions};
+use crate::exploration::{coverage_table, histogram_table, operations_table, replay_command};
+use crate::explore::{explore_with, ExploreOptions};
 use crate::jobs::Jobs;
 use crate::placement::Placement;
 use crate::scenarios::{self, Expect, Scenario, SCENARIOS};
@@ -611,7 +612,7 @@ fn merge_cmd(args: MergeArgs) -> i32 {
 }
 
 /// Prints an exploration (text, or `--json`); its exit status.
-fn print_exploration(ex: &crate::explore::Exploration, scenario: &'static Scenario, json: bool) -> i32 {
+fn print_exploration(ex: &crate::exploration::Exploration, scenario: &'static Scenario, json: bool) -> i32 {
     if json {
         match serde_json::to_string_pretty(&ex.to_json()) {
             Ok(s) => println!("{s}"),

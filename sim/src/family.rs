@@ -29,12 +29,12 @@ use core::fmt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use proptest::strategy::BoxedStrategy;
+use proptest::strategy::{BoxedStrategy, Strategy};
 
+use crate::fault_space::FaultSpace;
 use crate::nemesis::{Fault, Schedule};
-use crate::scenarios::Outcome;
+use crate::outcome::Outcome;
 use crate::servers::{Servers, SetupError};
-use crate::space::{FaultSpace, Workloads};
 use crate::stats::Bound;
 
 /// One family of scenarios, implemented on its variant type (see the
@@ -240,5 +240,39 @@ impl<F: Family> Runner for F {
 
     fn bounds(&self) -> Vec<Bound> {
         Family::bounds(self)
+    }
+}
+
+/// A family's workloads, with its type erased: what a [`Space`] holds.
+///
+/// Each value is a plan (as a [`Workload`]) and the faults its shape
+/// places itself (a client slow from the start, a restart at a fixed
+/// moment): drawn together, because where they go depends on the workload.
+#[derive(Clone)]
+pub struct Workloads {
+    pub(crate) strategy: BoxedStrategy<(Workload, Vec<Fault>)>,
+    pub(crate) max_actors: u32,
+    family: &'static str,
+}
+
+impl Workloads {
+    /// The workloads of family `F`'s `space`.
+    pub fn of<F: Family>(space: &F::Space) -> Workloads {
+        Workloads {
+            strategy: F::plans(space).prop_map(|(plan, placed)| (Workload::of::<F>(&plan), placed)).boxed(),
+            max_actors: F::max_actors(space).max(1),
+            family: F::NAME,
+        }
+    }
+
+    /// The most actors a plan of these workloads can have.
+    pub fn max_actors(&self) -> u32 {
+        self.max_actors
+    }
+}
+
+impl fmt::Debug for Workloads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Workloads({} family, up to {} actors)", self.family, self.max_actors)
     }
 }

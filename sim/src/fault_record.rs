@@ -11,8 +11,8 @@ use core::fmt;
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::history::Millis;
 use crate::nemesis::{Direction, FaultClass, FaultKind};
+use crate::time::Millis;
 
 /// Who a recorded fault hit, by the names the history uses (an actor's
 /// process name, a node's host name): a [`crate::Target`] resolved in the

@@ -36,8 +36,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::fault_record::{FaultRecord, NamedTarget, NemesisStep};
 
-/// Milliseconds of simulated time since the start of the simulation.
-pub type Millis = u64;
+pub use crate::time::Millis;
 
 /// Pairs an invocation with its completion. Allocated by [`History::invoke`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

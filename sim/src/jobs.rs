@@ -38,7 +38,7 @@ use core::str::FromStr;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::explore::Exploration;
+use crate::exploration::Exploration;
 use crate::placement::Placement;
 use crate::progress::Meter;
 use crate::scenarios::Outcome;

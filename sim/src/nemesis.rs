@@ -35,7 +35,7 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::Millis;
+use crate::time::Millis;
 
 /// Which direction of a link a one-way partition drops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

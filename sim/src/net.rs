@@ -55,9 +55,6 @@ use crate::bridge::BridgeNode;
 use crate::history::{History, Op};
 use crate::pause::PauseHandle;
 
-/// The port every bridge listens on inside the simulated network.
-pub const REDIS_PORT: u16 = 6379;
-
 /// Who wins when a reply and the response timeout are both due.
 ///
 /// After a client pause both are typically due at once: the timer is

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use crate::family::Runner;
 pub use crate::family::Workload;
 use crate::nemesis::{FaultClass, Schedule};
-use crate::scenarios::{self, Outcome};
+use crate::scenarios::{self, Outcome, Scenario};
 use crate::servers::{Servers, SetupError};
 
 /// Everything one run does (see the module docs).
@@ -146,6 +146,18 @@ impl Plan {
     /// The command that reruns this plan.
     pub fn replay_command(&self) -> String {
         format!("rp-sim replay --scenario {} --plan '{}'", self.scenario, self.to_json())
+    }
+}
+
+// Running a registry row's seed is a plan's business: the row only names
+// its family variant, so the registry stays below plans and spaces.
+impl Scenario {
+    /// Runs one seed: the run of the plan the seed draws from
+    /// [`Scenario::space`].
+    pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
+        // A drawn plan is normalised, so valid (`search`'s tests check it).
+        let plan = self.space().draw(seed).map_err(|reason| SetupError::InvalidPlan { reason })?;
+        self.runs.run_workload(servers, plan.seed, &plan.workload, plan.schedule)
     }
 }
 

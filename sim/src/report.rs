@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::explore::{explore_with, Exploration, ExploreOptions};
+use crate::exploration::Exploration;
+use crate::explore::{explore_with, ExploreOptions};
 use crate::history::Api;
 use crate::jobs::Jobs;
 use crate::progress::Progress;

@@ -42,6 +42,7 @@ use std::sync::Arc;
 use redis_primitives_testkit::{RedisServer, ServerConfig, ServerError};
 
 use crate::clock::ServerClock;
+pub use crate::error::SetupError;
 use crate::placement::{Pinning, Placement};
 
 /// A key a run left on a server ([`ServerNode::keys`]).
@@ -57,69 +58,6 @@ pub struct KeyAtEnd {
 
 /// Where `build.rs` put the clock library when this crate was compiled.
 const BUILT_CLOCK_LIB: &str = env!("RP_CLOCK_LIB");
-
-/// Why the harness could not set up its servers.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    /// The clock library is not where it was built (or where `RP_CLOCK_LIB` points).
-    #[error(
-        "clock library not found at {}: it is built by sim/build.rs (`cargo build -p redis-primitives-sim`, needs a C compiler), or set RP_CLOCK_LIB=/path/to/librp_clock.so",
-        path.display()
-    )]
-    ClockLibraryMissing {
-        /// The path that was tried.
-        path: PathBuf,
-    },
-    /// The server started but its wall clock does not obey the control file.
-    #[error(
-        "redis-server on port {port} ignores the clock library (LD_PRELOAD did not take effect; TIME answered {reply:?} while pinned). Is redis-server statically linked or setuid?"
-    )]
-    ClockNotEffective {
-        /// The server's port.
-        port: u16,
-        /// What `TIME` answered while pinned.
-        reply: String,
-    },
-    /// A redis-server could not be started, restarted or reset.
-    #[error(transparent)]
-    Server(#[from] ServerError),
-    /// The control file could not be created or mapped.
-    #[error("clock control file: {0}")]
-    Io(#[from] std::io::Error),
-    /// A simulation run could not complete (an actor failed, the run hit its
-    /// time limit, or its fault schedule was invalid): a harness or scenario
-    /// bug, not a finding.
-    #[error(transparent)]
-    Run(Box<crate::world::SimError>),
-    /// `explore --twice`: one seed gave two histories, so no replay of it
-    /// can be trusted (see [`crate::Divergence`]).
-    #[error(transparent)]
-    Nondeterministic(Box<crate::determinism::Divergence>),
-    /// A plan that cannot run (an unknown scenario, a workload of another
-    /// family, an index out of range), or a space that drew none: bad input,
-    /// refused before anything ran.
-    #[error("invalid plan: {reason}")]
-    InvalidPlan {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The end-of-run key snapshot of a server could not be read.
-    #[error("reading the keys of {url}: {source}")]
-    KeySnapshot {
-        /// The server.
-        url: String,
-        /// What redis-rs said.
-        #[source]
-        source: redis::RedisError,
-    },
-    /// A property search stopped before it could report (proptest gave
-    /// up, or a failure it reported could not be reproduced).
-    #[error("search aborted: {reason}")]
-    SearchAborted {
-        /// Why.
-        reason: String,
-    },
-}
 
 /// The clock library to preload: `$RP_CLOCK_LIB` at run time if set, else
 /// the one `build.rs` compiled. An error (saying how to fix it) if missing.

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::explore::{Exploration, SeedRun};
+use crate::exploration::{Exploration, SeedRun};
 use crate::history::{Api, Digest, Fnv1a};
 use crate::stats::{Histograms, Unit};
 
@@ -120,7 +120,7 @@ pub struct ShardFile {
     /// Every seed this shard ran, with its history digest.
     pub runs: Vec<SeedRun>,
     /// Seeds that violated something, with their violations.
-    pub violating: Vec<crate::explore::SeedReport>,
+    pub violating: Vec<crate::exploration::SeedReport>,
     /// Each histogram's recorded values and their counts.
     pub histograms: BTreeMap<String, Vec<(u64, u64)>>,
     /// Each histogram's unit.

@@ -52,11 +52,13 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use crate::bridge::BridgeNode;
+use crate::bridge::REDIS_PORT;
+pub use crate::error::SimError;
 use crate::history::{Api, Digest, EventKind, FaultRecord, Fnv1a, History, Millis, NamedTarget, NemesisStep, Op, OpId};
 use crate::nemesis::{Action, Direction, FaultKind, Schedule, Target};
-use crate::net::{NetConfig, SimConnection, REDIS_PORT};
+use crate::net::{NetConfig, SimConnection};
 use crate::pause::{sim_now, PauseHandle};
-use crate::servers::{Servers, SetupError};
+use crate::servers::Servers;
 
 /// What an actor's future returns: an `Err` fails the whole run (use it for
 /// harness bugs, not for faults, which belong in the history).
@@ -164,40 +166,6 @@ impl WorldConfig {
     pub fn restart(mut self, mode: RestartMode) -> WorldConfig {
         self.restart = mode;
         self
-    }
-}
-
-/// Why a run did not produce a history.
-#[derive(Debug, thiserror::Error)]
-pub enum SimError {
-    /// Servers or the clock library could not be set up.
-    #[error("setup: {0}")]
-    Setup(SetupError),
-    /// The schedule names a target that does not exist, or a kind/target mismatch.
-    #[error("invalid fault schedule: {0}")]
-    InvalidSchedule(String),
-    /// An actor returned an error or panicked, or the run exceeded its time limit.
-    #[error("simulation failed (seed {seed}): {message}")]
-    Run {
-        /// The seed, for reproduction.
-        seed: u64,
-        /// turmoil's message.
-        message: String,
-    },
-}
-
-impl From<SimError> for SetupError {
-    fn from(e: SimError) -> Self {
-        match e {
-            SimError::Setup(e) => e,
-            other => SetupError::Run(Box::new(other)),
-        }
-    }
-}
-
-impl From<SetupError> for SimError {
-    fn from(e: SetupError) -> Self {
-        SimError::Setup(e)
     }
 }
 

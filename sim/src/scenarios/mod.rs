@@ -34,99 +34,14 @@ pub mod retry_probe;
 pub mod stale_lease;
 pub mod validation;
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use crate::api::{
     COUNTER_CHECK, COUNTER_CHECK_AT, ELECTION_RUN, ELECTION_STOP, FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE,
     LOCK_RELEASE, LOG_CHECK, LOG_CHECK_AT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT,
     REDLOCK_EXTEND, REDLOCK_RELEASE,
 };
-use crate::checker::Violation;
 use crate::family::Runner;
-use crate::history::{Api, Digest, Event};
-use crate::search::{self, PropertySpec, SearchTarget, TargetKind};
-use crate::servers::{Servers, SetupError};
-use crate::stats::Histograms;
-
-/// What a scenario run produced.
-#[derive(Debug, Clone, Default)]
-pub struct Outcome {
-    /// Every event, in order.
-    pub history: Vec<Event>,
-    /// Stable digest of `history` (see [`crate::history::digest_events`]).
-    pub digest: Digest,
-    /// What the checkers found.
-    pub violations: Vec<Violation>,
-    /// Measurements of this run.
-    pub histograms: Histograms,
-    /// The fault schedule, one readable line per fault (with its undo).
-    pub schedule: Vec<String>,
-    /// Simulated time the run covered (ms); 0 = unknown (the last event's
-    /// time is used instead).
-    pub simulated_ms: u64,
-    /// The declared situations this run reached (see [`Situation`]): from
-    /// the actors' `reached` events, plus what the scenario's analysis of
-    /// the history adds.
-    pub reached: BTreeSet<String>,
-    /// Public library operations invoked, by name (`Lock::extend` → count):
-    /// the operations table.
-    pub operations: BTreeMap<Api, u64>,
-}
-
-impl Outcome {
-    /// An outcome for `history`, with its digest computed.
-    pub fn new(history: Vec<Event>) -> Outcome {
-        let digest = crate::history::digest_events(&history);
-        let mut reached = BTreeSet::new();
-        let mut operations = BTreeMap::new();
-        for e in &history {
-            if let Some(api) = &e.api {
-                *operations.entry(api.clone()).or_insert(0) += 1;
-            }
-            if let crate::history::Op::Reached { situation } = &e.op {
-                reached.insert(situation.clone());
-            }
-        }
-        Outcome { history, digest, reached, operations, ..Outcome::default() }
-    }
-
-    /// Marks `situation` as reached (for situations a scenario recognises
-    /// in the finished history rather than while it runs).
-    pub fn reach(&mut self, situation: &str) {
-        self.reached.insert(situation.to_string());
-    }
-
-    /// Simulated milliseconds covered by the run.
-    pub fn simulated_ms(&self) -> u64 {
-        if self.simulated_ms > 0 {
-            self.simulated_ms
-        } else {
-            self.history.last().map_or(0, |e| e.time)
-        }
-    }
-}
-
-/// Turns a finished world run into an [`Outcome`] (no violations or
-/// histograms yet: the scenario adds its own). `extra_schedule` lists faults
-/// the workload injects itself (a leader that stalls at a seeded moment),
-/// with their start times; they are merged into the nemesis schedule.
-pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, String)>) -> Outcome {
-    let mut outcome = Outcome::new(run.history.events());
-    let mut lines: Vec<(u64, String)> = run.schedule.faults.iter().map(|f| (f.at, f.to_string())).collect();
-    lines.extend(extra_schedule);
-    // Stable: equal times keep nemesis faults first.
-    lines.sort_by_key(|(at, _)| *at);
-    outcome.schedule = lines.into_iter().map(|(_, l)| l).collect();
-    if let Some(draw) = &run.schedule.swarm {
-        outcome.schedule.insert(0, draw.to_string());
-    }
-    outcome.simulated_ms = run.sim_elapsed.as_millis() as u64;
-    // Judged for every scenario: no family's faults provoke an error reply.
-    outcome.violations.extend(crate::checker::unexpected_errors::check(&outcome.history));
-    outcome.violations.extend(crate::checker::configuration::check(&outcome.history));
-    outcome.violations.extend(crate::checker::input_validation::check(&outcome.history));
-    outcome
-}
+use crate::history::Api;
+pub use crate::outcome::{outcome_from, Outcome};
 
 /// What a scenario should find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,26 +99,9 @@ pub struct Scenario {
     /// (`sim/tests/harness/scenarios.rs` runs them; a correct scenario is
     /// held to the clean seeds `0..24` instead). Empty for a correct one.
     pub pinned_seeds: &'static [u64],
-    /// What the property search must find in it (a broken variant, or a
-    /// documented non-guarantee of a correct primitive under a wider fault
-    /// space): `rp-sim report`'s mutation table and
-    /// `proptests/tests/search/violations.rs` iterate these.
-    pub finds: &'static [SearchTarget],
-    /// What the property search must not find in it (an invariant over a
-    /// fault space it claims to survive): `proptests/tests/search/properties.rs`
-    /// iterates these.
-    pub holds: &'static [PropertySpec],
 }
 
 impl Scenario {
-    /// Runs one seed: the run of the plan the seed draws from
-    /// [`Scenario::space`].
-    pub fn run(&self, servers: &mut Servers, seed: u64) -> Result<Outcome, SetupError> {
-        // A drawn plan is normalised, so valid (`search`'s tests check it).
-        let plan = self.space().draw(seed).map_err(|reason| SetupError::InvalidPlan { reason })?;
-        self.runs.run_workload(servers, plan.seed, &plan.workload, plan.schedule)
-    }
-
     /// What it must show, in words: `must not violate anything`, or
     /// `broken on purpose: must violate <invariant>`.
     pub fn expectation(&self) -> String {
@@ -229,13 +127,6 @@ impl Scenario {
             violations: &outcome.violations,
         }
         .html()
-    }
-
-    /// What its seeds draw (`crate::space`): the family's seed workloads
-    /// and nemesis faults for this variant.
-    pub fn space(&self) -> crate::space::Space {
-        let (workload, faults) = self.runs.seeds();
-        crate::space::Space { scenario: self.name, faults, workload }
     }
 
     /// Redis nodes its runs need.
@@ -274,21 +165,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Lock,
         pinned_seeds: &[],
-        finds: &[
-            SearchTarget {
-                name: "lock-restart",
-                kind: TargetKind::NonGuarantee,
-                invariant: MUTUAL_EXCLUSION,
-                what:
-                    "a restart without persistence under a held lock: a second client acquires while the first trusts its lease",
-                space: search::lock_restart_space,
-                case_bound: 200,
-                size_bound: 5,
-            },
-        ],
-        holds: &[
-            PropertySpec { name: "fencing-tokens-increase", invariant: FENCING_TOKENS_INCREASE, space: search::tokens_space },
-        ],
     },
     Scenario {
         name: "lock-naive",
@@ -300,18 +176,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Naive,
         pinned_seeds: &[1, 2, 3],
-        finds: &[
-            SearchTarget {
-                name: "lock-naive",
-                kind: TargetKind::BrokenVariant,
-                invariant: MUTUAL_EXCLUSION,
-                what: "bare DEL release: a holder past its lease deletes the next holder's lock",
-                space: search::lock_naive_space,
-                case_bound: 30,
-                size_bound: 4,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "fencing",
@@ -323,10 +187,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Fencing,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[
-            PropertySpec { name: "no-stale-overwrite", invariant: NO_STALE_OVERWRITE, space: search::stale_overwrite_space },
-        ],
     },
     Scenario {
         name: "fencing-unfenced",
@@ -338,18 +198,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Unfenced,
         pinned_seeds: &[0, 3, 4],
-        finds: &[
-            SearchTarget {
-                name: "fencing-unfenced",
-                kind: TargetKind::BrokenVariant,
-                invariant: NO_STALE_OVERWRITE,
-                what: "a resource that ignores the token: a late write overwrites a newer one",
-                space: search::fencing_unfenced_space,
-                case_bound: 40,
-                size_bound: 4,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "rate-limit",
@@ -361,10 +209,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::Log,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[
-            PropertySpec { name: "sliding-log-limit", invariant: RATE_LIMIT, space: search::log_space },
-        ],
     },
     Scenario {
         name: "rate-limit-counter",
@@ -376,10 +220,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::Counter,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[
-            PropertySpec { name: "sliding-counter-bound", invariant: RATE_LIMIT, space: search::counter_space },
-        ],
     },
     Scenario {
         name: "rate-limit-fixed-window",
@@ -391,18 +231,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::FixedWindow,
         pinned_seeds: &[1, 2, 3],
-        finds: &[
-            SearchTarget {
-                name: "rate-limit-fixed-window",
-                kind: TargetKind::BrokenVariant,
-                invariant: RATE_LIMIT,
-                what: "INCR + EXPIRE fixed window: bursts either side of a boundary",
-                space: search::fixed_window_space,
-                case_bound: 20,
-                size_bound: 2,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "rate-limit-client-side",
@@ -414,18 +242,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::ClientSide,
         pinned_seeds: &[1, 2, 3],
-        finds: &[
-            SearchTarget {
-                name: "rate-limit-client-side",
-                kind: TargetKind::BrokenVariant,
-                invariant: RATE_LIMIT,
-                what: "count then add in separate round trips: concurrent callers all pass",
-                space: search::client_side_space,
-                case_bound: 20,
-                size_bound: 2,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "rate-limit-watch-multi",
@@ -437,18 +253,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &rate_limit::Variant::WatchMulti,
         pinned_seeds: &[1, 2, 3],
-        finds: &[
-            SearchTarget {
-                name: "rate-limit-watch-multi",
-                kind: TargetKind::BrokenVariant,
-                invariant: RATE_LIMIT,
-                what: "WATCH/MULTI on a shared connection: EXEC clears every caller's watch",
-                space: search::watch_multi_space,
-                case_bound: 20,
-                size_bound: 2,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "election",
@@ -460,10 +264,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &election::Variant::Election,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[
-            PropertySpec { name: "one-leader-per-epoch", invariant: ELECTION, space: search::election_space },
-        ],
     },
     Scenario {
         name: "election-renew-only",
@@ -475,8 +275,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &election::Variant::RenewOnly,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "election-no-epoch",
@@ -488,18 +286,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &election::Variant::NoEpoch,
         pinned_seeds: &[1, 2, 4],
-        finds: &[
-            SearchTarget {
-                name: "election-no-epoch",
-                kind: TargetKind::BrokenVariant,
-                invariant: ELECTION,
-                what: "no epoch, unfenced writes: a paused leader's write lands after its successor's",
-                space: search::election_no_epoch_space,
-                case_bound: 60,
-                size_bound: 4,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "election-failover",
@@ -511,8 +297,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &election::Variant::Failover,
         pinned_seeds: &[1, 2, 3],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "election-failover-acknowledged",
@@ -524,8 +308,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: crate::checker::acknowledged_writes::DECLARED,
         runs: &election::Variant::FailoverAcknowledged,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "election-failover-floored",
@@ -537,8 +319,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &election::Variant::FailoverFloored,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "counter-loss",
@@ -550,18 +330,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::CounterLoss,
         pinned_seeds: &[1, 2, 3],
-        finds: &[
-            SearchTarget {
-                name: "counter-loss",
-                kind: TargetKind::NonGuarantee,
-                invariant: FENCING_TOKENS_INCREASE,
-                what: "fence counter lost in a restart without persistence: tokens reissued",
-                space: search::counter_loss_space,
-                case_bound: 150,
-                size_bound: 5,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "lock-floored",
@@ -573,8 +341,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Floored,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "counter-loss-floored",
@@ -586,8 +352,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::CounterLossFloored,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "lock-failover",
@@ -599,18 +363,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::Failover,
         pinned_seeds: &[1, 2, 3],
-        finds: &[
-            SearchTarget {
-                name: "lock-failover",
-                kind: TargetKind::NonGuarantee,
-                invariant: FENCING_TOKENS_INCREASE,
-                what: "asynchronous replication: a failover to a replica that missed INCRs reissues their tokens",
-                space: search::lock_failover_space,
-                case_bound: 60,
-                size_bound: 5,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "lock-failover-acknowledged",
@@ -622,8 +374,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: crate::checker::acknowledged_writes::DECLARED,
         runs: &lock::Variant::FailoverAcknowledged,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "lock-failover-floored",
@@ -635,8 +385,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::FailoverFloored,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "lock-failover-clock-back",
@@ -648,8 +396,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &lock::Variant::FailoverClockBack,
         pinned_seeds: &[1, 2, 3],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "redlock",
@@ -661,10 +407,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &redlock::Variant::Correct,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[
-            PropertySpec { name: "redlock-mutual-exclusion", invariant: REDLOCK_MUTUAL_EXCLUSION, space: search::redlock_space },
-        ],
     },
     Scenario {
         name: "redlock-no-validity",
@@ -676,18 +418,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &redlock::Variant::NoValidity,
         pinned_seeds: &[2, 3, 4],
-        finds: &[
-            SearchTarget {
-                name: "redlock-no-validity",
-                kind: TargetKind::BrokenVariant,
-                invariant: REDLOCK_MUTUAL_EXCLUSION,
-                what: "no elapsed-time validity gate: a slow acquire trusts keys that have expired",
-                space: search::redlock_no_validity_space,
-                case_bound: 80,
-                size_bound: 5,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "redlock-clock-jump",
@@ -699,18 +429,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: &[],
         runs: &redlock::Variant::ClockJump,
         pinned_seeds: &[1, 2, 3],
-        finds: &[
-            SearchTarget {
-                name: "redlock-clock-jump",
-                kind: TargetKind::NonGuarantee,
-                invariant: REDLOCK_MUTUAL_EXCLUSION,
-                what: "a forward clock step on a minority of masters: two clients each hold a majority",
-                space: search::redlock_clock_jump_space,
-                case_bound: 200,
-                size_bound: 5,
-            },
-        ],
-        holds: &[],
     },
     Scenario {
         name: "job-queue",
@@ -722,8 +440,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: job_queue::INVARIANTS,
         runs: &job_queue::Variant::Fenced,
         pinned_seeds: &[],
-        finds: &[],
-        holds: &[],
     },
     Scenario {
         name: "job-queue-naive",
@@ -735,16 +451,6 @@ pub const SCENARIOS: &[Scenario] = &[
         invariants: job_queue::INVARIANTS,
         runs: &job_queue::Variant::Naive,
         pinned_seeds: &[0, 1, 2],
-        finds: &[SearchTarget {
-            name: "job-queue-naive",
-            kind: TargetKind::BrokenVariant,
-            invariant: job_queue::JOB_QUEUE,
-            what: "claim without a lease or fence: a slow worker's job is handed out again and completed twice",
-            space: job_queue::naive_search_space,
-            case_bound: 10,
-            size_bound: 2,
-        }],
-        holds: &[],
     },
 ];
 

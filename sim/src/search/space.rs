@@ -3,24 +3,15 @@
 //! with a nemesis fault space, built through the one generator
 //! ([`crate::Space`]) that seeds draw from too.
 
-pub use crate::space::{rng, FaultSpace, Space, Workloads};
+pub use crate::family::Workloads;
+pub use crate::fault_space::CLIENT_SIDE;
+pub use crate::space::{rng, FaultSpace, Space};
 
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::{self, ElectionSpace};
 use crate::scenarios::lock::{self, LockSpace};
 use crate::scenarios::rate_limit::{self, RateLimitSpace};
 use crate::scenarios::redlock::{self, RedlockSpace};
-
-/// The fault kinds a client-side search draws from (no server restarts, no
-/// clock steps: those are documented non-guarantees of one-server locks).
-pub const CLIENT_SIDE: &[FaultClass] = &[
-    FaultClass::ClientPause,
-    FaultClass::Partition,
-    FaultClass::Hold,
-    FaultClass::Latency,
-    FaultClass::PartitionOneWay,
-    FaultClass::ServerPause,
-];
 
 /// A lock-family scenario: [`LockSpace::search`] (1–4 clients, TTL
 /// 150–600 ms, holds up to 100–700 ms, 1–3 s of attempts, an optional

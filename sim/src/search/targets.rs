@@ -1,11 +1,18 @@
 //! What the search must find ([`targets()`]: every broken variant and
-//! documented non-guarantee) and must not find ([`properties()`]), as the
-//! registry rows list them (`finds`, `holds`), and the space each is
-//! searched in.
+//! documented non-guarantee) and must not find ([`properties()`]), and the
+//! space each is searched in.
+//!
+//! The tables live here, above the scenario registry, not in its rows: a
+//! target's space is a plan space, and plans are read through the
+//! registry, so a row that held its targets would close a dependency cycle
+//! (ADR 0009).
 
 use std::fmt::Debug;
 
 use super::*;
+use crate::checker::{
+    ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
+};
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::ElectionSpace;
 use crate::scenarios::lock::LockSpace;
@@ -127,11 +134,125 @@ pub fn redlock_clock_jump_space() -> Space {
     s
 }
 
+/// Every broken variant and every documented non-guarantee, in registry
+/// order (one row each in `rp-sim report`'s mutation table;
+/// `proptests/tests/search/violations.rs` searches each).
+const TARGETS: &[SearchTarget] = &[
+    SearchTarget {
+        name: "lock-restart",
+        kind: TargetKind::NonGuarantee,
+        invariant: MUTUAL_EXCLUSION,
+        what:
+            "a restart without persistence under a held lock: a second client acquires while the first trusts its lease",
+        space: lock_restart_space,
+        case_bound: 200,
+        size_bound: 5,
+    },
+    SearchTarget {
+        name: "lock-naive",
+        kind: TargetKind::BrokenVariant,
+        invariant: MUTUAL_EXCLUSION,
+        what: "bare DEL release: a holder past its lease deletes the next holder's lock",
+        space: lock_naive_space,
+        case_bound: 30,
+        size_bound: 4,
+    },
+    SearchTarget {
+        name: "fencing-unfenced",
+        kind: TargetKind::BrokenVariant,
+        invariant: NO_STALE_OVERWRITE,
+        what: "a resource that ignores the token: a late write overwrites a newer one",
+        space: fencing_unfenced_space,
+        case_bound: 40,
+        size_bound: 4,
+    },
+    SearchTarget {
+        name: "rate-limit-fixed-window",
+        kind: TargetKind::BrokenVariant,
+        invariant: RATE_LIMIT,
+        what: "INCR + EXPIRE fixed window: bursts either side of a boundary",
+        space: fixed_window_space,
+        case_bound: 20,
+        size_bound: 2,
+    },
+    SearchTarget {
+        name: "rate-limit-client-side",
+        kind: TargetKind::BrokenVariant,
+        invariant: RATE_LIMIT,
+        what: "count then add in separate round trips: concurrent callers all pass",
+        space: client_side_space,
+        case_bound: 20,
+        size_bound: 2,
+    },
+    SearchTarget {
+        name: "rate-limit-watch-multi",
+        kind: TargetKind::BrokenVariant,
+        invariant: RATE_LIMIT,
+        what: "WATCH/MULTI on a shared connection: EXEC clears every caller's watch",
+        space: watch_multi_space,
+        case_bound: 20,
+        size_bound: 2,
+    },
+    SearchTarget {
+        name: "election-no-epoch",
+        kind: TargetKind::BrokenVariant,
+        invariant: ELECTION,
+        what: "no epoch, unfenced writes: a paused leader's write lands after its successor's",
+        space: election_no_epoch_space,
+        case_bound: 60,
+        size_bound: 4,
+    },
+    SearchTarget {
+        name: "counter-loss",
+        kind: TargetKind::NonGuarantee,
+        invariant: FENCING_TOKENS_INCREASE,
+        what: "fence counter lost in a restart without persistence: tokens reissued",
+        space: counter_loss_space,
+        case_bound: 150,
+        size_bound: 5,
+    },
+    SearchTarget {
+        name: "lock-failover",
+        kind: TargetKind::NonGuarantee,
+        invariant: FENCING_TOKENS_INCREASE,
+        what: "asynchronous replication: a failover to a replica that missed INCRs reissues their tokens",
+        space: lock_failover_space,
+        case_bound: 60,
+        size_bound: 5,
+    },
+    SearchTarget {
+        name: "redlock-no-validity",
+        kind: TargetKind::BrokenVariant,
+        invariant: REDLOCK_MUTUAL_EXCLUSION,
+        what: "no elapsed-time validity gate: a slow acquire trusts keys that have expired",
+        space: redlock_no_validity_space,
+        case_bound: 80,
+        size_bound: 5,
+    },
+    SearchTarget {
+        name: "redlock-clock-jump",
+        kind: TargetKind::NonGuarantee,
+        invariant: REDLOCK_MUTUAL_EXCLUSION,
+        what: "a forward clock step on a minority of masters: two clients each hold a majority",
+        space: redlock_clock_jump_space,
+        case_bound: 200,
+        size_bound: 5,
+    },
+    SearchTarget {
+        name: "job-queue-naive",
+        kind: TargetKind::BrokenVariant,
+        invariant: crate::scenarios::job_queue::JOB_QUEUE,
+        what: "claim without a lease or fence: a slow worker's job is handed out again and completed twice",
+        space: crate::scenarios::job_queue::naive_search_space,
+        case_bound: 10,
+        size_bound: 2,
+    },
+];
+
 /// Every broken variant and every documented non-guarantee, with the
-/// invariant that must catch it: the registry rows' `finds`, in registry
-/// order (one row each in the mutation table).
+/// invariant that must catch it (see [`TARGETS`]).
 pub fn targets() -> impl Iterator<Item = &'static SearchTarget> {
-    crate::scenarios::SCENARIOS.iter().flat_map(|s| s.finds)
+    TARGETS.iter()
 }
 
 /// Looks a search target up by name.
@@ -185,10 +306,21 @@ pub fn redlock_space() -> Space {
     )
 }
 
-/// What the search must not find: the registry rows' `holds`, in registry
-/// order (`proptests/tests/search/properties.rs` checks each).
+/// What the search must not find: an invariant over a fault space a correct
+/// scenario claims to survive (`proptests/tests/search/properties.rs`
+/// checks each).
+const PROPERTIES: &[PropertySpec] = &[
+    PropertySpec { name: "fencing-tokens-increase", invariant: FENCING_TOKENS_INCREASE, space: tokens_space },
+    PropertySpec { name: "no-stale-overwrite", invariant: NO_STALE_OVERWRITE, space: stale_overwrite_space },
+    PropertySpec { name: "sliding-log-limit", invariant: RATE_LIMIT, space: log_space },
+    PropertySpec { name: "sliding-counter-bound", invariant: RATE_LIMIT, space: counter_space },
+    PropertySpec { name: "one-leader-per-epoch", invariant: ELECTION, space: election_space },
+    PropertySpec { name: "redlock-mutual-exclusion", invariant: REDLOCK_MUTUAL_EXCLUSION, space: redlock_space },
+];
+
+/// What the search must not find (see [`PROPERTIES`]).
 pub fn properties() -> impl Iterator<Item = &'static PropertySpec> {
-    crate::scenarios::SCENARIOS.iter().flat_map(|s| s.holds)
+    PROPERTIES.iter()
 }
 
 /// Looks a property up by name.

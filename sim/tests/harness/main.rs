@@ -10,6 +10,7 @@ mod clock;
 mod determinism;
 mod interrupt;
 mod jobs;
+mod modules;
 mod pictures;
 mod plan;
 mod replication;

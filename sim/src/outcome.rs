@@ -1,0 +1,92 @@
+//! What one run produced, as every family returns it: the history and its
+//! digest, the violations, histograms, the schedule that ran, the
+//! situations reached and the operations invoked.
+//!
+//! Below the families and the registry that list them, so that a family
+//! depends on it and nothing here depends on a family (ADR 0009).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::checker::Violation;
+use crate::history::{Api, Digest, Event};
+use crate::stats::Histograms;
+
+/// What a scenario run produced.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Every event, in order.
+    pub history: Vec<Event>,
+    /// Stable digest of `history` (see [`crate::history::digest_events`]).
+    pub digest: Digest,
+    /// What the checkers found.
+    pub violations: Vec<Violation>,
+    /// Measurements of this run.
+    pub histograms: Histograms,
+    /// The fault schedule, one readable line per fault (with its undo).
+    pub schedule: Vec<String>,
+    /// Simulated time the run covered (ms); 0 = unknown (the last event's
+    /// time is used instead).
+    pub simulated_ms: u64,
+    /// The declared situations this run reached (see [`Situation`]): from
+    /// the actors' `reached` events, plus what the scenario's analysis of
+    /// the history adds.
+    pub reached: BTreeSet<String>,
+    /// Public library operations invoked, by name (`Lock::extend` → count):
+    /// the operations table.
+    pub operations: BTreeMap<Api, u64>,
+}
+
+impl Outcome {
+    /// An outcome for `history`, with its digest computed.
+    pub fn new(history: Vec<Event>) -> Outcome {
+        let digest = crate::history::digest_events(&history);
+        let mut reached = BTreeSet::new();
+        let mut operations = BTreeMap::new();
+        for e in &history {
+            if let Some(api) = &e.api {
+                *operations.entry(api.clone()).or_insert(0) += 1;
+            }
+            if let crate::history::Op::Reached { situation } = &e.op {
+                reached.insert(situation.clone());
+            }
+        }
+        Outcome { history, digest, reached, operations, ..Outcome::default() }
+    }
+
+    /// Marks `situation` as reached (for situations a scenario recognises
+    /// in the finished history rather than while it runs).
+    pub fn reach(&mut self, situation: &str) {
+        self.reached.insert(situation.to_string());
+    }
+
+    /// Simulated milliseconds covered by the run.
+    pub fn simulated_ms(&self) -> u64 {
+        if self.simulated_ms > 0 {
+            self.simulated_ms
+        } else {
+            self.history.last().map_or(0, |e| e.time)
+        }
+    }
+}
+
+/// Turns a finished world run into an [`Outcome`] (no violations or
+/// histograms yet: the scenario adds its own). `extra_schedule` lists faults
+/// the workload injects itself (a leader that stalls at a seeded moment),
+/// with their start times; they are merged into the nemesis schedule.
+pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, String)>) -> Outcome {
+    let mut outcome = Outcome::new(run.history.events());
+    let mut lines: Vec<(u64, String)> = run.schedule.faults.iter().map(|f| (f.at, f.to_string())).collect();
+    lines.extend(extra_schedule);
+    // Stable: equal times keep nemesis faults first.
+    lines.sort_by_key(|(at, _)| *at);
+    outcome.schedule = lines.into_iter().map(|(_, l)| l).collect();
+    if let Some(draw) = &run.schedule.swarm {
+        outcome.schedule.insert(0, draw.to_string());
+    }
+    outcome.simulated_ms = run.sim_elapsed.as_millis() as u64;
+    // Judged for every scenario: no family's faults provoke an error reply.
+    outcome.violations.extend(crate::checker::unexpected_errors::check(&outcome.history));
+    outcome.violations.extend(crate::checker::configuration::check(&outcome.history));
+    outcome.violations.extend(crate::checker::input_validation::check(&outcome.history));
+    outcome
+}
