@@ -1,0 +1,495 @@
+//! [`Op`]: every kind of operation and observation a history records,
+//! with its arguments and (on a completion) its result.
+
+use serde::Serialize;
+
+use super::values::*;
+use super::FaultRecord;
+use crate::time::Millis;
+
+/// One operation: its arguments, and (on the completion event) its result.
+///
+/// Result fields are `Option`s: `None` on the invoke event, filled on an `Ok`
+/// completion, and left `None` when the outcome is unknown.
+///
+/// Serialised (into the JSON a history's digest hashes), never read back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Op {
+    /// `Lock::acquire` (or a naive lock's acquire).
+    Acquire {
+        /// Lock name.
+        name: String,
+        /// Requested lease length.
+        ttl_ms: u64,
+        /// Fencing token granted (on `Ok`; `None` for a lock without tokens).
+        token: Option<u64>,
+        /// The holder's local deadline (simulated ms) after which it stops
+        /// trusting the lease; `None` for a holder that never checks (naive).
+        deadline: Option<Millis>,
+    },
+    /// `Lock::release`: `Ok` = it deleted its own lease, `Fail` = it was
+    /// already gone (or someone else's; compare-and-delete refused).
+    Release {
+        /// Lock name.
+        name: String,
+        /// Token of the lease being released (`None` for a naive lock).
+        token: Option<u64>,
+    },
+    /// `Lock::extend`: `Ok` = extended, `Fail` = the lease was gone.
+    Extend {
+        /// Lock name.
+        name: String,
+        /// Token of the lease being extended.
+        token: Option<u64>,
+        /// New lease length.
+        ttl_ms: u64,
+        /// New local deadline on `Ok`.
+        deadline: Option<Millis>,
+    },
+    /// Observation: the holder decided its lease can no longer be trusted
+    /// (deadline passed, extend failed, guard fired). Ends its hold.
+    LeaseLost {
+        /// Lock name.
+        name: String,
+        /// Token of the lost lease.
+        token: Option<u64>,
+        /// Why, in a few words.
+        reason: String,
+    },
+    /// Observation: the harness overwrote the key of this process's lease
+    /// on `name` (granted with `token`) with another owner, as an operator
+    /// or a peer that ignored the lock would (`scenarios/guard_probe.rs`);
+    /// the lease's next extension must be refused. Judged by
+    /// `self-fencing` (`checker::guarded_body`).
+    TakenAway {
+        /// Lock name.
+        name: String,
+        /// Token of the lease whose key was overwritten.
+        token: Option<u64>,
+    },
+    /// Observation: the body of this process's guarded call on `name`
+    /// (granted with `token`) was dropped before it finished, at this
+    /// event's instant (the body's own drop guard records it). Judged by
+    /// `self-fencing` (`checker::guarded_body`): a `Cancelled { at }` says
+    /// when the body was dropped, so `at` is this instant, not the later
+    /// one at which the best-effort release returned.
+    BodyDropped {
+        /// Lock name.
+        name: String,
+        /// Token of the lease the body ran under.
+        token: u64,
+    },
+    /// Observation: the call of this process invoked at `invoked` was
+    /// refused for want of replicas (`Error::NotAcknowledged` on `key`).
+    /// Judged by `acknowledged-writes`: the bridge's replication barrier has
+    /// every write of a node whose replicas are linked confirmed before it
+    /// answers, so a refusal with nothing touching the node throughout the
+    /// call is wrong.
+    NotAcknowledged {
+        /// The key the acknowledgement was for.
+        key: String,
+        /// When the refused call was invoked.
+        invoked: Millis,
+    },
+    /// A write to a resource. `fenced` says whether the store checks tokens;
+    /// `token` is the token (or election epoch) the writer believed it held.
+    Write {
+        /// Resource key.
+        key: String,
+        /// Value written (short, readable).
+        value: String,
+        /// Token or epoch the writer carried (`None` if it had none).
+        token: Option<u64>,
+        /// Whether the store enforces fencing.
+        fenced: bool,
+        /// What the store said (on `Ok`; a rejection is an `Ok` with
+        /// `Rejected`, since the store answered definitively).
+        result: Option<WriteResult>,
+    },
+    /// A read of a resource (the final read is what no-stale-overwrite checks).
+    Read {
+        /// Resource key.
+        key: String,
+        /// Value found.
+        value: Option<String>,
+        /// Token stored with it (fenced store), if any.
+        token: Option<u64>,
+    },
+    /// One rate-limit decision.
+    RateLimit {
+        /// Limiter key.
+        key: String,
+        /// Configured limit per window.
+        limit: u64,
+        /// Configured window length.
+        window_ms: u64,
+        /// The answer (on `Ok`).
+        admission: Option<Admission>,
+        /// Server (Redis) time of the decision in simulated ms, when known.
+        /// Admissions are counted per window of *server* time.
+        server_ms: Option<Millis>,
+        /// `Decision::count` (on `Ok`): requests the limiter counted in the
+        /// window, the admitted one included.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+        /// `Decision::remaining` (on an admission).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remaining: Option<u64>,
+        /// The instant a `check_at` pinned (simulated ms), on the invoke and
+        /// the completion; `None` for a `check` on the server's clock.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pinned_ms: Option<Millis>,
+        /// What the `Decision`'s own accessors said (on `Ok`), judged
+        /// against the variant recorded above.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        accessors: Option<DecisionAccessors>,
+    },
+    /// Observation: an election node's role changed.
+    Role {
+        /// Election name.
+        election: String,
+        /// New role.
+        role: Role,
+        /// Epoch it holds (leader) or last held; `None` without epochs.
+        epoch: Option<u64>,
+        /// For a leader: the instant (simulated ms) until which it trusts its
+        /// lease (its local deadline); a new `Leader` event with the same
+        /// epoch moves it (a confirmed renewal). `None` = until it says
+        /// otherwise (renew-tick demotion, naive elections).
+        deadline: Option<Millis>,
+    },
+    /// A Redlock acquire across several masters.
+    RedlockAcquire {
+        /// Lock name.
+        name: String,
+        /// Number of masters.
+        masters: u32,
+        /// Votes needed.
+        quorum: u32,
+        /// Votes obtained (on completion).
+        votes: Option<u32>,
+        /// Validity the client computed (ms), on `Ok`; the lease is trusted
+        /// over `[invoke, invoke + validity]` in simulated time.
+        validity_ms: Option<u64>,
+        /// What each master said and the numbers the client decided on
+        /// (on completion; absent in older histories).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round: Option<RedlockRound>,
+    },
+    /// A Redlock release on all masters.
+    RedlockRelease {
+        /// Lock name.
+        name: String,
+        /// The op id of the acquire whose lease is released.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lease: Option<u64>,
+        /// Each master's answer to the compare-and-delete (on completion).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round: Option<RedlockRound>,
+    },
+    /// `Redlock::connect`: each master asked for its `run_id`.
+    RedlockConnect {
+        /// Number of masters.
+        masters: u32,
+        /// Masters whose `run_id` could not be read (on `Ok`).
+        unverified: Option<Vec<u32>>,
+    },
+    /// `Redlock::extend`: `Ok` = extended (the round carries the new
+    /// validity), `Fail` = refused (the lease is lost and released).
+    RedlockExtend {
+        /// Lock name.
+        name: String,
+        /// The op id of the acquire whose lease is extended.
+        lease: u64,
+        /// What each master said, on completion.
+        round: Option<RedlockRound>,
+    },
+    /// `Retry::run` around `Lock::acquire` (each attempt is its own
+    /// `Acquire`, invoked and completed inside this operation): `Ok` =
+    /// granted, `Fail` = attempts or deadline ran out.
+    Retry {
+        /// Lock name.
+        name: String,
+        /// Attempts the policy allows.
+        attempts: u32,
+        /// The policy's total deadline (ms), if any.
+        deadline_ms: Option<u64>,
+        /// Token granted (on `Ok`).
+        token: Option<u64>,
+        /// The policy's `(base_delay, max_delay)` in ms, when recorded: the
+        /// sleep after attempt `n` (from 0) is at most
+        /// `min(base × 2^n, max)`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backoff_ms: Option<(u64, u64)>,
+    },
+    /// `Lock::with_lock_guarded` or a caller-driven `Lock::keep_alive`
+    /// around a body: the body's steps are the same process's writes
+    /// invoked inside this operation, with this token.
+    Guarded {
+        /// Lock name.
+        name: String,
+        /// Lease token (known once the inner acquire succeeded).
+        token: Option<u64>,
+        /// How it ended (on completion).
+        outcome: Option<GuardedResult>,
+        /// `KeepAlive::every` of the policy, in ms: the longest a
+        /// `with_lock_guarded` waits for its final release.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        every_ms: Option<u64>,
+    },
+    /// `Lock::current_token`: the fence counter (`None` = never issued).
+    CurrentToken {
+        /// Lock name.
+        name: String,
+        /// The counter read (on `Ok`).
+        token: Option<u64>,
+    },
+    /// `Lock::remaining_ttl`: the server-side time left (`None` = not held).
+    RemainingTtl {
+        /// Lock name.
+        name: String,
+        /// Milliseconds left (on `Ok`; `None` = no lease).
+        ms: Option<u64>,
+    },
+    /// A fault injected (or healed) by the nemesis, or by the workload
+    /// itself: typed, text only in `Display` and the JSON.
+    Fault(FaultRecord),
+    /// Observation: the run reached a situation its scenario declares it
+    /// exists to reach (a "sometimes" assertion; see
+    /// [`crate::scenarios::Situation`]). Recorded once per run and situation.
+    Reached {
+        /// The situation's name.
+        situation: String,
+    },
+    /// Redis answered a request with an error reply (a script error, a
+    /// `CORRUPT`/`WRONGTYPE` refusal, anything but the `NOSCRIPT` the library
+    /// recovers from), recorded by the connection itself (see
+    /// [`crate::net::SimConnection`]); judged by `unexpected-errors`.
+    ErrorReply {
+        /// The error as the client saw it.
+        message: String,
+    },
+    /// Observation: what a held `Lease`'s accessors said at this instant
+    /// (the holder asked `is_trusted()` here); judged by `lease-views`.
+    LeaseView {
+        /// `Lease::name`.
+        name: String,
+        /// `Lease::key`.
+        key: String,
+        /// `Lease::token`.
+        token: u64,
+        /// `Lease::ttl`, in ms.
+        ttl_ms: u64,
+        /// `Lease::sent_at`, in simulated ms.
+        sent_ms: Millis,
+        /// `Lease::local_deadline`, in simulated ms (truncated).
+        deadline_ms: Millis,
+        /// `Lease::is_trusted()`.
+        trusted: bool,
+    },
+    /// Observation: what an `Election`'s accessors said, recorded whenever
+    /// one of them changed (polled every millisecond); judged by
+    /// `election-views`.
+    ElectionView {
+        /// `Election::name()`.
+        name: String,
+        /// `Election::is_leader()`.
+        is_leader: bool,
+        /// `Election::epoch()`.
+        epoch: Option<u64>,
+        /// `Election::leader_lease()`: `(epoch, sent_at µs, local_deadline µs)`.
+        lease: Option<(u64, u64, u64)>,
+        /// `Election::leadership()`.
+        published: Published,
+        /// What that `Leadership` value's own accessors say:
+        /// `(is_leader(), epoch(), last_demotion()'s epoch)`.
+        #[serde(default)]
+        accessors: (bool, Option<u64>, Option<u64>),
+        /// Why the last term ended (`last_demotion()`'s reason, as the
+        /// `demoted-*` situation suffix: `deadline-reached`, `lease-lost`…).
+        #[serde(default)]
+        demotion_reason: Option<String>,
+    },
+    /// Observation: an `Election::subscribe()` receiver disagreed with
+    /// `Election::leadership()` (it holds another role, or was not notified
+    /// of a change since the workload last read it); recorded only then,
+    /// and judged by `election-views`.
+    SubscriberView {
+        /// What `leadership()` publishes.
+        published: Published,
+        /// What the receiver holds.
+        received: Published,
+        /// `has_changed()` before the receiver was read.
+        notified: bool,
+    },
+    /// Observation: the writer asked `Election::epoch()` before a write
+    /// and got `epoch` (judged by `election-views`: `Some` only before the
+    /// lease's deadline).
+    EpochCheck {
+        /// The answer.
+        epoch: Option<u64>,
+    },
+    /// Observation: an `on_elected` (`elected`) or `on_demoted` callback ran
+    /// for `epoch`; judged by `election-views`.
+    ElectionCallback {
+        /// `on_elected` rather than `on_demoted`.
+        elected: bool,
+        /// The epoch it was called with.
+        epoch: u64,
+        /// `on_demoted` for `DemotionReason::DeadlineReached`.
+        #[serde(default)]
+        deadline_reached: bool,
+    },
+    /// Observation: what an `Election` reports of its configuration
+    /// (recorded once, at build); judged by `election-views`.
+    ElectionConfig {
+        /// `Election::name()`.
+        name: String,
+        /// `Election::lease_ttl()`, ms.
+        lease_ms: u64,
+        /// `Election::renew_interval()`, ms.
+        renew_ms: u64,
+        /// `Election::campaign_interval()`, ms.
+        campaign_ms: u64,
+        /// `Election::demotion()`, as `Debug` prints it.
+        demotion: String,
+    },
+    /// Observation: what a primitive's accessors report of how it was
+    /// built, beside what it was built with (`(accessor, reported,
+    /// configured)`); judged by `configuration`.
+    Configured {
+        /// The primitive (`Lock`, `Redlock`, ...).
+        primitive: String,
+        /// `(accessor, reported, configured)`, as text.
+        fields: Vec<(String, String, String)>,
+    },
+    /// The validation probe tried `case`: `accepted`, or refused with
+    /// `refusal` (the error as displayed; `invalid` when it was
+    /// `Error::InvalidInput`).
+    Validated {
+        /// What was tried.
+        case: Validation,
+        /// Whether it was accepted.
+        accepted: bool,
+        /// Whether a refusal was `Error::InvalidInput`.
+        invalid: bool,
+        /// The refusal, as displayed.
+        refusal: Option<String>,
+    },
+    /// Observation: the actor's next request to `node` will wait `ms` at
+    /// the server before it runs (a workload fault aimed at one request,
+    /// through [`crate::world::Actor::delay_next_request`]).
+    Delayed {
+        /// Which node.
+        node: u32,
+        /// How long.
+        ms: u64,
+        /// Only a request mentioning this (a key name) is held.
+        #[serde(default)]
+        mentioning: Option<String>,
+    },
+    /// Observation: the actor froze itself for `ms` (a workload fault: a
+    /// GC pause at a chosen moment), through [`crate::world::Actor::stall`].
+    Paused {
+        /// How long.
+        ms: u64,
+        /// Where, in a few words ("inside its critical section").
+        context: String,
+    },
+    /// A library call returned an error that no fault explains (anything
+    /// but a timeout or a lost connection, `Error::outcome_is_unknown`),
+    /// recorded by [`crate::world::Actor::errored`]; judged by
+    /// `unexpected-errors`.
+    LibraryError {
+        /// The error as the library displays it.
+        message: String,
+    },
+    /// The corruption probe planted a key, called the library and read the
+    /// keys back (`scenarios/corruption.rs`); judged by `corrupt-state`.
+    StateProbe {
+        /// What was planted, and the call.
+        planted: Planted,
+        /// The library's answer.
+        reply: ProbeReply,
+        /// The keys afterwards (`None`: the read-back failed).
+        after: Option<ProbeAfter>,
+    },
+    /// An operation of a primitive this enum has no variant for (a family
+    /// added through the public API, a user's own primitive): its verb and
+    /// its arguments and result as JSON. Record it with [`Op::custom`], read
+    /// it back with [`Op::custom_data`]; its checkers are its family's own.
+    Custom {
+        /// What it does, in kebab case (`job-claim`).
+        verb: String,
+        /// Its arguments and (on a completion) result.
+        data: serde_json::Value,
+    },
+    /// Anything else a scenario wants in the timeline.
+    Note {
+        /// Free text.
+        text: String,
+    },
+}
+
+impl Op {
+    /// An [`Op::Custom`] of `verb` carrying `data` (any plain serde data:
+    /// a struct of strings, integers and options).
+    pub fn custom(verb: &str, data: &impl Serialize) -> Op {
+        // Plain data serialises; if it ever did not, keep the error in the
+        // history rather than lose the operation.
+        let data =
+            serde_json::to_value(data).unwrap_or_else(|e| serde_json::Value::String(format!("unserialisable: {e}")));
+        Op::Custom { verb: verb.to_string(), data }
+    }
+
+    /// The data of an [`Op::Custom`] of `verb`, typed; `None` for any other
+    /// op, another verb, or data of another shape.
+    pub fn custom_data<T: serde::de::DeserializeOwned>(&self, verb: &str) -> Option<T> {
+        match self {
+            Op::Custom { verb: v, data } if v == verb => serde_json::from_value(data.clone()).ok(),
+            _ => None,
+        }
+    }
+
+    /// A short verb for timelines.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Op::Acquire { .. } => "acquire",
+            Op::Release { .. } => "release",
+            Op::Extend { .. } => "extend",
+            Op::LeaseLost { .. } => "lease-lost",
+            Op::TakenAway { .. } => "taken-away",
+            Op::BodyDropped { .. } => "body-dropped",
+            Op::NotAcknowledged { .. } => "not-acknowledged",
+            Op::Write { .. } => "write",
+            Op::Read { .. } => "read",
+            Op::RateLimit { .. } => "rate-limit",
+            Op::Role { .. } => "role",
+            Op::RedlockAcquire { .. } => "redlock-acquire",
+            Op::RedlockRelease { .. } => "redlock-release",
+            Op::Retry { .. } => "retry",
+            Op::Guarded { .. } => "guarded",
+            Op::CurrentToken { .. } => "current-token",
+            Op::RemainingTtl { .. } => "remaining-ttl",
+            Op::RedlockConnect { .. } => "redlock-connect",
+            Op::RedlockExtend { .. } => "redlock-extend",
+            Op::Fault(_) => "fault",
+            Op::Reached { .. } => "reached",
+            Op::ErrorReply { .. } => "error-reply",
+            Op::StateProbe { .. } => "state-probe",
+            Op::LibraryError { .. } => "library-error",
+            Op::LeaseView { .. } => "lease-view",
+            Op::Configured { .. } => "configured",
+            Op::Paused { .. } => "paused",
+            Op::Delayed { .. } => "delayed",
+            Op::Validated { .. } => "validated",
+            Op::ElectionView { .. } => "election-view",
+            Op::ElectionCallback { .. } => "election-callback",
+            Op::EpochCheck { .. } => "epoch-check",
+            Op::SubscriberView { .. } => "subscriber-view",
+            Op::ElectionConfig { .. } => "election-config",
+            Op::Custom { .. } => "custom",
+            Op::Note { .. } => "note",
+        }
+    }
+}
