@@ -311,6 +311,23 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(m, "Regenerate (from the workspace root):\n\n```sh\n{}\n```\n", r.regenerate);
     let _ = writeln!(m, "`report.json` holds the same data with full percentiles.\n");
 
+    scenarios_section(&mut m, r);
+    coverage_section(&mut m, r);
+    operations_section(&mut m, r);
+    histograms_section(&mut m, r);
+    plots_section(&mut m, r);
+    election_figures_section(&mut m, r);
+    if !r.mutation.is_empty() {
+        m.push_str(&crate::mutation::markdown(&r.mutation, &r.mutation_seeds));
+    }
+
+    speed_section(&mut m, r);
+    invariants_section(&mut m);
+    m
+}
+
+/// The scenarios table and each first violation.
+fn scenarios_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Scenarios\n");
     let jobs = r.scenarios.iter().map(|s| s.jobs).max().unwrap_or(1);
     let _ = writeln!(
@@ -358,7 +375,10 @@ pub fn markdown(r: &Report) -> String {
         }
         let _ = writeln!(m);
     }
+}
 
+/// Seeds that reached each declared situation.
+fn coverage_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Coverage: the situations each scenario exists to reach\n");
     let _ = writeln!(
         m,
@@ -375,6 +395,10 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     let _ = writeln!(m);
+}
+
+/// Which public calls each scenario makes.
+fn operations_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Operations: which public library calls each scenario makes\n");
     let mut ops: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
     for s in &r.scenarios {
@@ -389,7 +413,10 @@ pub fn markdown(r: &Report) -> String {
         let _ = writeln!(m, "| `{op}` | {} |", uses.join(", "));
     }
     let _ = writeln!(m);
+}
 
+/// Every histogram's percentiles.
+fn histograms_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Histograms (simulated time)\n");
     let _ = writeln!(m, "All seeds of a scenario merged. What each measures:\n");
     for (name, meaning) in HISTOGRAM_MEANINGS {
@@ -409,7 +436,10 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     let _ = writeln!(m);
+}
 
+/// The plots, by family.
+fn plots_section(m: &mut String, r: &Report) {
     if !r.plots.is_empty() {
         let _ = writeln!(m, "## Plots\n");
         let _ = writeln!(
@@ -429,7 +459,10 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(m, "![{}: {}]({})\n", p.family, p.histogram, p.path.display());
         }
     }
+}
 
+/// The reference's election figures.
+fn election_figures_section(m: &mut String, r: &Report) {
     if !r.election_figures.is_empty() {
         let _ = writeln!(m, "## The reference's election figures, in simulated time\n");
         let _ = writeln!(m, "{}\n", crate::scenarios::election::FIGURES_INTRO);
@@ -457,11 +490,10 @@ pub fn markdown(r: &Report) -> String {
              (lower-epoch) writes; the `election` checker found {violations} violations in all figure runs.\n"
         );
     }
+}
 
-    if !r.mutation.is_empty() {
-        m.push_str(&crate::mutation::markdown(&r.mutation, &r.mutation_seeds));
-    }
-
+/// The benchmark and the exploration speeds.
+fn speed_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Speed\n");
     match &r.benchmark {
         Some(b) => {
@@ -491,10 +523,12 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     let _ = writeln!(m, "\nExplore throughput per scenario is the `seeds/s` column of the scenario table.\n");
+}
 
+/// What each invariant means.
+fn invariants_section(m: &mut String) {
     let _ = writeln!(m, "## Invariants\n");
     for (name, meaning) in crate::scenarios::invariants() {
         let _ = writeln!(m, "- **{name}**: {meaning}");
     }
-    m
 }

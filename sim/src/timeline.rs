@@ -392,6 +392,8 @@ fn tick_step(px: f64) -> Millis {
         .unwrap_or(100_000)
 }
 
+/// The SVG of a timeline: one lane per actor and node, faults shaded over
+/// the lanes they hit, operations on top, violations marked at their time.
 fn svg(
     lanes: &[String],
     marks: &BTreeMap<String, Vec<Mark>>,
@@ -402,12 +404,47 @@ fn svg(
     // Wide enough to tell 10 ms apart on a short run, at most ~6000 px.
     let px = (1600.0 / end as f64).clamp(0.4, 2.0);
     let width = LABEL_W + end as f64 * px + 20.0;
-    let mut lane_top = Vec::new();
-    let mut body = String::new();
-    // Lane backgrounds first, faults over them, operations on top.
-    let mut backgrounds = String::new();
+    let drawn = draw_lanes(lanes, marks, px, width);
+    let (backgrounds, body, ops) = (&drawn.backgrounds, &drawn.body, drawn.ops);
+    let height = drawn.bottom + 10.0;
+    let faults = draw_faults(spans, &drawn.lane_top, px);
+    let axis = draw_axis(end, px, height);
+    let marks_v = draw_violations(violations, px, height);
+    format!(
+        r##"<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.1} {height:.1}" data-ops="{ops}">
+<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#4a6fd0"/></pattern></defs>
+<style>
+.label {{ font: 12px sans-serif; fill: #333; }}
+.axis {{ font: 10px sans-serif; fill: #666; }}
+.grid {{ stroke: #e6e6e6; }}
+.op.ok {{ fill: #3a9d5d; }} .op.fail {{ fill: #d0463b; }} .op.info {{ fill: #e0a030; }} .op.pending {{ fill: #9e9e9e; }}
+.tick {{ fill: #555; }}
+.hold .trusted {{ fill: #4a6fd0; }} .hold .believed {{ fill: url(#hatch); stroke: #4a6fd0; stroke-width: .5; }}
+.fault {{ fill: #d04040; fill-opacity: .16; }}
+.violation line {{ stroke: #b00020; stroke-width: 2; }} .violation text {{ font: bold 11px sans-serif; fill: #b00020; }}
+</style>
+{backgrounds}{axis}{faults}{body}{marks_v}</svg>
+"##
+    )
+}
+
+/// The lanes drawn: backgrounds with labels, and the operations on them.
+struct Lanes {
+    backgrounds: String,
+    body: String,
+    /// Each lane's name, top and height (px).
+    lane_top: Vec<(String, f64, f64)>,
+    /// Operation bars drawn.
+    ops: usize,
+    /// Where the last lane ends (px).
+    bottom: f64,
+}
+
+/// Draws every lane, its marks packed into rows (lane backgrounds first,
+/// so that faults go over them and operations on top).
+fn draw_lanes(lanes: &[String], marks: &BTreeMap<String, Vec<Mark>>, px: f64, width: f64) -> Lanes {
+    let mut out = Lanes { backgrounds: String::new(), body: String::new(), lane_top: Vec::new(), ops: 0, bottom: 0.0 };
     let mut y = AXIS_H;
-    let mut ops = 0usize;
     for lane in lanes {
         let mut mine: Vec<Mark> = marks.get(lane).cloned().unwrap_or_default();
         mine.sort_by_key(|m| match m {
@@ -417,58 +454,69 @@ fn svg(
         let (row_of, rows_used) = rows(&mine, px);
         let has_holds = mine.iter().any(|m| matches!(m, Mark::Hold { .. }));
         let height = LANE_PAD * 2.0 + rows_used as f64 * ROW_H + if has_holds { BAND_H + 3.0 } else { 0.0 };
-        lane_top.push((lane.clone(), y, height));
+        out.lane_top.push((lane.clone(), y, height));
         let _ = writeln!(
-            backgrounds,
+            out.backgrounds,
             r#"<rect x="0" y="{y:.1}" width="{width:.1}" height="{height:.1}" fill="{}"/><text x="6" y="{:.1}" class="label">{}</text>"#,
-            if lane_top.len() % 2 == 0 { "#fafafa" } else { "#ffffff" },
+            if out.lane_top.len() % 2 == 0 { "#fafafa" } else { "#ffffff" },
             y + height / 2.0 + 4.0,
             esc(lane)
         );
-        let _ = writeln!(body, r#"<g class="lane">"#);
+        let _ = writeln!(out.body, r#"<g class="lane">"#);
         for (m, row) in mine.iter().zip(row_of) {
             let x = |t: Millis| LABEL_W + t as f64 * px;
             let row_y = y + LANE_PAD + row as f64 * ROW_H;
-            match m {
-                Mark::Op { from, to, ending, title } => {
-                    ops += 1;
-                    let w = (x(*to) - x(*from)).max(2.0);
-                    let _ = writeln!(
-                        body,
-                        r#"<rect class="op {}" x="{:.1}" y="{row_y:.1}" width="{w:.1}" height="{:.1}"><title>{}</title></rect>"#,
-                        ending.class(),
-                        x(*from),
-                        ROW_H - 2.0,
-                        esc(title)
-                    );
-                }
-                Mark::Tick { at, title } => {
-                    let _ = writeln!(
-                        body,
-                        r#"<rect class="tick" x="{:.1}" y="{row_y:.1}" width="1.5" height="{:.1}"><title>{}</title></rect>"#,
-                        x(*at),
-                        ROW_H - 2.0,
-                        esc(title)
-                    );
-                }
-                Mark::Hold { from, trusted, to, title } => {
-                    let band_y = y + LANE_PAD + rows_used as f64 * ROW_H + 2.0;
-                    let _ = writeln!(
-                        body,
-                        r#"<g class="hold"><title>{}</title><rect class="trusted" x="{:.1}" y="{band_y:.1}" width="{:.1}" height="{BAND_H}"/><rect class="believed" x="{:.1}" y="{band_y:.1}" width="{:.1}" height="{BAND_H}"/></g>"#,
-                        esc(title),
-                        x(*from),
-                        (x(*trusted) - x(*from)).max(0.0),
-                        x(*trusted),
-                        (x(*to) - x(*trusted)).max(0.0)
-                    );
-                }
-            }
+            let band_y = y + LANE_PAD + rows_used as f64 * ROW_H + 2.0;
+            out.ops += draw_mark(&mut out.body, m, &x, row_y, band_y);
         }
-        body.push_str("</g>\n");
+        out.body.push_str("</g>\n");
         y += height;
     }
-    let height = y + 10.0;
+    out.bottom = y;
+    out
+}
+
+/// Draws one mark at row `row_y` (a hold in the band at `band_y`); 1 if it
+/// is an operation bar.
+fn draw_mark(body: &mut String, m: &Mark, x: &dyn Fn(Millis) -> f64, row_y: f64, band_y: f64) -> usize {
+    match m {
+        Mark::Op { from, to, ending, title } => {
+            let w = (x(*to) - x(*from)).max(2.0);
+            let _ = writeln!(
+                body,
+                r#"<rect class="op {}" x="{:.1}" y="{row_y:.1}" width="{w:.1}" height="{:.1}"><title>{}</title></rect>"#,
+                ending.class(),
+                x(*from),
+                ROW_H - 2.0,
+                esc(title)
+            );
+        }
+        Mark::Tick { at, title } => {
+            let _ = writeln!(
+                body,
+                r#"<rect class="tick" x="{:.1}" y="{row_y:.1}" width="1.5" height="{:.1}"><title>{}</title></rect>"#,
+                x(*at),
+                ROW_H - 2.0,
+                esc(title)
+            );
+        }
+        Mark::Hold { from, trusted, to, title } => {
+            let _ = writeln!(
+                body,
+                r#"<g class="hold"><title>{}</title><rect class="trusted" x="{:.1}" y="{band_y:.1}" width="{:.1}" height="{BAND_H}"/><rect class="believed" x="{:.1}" y="{band_y:.1}" width="{:.1}" height="{BAND_H}"/></g>"#,
+                esc(title),
+                x(*from),
+                (x(*trusted) - x(*from)).max(0.0),
+                x(*trusted),
+                (x(*to) - x(*trusted)).max(0.0)
+            );
+        }
+    }
+    usize::from(matches!(m, Mark::Op { .. }))
+}
+
+/// Shades each fault over the lanes it hits.
+fn draw_faults(spans: &[Span], lane_top: &[(String, f64, f64)], px: f64) -> String {
     let mut faults = String::new();
     for s in spans {
         for lane in &s.lanes {
@@ -482,6 +530,11 @@ fn svg(
             );
         }
     }
+    faults
+}
+
+/// The time axis and its grid lines.
+fn draw_axis(end: Millis, px: f64, height: f64) -> String {
     let mut axis = String::new();
     let step = tick_step(px);
     let mut t = 0;
@@ -495,6 +548,11 @@ fn svg(
         );
         t += step;
     }
+    axis
+}
+
+/// A mark per violated invariant and instant, labels packed into rows.
+fn draw_violations(violations: &[Violation], px: f64, height: f64) -> String {
     let mut marks_v = String::new();
     // Where each label row is free again (px); a label takes the first row
     // it fits in, the last row when none is free.
@@ -522,22 +580,7 @@ fn svg(
             esc(&v.invariant)
         );
     }
-    format!(
-        r##"<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.1} {height:.1}" data-ops="{ops}">
-<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#4a6fd0"/></pattern></defs>
-<style>
-.label {{ font: 12px sans-serif; fill: #333; }}
-.axis {{ font: 10px sans-serif; fill: #666; }}
-.grid {{ stroke: #e6e6e6; }}
-.op.ok {{ fill: #3a9d5d; }} .op.fail {{ fill: #d0463b; }} .op.info {{ fill: #e0a030; }} .op.pending {{ fill: #9e9e9e; }}
-.tick {{ fill: #555; }}
-.hold .trusted {{ fill: #4a6fd0; }} .hold .believed {{ fill: url(#hatch); stroke: #4a6fd0; stroke-width: .5; }}
-.fault {{ fill: #d04040; fill-opacity: .16; }}
-.violation line {{ stroke: #b00020; stroke-width: 2; }} .violation text {{ font: bold 11px sans-serif; fill: #b00020; }}
-</style>
-{backgrounds}{axis}{faults}{body}{marks_v}</svg>
-"##
-    )
+    marks_v
 }
 
 #[cfg(test)]
