@@ -321,6 +321,149 @@ impl Measured {
     }
 }
 
+/// What the workloads call: each primitive (and each hand-written
+/// baseline script) once, cloned into every task.
+#[derive(Clone)]
+struct Subjects {
+    lock: Lock<MultiplexedConnection>,
+    floored: Lock<MultiplexedConnection>,
+    acknowledged: Lock<MultiplexedConnection>,
+    acknowledged_store: FencedStore<MultiplexedConnection>,
+    store: FencedStore<MultiplexedConnection>,
+    plain: UnfencedStore<MultiplexedConnection>,
+    log: SlidingWindowLog<MultiplexedConnection>,
+    counter: SlidingWindowCounter<MultiplexedConnection>,
+    fixed: NaiveFixedWindow<MultiplexedConnection>,
+    cad: redis::Script,
+    textbook: redis::Script,
+    textbook_server_time: redis::Script,
+    ttl: Ttl,
+}
+
+/// Operation `i` of task `worker`: one pair, decision or write of
+/// `workload`.
+async fn step(
+    s: &Subjects,
+    conn: &mut MultiplexedConnection,
+    workload: Workload,
+    worker: usize,
+    i: u64,
+) -> Result<(), BoxError> {
+    let Subjects {
+        lock,
+        floored,
+        acknowledged,
+        acknowledged_store,
+        store,
+        plain,
+        log,
+        counter,
+        fixed,
+        cad,
+        textbook,
+        textbook_server_time,
+        ttl,
+    } = s;
+    let ttl = *ttl;
+    match workload {
+        Workload::LockPairs | Workload::FlooredPairs | Workload::AcknowledgedPairs => {
+            let lock = match workload {
+                Workload::FlooredPairs => &floored,
+                Workload::AcknowledgedPairs => &acknowledged,
+                _ => &lock,
+            };
+            let name = format!("bench-{worker}-{i}");
+            let lease = lock.acquire(&name, ttl).await?.ok_or("distinct names never contend")?;
+            if !lock.release(&lease).await? {
+                return Err::<(), BoxError>("release failed".into());
+            }
+        }
+        Workload::UnfencedPairs => {
+            let (key, owner) = (format!("floor-{worker}-{i}"), format!("owner-{worker}-{i}"));
+            set_nx_px(conn, &key, &owner).await?;
+            compare_and_delete(cad, conn, &key, &owner).await?;
+        }
+        Workload::MultiPairs => {
+            let (key, owner) = (format!("multi-{worker}-{i}"), format!("owner-{worker}-{i}"));
+            let (set, token): (Option<String>, i64) = redis::pipe()
+                .atomic()
+                .add_command(set_nx_px_cmd(&key, &owner))
+                .cmd("INCR")
+                .arg(format!("{key}:fence"))
+                .query_async(conn)
+                .await?;
+            set.ok_or("distinct names never contend")?;
+            if token < 1 {
+                return Err("INCR returned no token".into());
+            }
+            compare_and_delete(cad, conn, &key, &owner).await?;
+        }
+        Workload::ModulePairs => {
+            let (key, owner) = (format!("module-{worker}-{i}"), format!("owner-{worker}-{i}"));
+            let token: Option<i64> = redis::cmd("FENCE.ACQUIRE")
+                .arg(&key)
+                .arg(format!("{key}:fence"))
+                .arg(&owner)
+                .arg(60_000)
+                .query_async(conn)
+                .await?;
+            if token.ok_or("distinct names never contend")? < 1 {
+                return Err("FENCE.ACQUIRE returned no token".into());
+            }
+            compare_and_delete(cad, conn, &key, &owner).await?;
+        }
+        Workload::UnfencedNativePairs => {
+            let (key, owner) = (format!("floor-{worker}-{i}"), format!("owner-{worker}-{i}"));
+            set_nx_px(conn, &key, &owner).await?;
+            let deleted: i64 = redis::cmd("DELIFEQ").arg(&key).arg(&owner).query_async(conn).await?;
+            if deleted != 1 {
+                return Err("DELIFEQ failed".into());
+            }
+        }
+        Workload::LogDecisions => {
+            log.check(&format!("client-{}", i % 1000)).await?;
+        }
+        Workload::TextbookLog => {
+            // The textbook passes the client's clock and a unique member.
+            let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as u64;
+            let _: i64 = textbook
+                .key(format!("textbook:client-{}", i % 1000))
+                .arg(now)
+                .arg(1000)
+                .arg(1_000_000_000u64)
+                .arg(format!("{now}-{worker}-{i}"))
+                .invoke_async(conn)
+                .await?;
+        }
+        Workload::TextbookLogServerTime => {
+            // A unique member without the client's clock.
+            let _: i64 = textbook_server_time
+                .key(format!("textbook:client-{}", i % 1000))
+                .arg(1000)
+                .arg(1_000_000_000u64)
+                .arg(format!("{worker}-{i}"))
+                .invoke_async(conn)
+                .await?;
+        }
+        Workload::CounterDecisions => {
+            counter.check(&format!("client-{}", i % 1000)).await?;
+        }
+        Workload::FixedWindow => {
+            fixed.check(&format!("client-{}", i % 1000)).await?;
+        }
+        Workload::FencedWrites => {
+            store.write(&format!("doc-{worker}"), b"payload", FencingToken::new(i + 1)).await?;
+        }
+        Workload::AcknowledgedWrites => {
+            acknowledged_store.write(&format!("doc-{worker}"), b"payload", FencingToken::new(i + 1)).await?;
+        }
+        Workload::PlainSet => {
+            plain.write(&format!("plain-{worker}"), b"payload").await?;
+        }
+    }
+    Ok(())
+}
+
 /// Operations per second of `workload` with `in_flight` tasks on `conn`,
 /// and the CPU both processes spent per operation meanwhile.
 async fn run(
@@ -332,132 +475,32 @@ async fn run(
 ) -> Result<Measured, BoxError> {
     // A limit nobody reaches: every decision does the whole work.
     let limit = Limit::new(1_000_000_000, Duration::from_secs(1))?;
-    let lock = Lock::new(conn.clone());
-    let floored = Lock::builder(conn.clone()).tokens(Tokens::TimeFloored).build()?;
     let ack = Acknowledgement::new(1, ACK_TIMEOUT)?;
-    let acknowledged = Lock::builder(conn.clone()).acknowledged(ack).build()?;
-    let acknowledged_store = FencedStore::new(conn.clone()).acknowledged(ack);
-    let store = FencedStore::new(conn.clone());
-    let plain = UnfencedStore::new(conn.clone());
-    let log = SlidingWindowLog::new(conn.clone(), limit);
-    let counter = SlidingWindowCounter::new(conn.clone(), limit);
-    let fixed = NaiveFixedWindow::new(conn.clone(), limit);
-    let cad = redis::Script::new(COMPARE_AND_DELETE);
-    let textbook = redis::Script::new(TEXTBOOK_LOG);
-    let textbook_server_time = redis::Script::new(TEXTBOOK_LOG_SERVER_TIME);
-    let ttl = Ttl::from_millis(60_000)?;
+    let subjects = Subjects {
+        lock: Lock::new(conn.clone()),
+        floored: Lock::builder(conn.clone()).tokens(Tokens::TimeFloored).build()?,
+        acknowledged: Lock::builder(conn.clone()).acknowledged(ack).build()?,
+        acknowledged_store: FencedStore::new(conn.clone()).acknowledged(ack),
+        store: FencedStore::new(conn.clone()),
+        plain: UnfencedStore::new(conn.clone()),
+        log: SlidingWindowLog::new(conn.clone(), limit),
+        counter: SlidingWindowCounter::new(conn.clone(), limit),
+        fixed: NaiveFixedWindow::new(conn.clone(), limit),
+        cad: redis::Script::new(COMPARE_AND_DELETE),
+        textbook: redis::Script::new(TEXTBOOK_LOG),
+        textbook_server_time: redis::Script::new(TEXTBOOK_LOG_SERVER_TIME),
+        ttl: Ttl::from_millis(60_000)?,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut tasks: tokio::task::JoinSet<Result<(), BoxError>> = tokio::task::JoinSet::new();
     for worker in 0..in_flight {
-        let (lock, store, plain, log, counter, fixed) =
-            (lock.clone(), store.clone(), plain.clone(), log.clone(), counter.clone(), fixed.clone());
-        let (floored, acknowledged, acknowledged_store) =
-            (floored.clone(), acknowledged.clone(), acknowledged_store.clone());
-        let (cad, textbook, mut conn) = (cad.clone(), textbook.clone(), conn.clone());
-        let textbook_server_time = textbook_server_time.clone();
+        let (subjects, mut conn) = (subjects.clone(), conn.clone());
         let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
         tasks.spawn(async move {
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                match workload {
-                    Workload::LockPairs | Workload::FlooredPairs | Workload::AcknowledgedPairs => {
-                        let lock = match workload {
-                            Workload::FlooredPairs => &floored,
-                            Workload::AcknowledgedPairs => &acknowledged,
-                            _ => &lock,
-                        };
-                        let name = format!("bench-{worker}-{i}");
-                        let lease = lock.acquire(&name, ttl).await?.ok_or("distinct names never contend")?;
-                        if !lock.release(&lease).await? {
-                            return Err::<(), BoxError>("release failed".into());
-                        }
-                    }
-                    Workload::UnfencedPairs => {
-                        let (key, owner) = (format!("floor-{worker}-{i}"), format!("owner-{worker}-{i}"));
-                        set_nx_px(&mut conn, &key, &owner).await?;
-                        compare_and_delete(&cad, &mut conn, &key, &owner).await?;
-                    }
-                    Workload::MultiPairs => {
-                        let (key, owner) = (format!("multi-{worker}-{i}"), format!("owner-{worker}-{i}"));
-                        let (set, token): (Option<String>, i64) = redis::pipe()
-                            .atomic()
-                            .add_command(set_nx_px_cmd(&key, &owner))
-                            .cmd("INCR")
-                            .arg(format!("{key}:fence"))
-                            .query_async(&mut conn)
-                            .await?;
-                        set.ok_or("distinct names never contend")?;
-                        if token < 1 {
-                            return Err("INCR returned no token".into());
-                        }
-                        compare_and_delete(&cad, &mut conn, &key, &owner).await?;
-                    }
-                    Workload::ModulePairs => {
-                        let (key, owner) = (format!("module-{worker}-{i}"), format!("owner-{worker}-{i}"));
-                        let token: Option<i64> = redis::cmd("FENCE.ACQUIRE")
-                            .arg(&key)
-                            .arg(format!("{key}:fence"))
-                            .arg(&owner)
-                            .arg(60_000)
-                            .query_async(&mut conn)
-                            .await?;
-                        if token.ok_or("distinct names never contend")? < 1 {
-                            return Err("FENCE.ACQUIRE returned no token".into());
-                        }
-                        compare_and_delete(&cad, &mut conn, &key, &owner).await?;
-                    }
-                    Workload::UnfencedNativePairs => {
-                        let (key, owner) = (format!("floor-{worker}-{i}"), format!("owner-{worker}-{i}"));
-                        set_nx_px(&mut conn, &key, &owner).await?;
-                        let deleted: i64 = redis::cmd("DELIFEQ").arg(&key).arg(&owner).query_async(&mut conn).await?;
-                        if deleted != 1 {
-                            return Err("DELIFEQ failed".into());
-                        }
-                    }
-                    Workload::LogDecisions => {
-                        log.check(&format!("client-{}", i % 1000)).await?;
-                    }
-                    Workload::TextbookLog => {
-                        // The textbook passes the client's clock and a unique member.
-                        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as u64;
-                        let _: i64 = textbook
-                            .key(format!("textbook:client-{}", i % 1000))
-                            .arg(now)
-                            .arg(1000)
-                            .arg(1_000_000_000u64)
-                            .arg(format!("{now}-{worker}-{i}"))
-                            .invoke_async(&mut conn)
-                            .await?;
-                    }
-                    Workload::TextbookLogServerTime => {
-                        // A unique member without the client's clock.
-                        let _: i64 = textbook_server_time
-                            .key(format!("textbook:client-{}", i % 1000))
-                            .arg(1000)
-                            .arg(1_000_000_000u64)
-                            .arg(format!("{worker}-{i}"))
-                            .invoke_async(&mut conn)
-                            .await?;
-                    }
-                    Workload::CounterDecisions => {
-                        counter.check(&format!("client-{}", i % 1000)).await?;
-                    }
-                    Workload::FixedWindow => {
-                        fixed.check(&format!("client-{}", i % 1000)).await?;
-                    }
-                    Workload::FencedWrites => {
-                        store.write(&format!("doc-{worker}"), b"payload", FencingToken::new(i + 1)).await?;
-                    }
-                    Workload::AcknowledgedWrites => {
-                        acknowledged_store
-                            .write(&format!("doc-{worker}"), b"payload", FencingToken::new(i + 1))
-                            .await?;
-                    }
-                    Workload::PlainSet => {
-                        plain.write(&format!("plain-{worker}"), b"payload").await?;
-                    }
-                }
+                step(&subjects, &mut conn, workload, worker, i).await?;
                 i += 1;
                 done.fetch_add(1, Ordering::Relaxed);
             }
