@@ -21,14 +21,9 @@ pub mod fencing;
 pub mod fencing_unfenced;
 pub mod floor_probe;
 pub mod guard_probe;
-pub mod job_queue;
 pub mod lock;
 pub mod lock_failover;
 pub mod lock_naive;
-pub mod rate_limit;
-pub mod redlock;
-pub mod redlock_refusal;
-pub mod redlock_trust;
 pub mod release_race;
 pub mod retry_probe;
 pub mod stale_lease;
@@ -42,6 +37,7 @@ use crate::api::{
     REDLOCK_EXTEND, REDLOCK_RELEASE,
 };
 use crate::checker::Violation;
+use crate::families::{job_queue, rate_limit, redlock};
 use crate::family::Runner;
 use crate::history::{Api, Digest, Event};
 use crate::search::{self, PropertySpec, SearchTarget, TargetKind};

@@ -9,8 +9,8 @@ use super::*;
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::ElectionSpace;
 use crate::scenarios::lock::LockSpace;
-use crate::scenarios::rate_limit::RateLimitSpace;
-use crate::scenarios::redlock::{RedlockShape, RedlockSpace};
+use crate::families::rate_limit::RateLimitSpace;
+use crate::families::redlock::{RedlockShape, RedlockSpace};
 
 /// Whether a target is a broken implementation or a limit of a correct one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -65,7 +65,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Violation, RATE_LIMIT_EXACT};
+use crate::checker::{Violation, RATE_LIMIT_EXACT};
 use crate::bridge::Execution;
 use crate::history::{Admission, DecisionAccessors, Event, EventKind, Millis, Op};
 

@@ -35,7 +35,7 @@ use redis_primitives::naive::NaiveJobQueue;
 use redis_primitives::{Completion, Enqueued, JobQueue, JobState, Ttl};
 use serde::{Deserialize, Serialize};
 
-use super::{outcome_from, Outcome, Situation};
+use crate::scenarios::{outcome_from, Outcome, Situation};
 use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
 use crate::bridge::Execution;
 use crate::checker::lease_views::Allowance;

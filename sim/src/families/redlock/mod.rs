@@ -13,12 +13,12 @@
 //! quorum, a refusal's `validity_left`, a timed-out vote's latency) is read
 //! after every call and recorded only when it disagrees.
 //! Beside its workload, client-0 runs the refused-extend probe
-//! (`redlock_refusal.rs`: a lease whose key was overwritten on a majority,
+//! (`refusal.rs`: a lease whose key was overwritten on a majority,
 //! extended, must stop being trusted) and then the validation probe
 //! (`validation.rs`): bad configurations, one master listed twice, and a
 //! Redlock with a drift and an owner source of its own, whose settings,
 //! commands per master and lease it reads back. Beside both, the
-//! trust-edge probe (`redlock_trust.rs`) reads a lease of its own at its
+//! trust-edge probe (`trust.rs`) reads a lease of its own at its
 //! `valid_until` and extends it there.
 //!
 //! Checkers: `redlock-mutual-exclusion` (no two clients inside their
@@ -75,10 +75,13 @@ use redis_primitives::redlock::{
 use redis_primitives::{Drift, OwnerSource, Retry, Ttl};
 use tokio::time::Instant;
 
-use super::{outcome_from, Outcome, Situation};
-use crate::checker::redlock as checker;
-use crate::checker::redlock_calls::{FaultWindow, Liveness, RedlockSetup};
-use crate::checker::{redlock_liveness, redlock_rounds, redlock_validity, redlock_votes};
+use crate::scenarios::{outcome_from, Outcome, Situation};
+pub mod checks;
+pub mod refusal;
+pub mod trust;
+
+use checks::calls::{FaultWindow, Liveness, RedlockSetup};
+use checks::{liveness, mutual_exclusion, rounds, validity, votes};
 use crate::history::{FaultRecord, Op, RedlockRound};
 use crate::nemesis::{Fault, FaultClass, FaultKind, Schedule, Target};
 use crate::net::{NetConfig, SimConnection};
@@ -309,24 +312,24 @@ async fn client(
         // take their time.
         let links = own.clone();
         let trust = actor.spawn(async move {
-            super::redlock_trust::probe(&a, &links, timing.master_timeout_ms, timing.length_ms).await
+            trust::probe(&a, &links, timing.master_timeout_ms, timing.length_ms).await
         });
         let a = actor.clone();
         actor.spawn(async move {
             // One Redlock for the refusal probes; the timed-out one connects
             // anew only when a fault failed the first handshake.
             let timeout = timing.master_timeout_ms;
-            let r = super::redlock_refusal::connect(&a, &own, timeout).await?;
+            let r = refusal::connect(&a, &own, timeout).await?;
             if let Some(r) = &r {
-                super::redlock_refusal::refused_extend(&a, r, &own, timing.length_ms).await?;
+                refusal::refused_extend(&a, r, &own, timing.length_ms).await?;
             }
-            super::validation::redlock(&a, &own).await?;
+            crate::scenarios::validation::redlock(&a, &own).await?;
             let r = match r {
                 Some(r) => Some(r),
-                None => super::redlock_refusal::connect(&a, &own, timeout).await?,
+                None => refusal::connect(&a, &own, timeout).await?,
             };
             if let Some(r) = r {
-                super::redlock_refusal::timed_out_majority(&a, &r).await?;
+                refusal::timed_out_majority(&a, &r).await?;
             }
             // Its panic is this task's, which the client reports.
             match trust.await {
@@ -410,7 +413,7 @@ async fn client(
     // acquire–work–release that their pinned seeds were found with).
     let full = variant == Variant::Correct;
     let attempts = NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN);
-    let Some(retry) = super::validation::retry(&actor, attempts, Duration::from_millis(10), Duration::from_millis(40))
+    let Some(retry) = crate::scenarios::validation::retry(&actor, attempts, Duration::from_millis(10), Duration::from_millis(40))
     else {
         return Ok(());
     };
@@ -955,15 +958,15 @@ pub fn run_planned(
     let run = world.run()?;
     let mut outcome = outcome_from(&run, Vec::new());
     let events = &outcome.history;
-    let mut violations = checker::check(events);
-    violations.extend(redlock_validity::check(events, &setup));
-    violations.extend(redlock_votes::check(events, &setup));
-    violations.extend(redlock_rounds::check(events, &setup));
-    violations.extend(redlock_liveness::check(events, &setup));
+    let mut violations = mutual_exclusion::check(events);
+    violations.extend(validity::check(events, &setup));
+    violations.extend(votes::check(events, &setup));
+    violations.extend(rounds::check(events, &setup));
+    violations.extend(liveness::check(events, &setup));
     if variant == Variant::Correct {
         let rule = Rule { prefix: "redlock:{", suffix: "}", life: Life::AtMost(plan.ttl_ms), what: "Redlock key" };
         for (node, keys) in run.keys_at_end.iter().enumerate() {
-            let rules = [rule, super::redlock_refusal::KEY_RULE];
+            let rules = [rule, refusal::KEY_RULE];
             violations.extend(crate::checker::key_lifetimes::check(node, keys, &rules, &[]));
         }
     }

@@ -57,14 +57,16 @@ use redis_primitives::naive::{ClientSideWindow, NaiveFixedWindow, WatchMultiLimi
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
 use redis_primitives::{OwnerSource, Ttl};
 
-use super::{outcome_from, Outcome, Situation};
+use crate::scenarios::{outcome_from, Outcome, Situation};
 use crate::api::{
     CLIENT_SIDE_CHECK, CLIENT_SIDE_CHECK_AT, COUNTER_CHECK, COUNTER_CHECK_AT, FIXED_WINDOW_CHECK,
     FIXED_WINDOW_CHECK_AT, LOG_CHECK, LOG_CHECK_AT, WATCH_MULTI_CHECK,
 };
 use crate::checker::key_lifetimes::{self, Life, Rule};
-use crate::checker::rate_limit::{self, Allowance};
-use crate::checker::{rate_limit_exact, rate_limit_liveness};
+pub mod checks;
+
+use checks::window::{self, Allowance};
+use checks::{exact, liveness};
 use crate::history::{Admission, Api, DecisionAccessors, Event, EventKind, Millis, Op};
 use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
@@ -658,9 +660,9 @@ async fn second_edge(actor: Actor, variant: Variant, setup: Setup) -> ActorResul
     let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
     let limiters: Vec<Arc<Limiter>> =
         (0..4).map(|_| Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()))).collect();
-    super::validation::limits(&actor);
+    crate::scenarios::validation::limits(&actor);
     let first_limiter = Arc::clone(&limiters[0]);
-    super::validation::check_at(&actor, |now| {
+    crate::scenarios::validation::check_at(&actor, |now| {
         let l = Arc::clone(&first_limiter);
         async move { l.check("probe-now", Some(now)).await }
     })
@@ -960,20 +962,20 @@ pub fn run_planned(
         .filter(|e| !matches!(&e.op, Op::RateLimit { key, .. } if key.starts_with("probe-")))
         .cloned()
         .collect();
-    let report = rate_limit::check(&shared, allowance);
+    let report = window::check(&shared, allowance);
     let mut h = Histograms::new();
     stats::record_admissions_per_window(&outcome.history, &mut h);
     stats::record_window_fill(&shared, &mut h);
     outcome.violations.extend(report.violations);
     if correct {
         let algorithm = match variant {
-            Variant::Counter => rate_limit_exact::Algorithm::Counter { epoch_ms },
-            _ => rate_limit_exact::Algorithm::Log,
+            Variant::Counter => exact::Algorithm::Counter { epoch_ms },
+            _ => exact::Algorithm::Log,
         };
-        let config = rate_limit_exact::Config { algorithm, last_heal_ms: last_heal, drain_ms: DRAIN_MS, epoch_ms };
-        let exact = rate_limit_exact::check(&outcome.history, &run.executions[0], config);
+        let config = exact::Config { algorithm, last_heal_ms: last_heal, drain_ms: DRAIN_MS, epoch_ms };
+        let exact = exact::check(&outcome.history, &run.executions[0], config);
         outcome.violations.extend(exact.violations);
-        outcome.violations.extend(rate_limit_exact::check_accessors(&outcome.history));
+        outcome.violations.extend(exact::check_accessors(&outcome.history));
         // An idle key goes once it can no longer count: the log's newest
         // entry leaves the window after W, the counter's bucket matters
         // until the end of the next one.
@@ -988,7 +990,7 @@ pub fn run_planned(
         };
         outcome.violations.extend(key_lifetimes::check(0, &run.keys_at_end[0], &[rule], &[]));
         let settle = last_heal + DRAIN_MS;
-        outcome.violations.extend(rate_limit_liveness::check(&outcome.history, settle));
+        outcome.violations.extend(liveness::check(&outcome.history, settle));
         for s in reached(&outcome.history, setup, settle) {
             outcome.reach(s);
         }
