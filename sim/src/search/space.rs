@@ -5,11 +5,11 @@
 
 pub use crate::space::{rng, FaultSpace, Space, Workloads};
 
+use crate::families::rate_limit::{self, RateLimitSpace};
+use crate::families::redlock::{self, RedlockSpace};
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::{self, ElectionSpace};
 use crate::scenarios::lock::{self, LockSpace};
-use crate::families::rate_limit::{self, RateLimitSpace};
-use crate::families::redlock::{self, RedlockSpace};
 
 /// The fault kinds a client-side search draws from (no server restarts, no
 /// clock steps: those are documented non-guarantees of one-server locks).

@@ -6,11 +6,11 @@
 use std::fmt::Debug;
 
 use super::*;
+use crate::families::rate_limit::RateLimitSpace;
+use crate::families::redlock::{RedlockShape, RedlockSpace};
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::ElectionSpace;
 use crate::scenarios::lock::LockSpace;
-use crate::families::rate_limit::RateLimitSpace;
-use crate::families::redlock::{RedlockShape, RedlockSpace};
 
 /// Whether a target is a broken implementation or a limit of a correct one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -35,7 +35,6 @@ use redis_primitives::naive::NaiveJobQueue;
 use redis_primitives::{Completion, Enqueued, JobQueue, JobState, Ttl};
 use serde::{Deserialize, Serialize};
 
-use crate::scenarios::{outcome_from, Outcome, Situation};
 use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
 use crate::bridge::Execution;
 use crate::checker::lease_views::Allowance;
@@ -43,6 +42,7 @@ use crate::checker::{Violation, LIVENESS};
 use crate::family::Family;
 use crate::history::{Api, Event, EventKind, Millis, Op};
 use crate::nemesis::{Fault, Schedule};
+use crate::scenarios::{outcome_from, Outcome, Situation};
 use crate::servers::{Servers, SetupError};
 use crate::space::{FaultSpace, WorkloadFault};
 use crate::stats::{Histograms, Metric, Unit};

@@ -80,8 +80,6 @@ pub mod checks;
 pub mod refusal;
 pub mod trust;
 
-use checks::calls::{FaultWindow, Liveness, RedlockSetup};
-use checks::{liveness, mutual_exclusion, rounds, validity, votes};
 use crate::history::{FaultRecord, Op, RedlockRound};
 use crate::nemesis::{Fault, FaultClass, FaultKind, Schedule, Target};
 use crate::net::{NetConfig, SimConnection};
@@ -89,6 +87,8 @@ use crate::servers::{Servers, SetupError};
 use crate::space::FaultSpace;
 use crate::stats::{self, Histograms};
 use crate::world::{Actor, ActorResult, World, WorldConfig};
+use checks::calls::{FaultWindow, Liveness, RedlockSetup};
+use checks::{liveness, mutual_exclusion, rounds, validity, votes};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
@@ -311,9 +311,8 @@ async fn client(
         // connections: it tries until it gets a clean edge, which must not
         // take their time.
         let links = own.clone();
-        let trust = actor.spawn(async move {
-            trust::probe(&a, &links, timing.master_timeout_ms, timing.length_ms).await
-        });
+        let trust =
+            actor.spawn(async move { trust::probe(&a, &links, timing.master_timeout_ms, timing.length_ms).await });
         let a = actor.clone();
         actor.spawn(async move {
             // One Redlock for the refusal probes; the timed-out one connects
@@ -413,7 +412,8 @@ async fn client(
     // acquire–work–release that their pinned seeds were found with).
     let full = variant == Variant::Correct;
     let attempts = NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN);
-    let Some(retry) = crate::scenarios::validation::retry(&actor, attempts, Duration::from_millis(10), Duration::from_millis(40))
+    let Some(retry) =
+        crate::scenarios::validation::retry(&actor, attempts, Duration::from_millis(10), Duration::from_millis(40))
     else {
         return Ok(());
     };

@@ -26,8 +26,8 @@ use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig};
 use redis_primitives::{Error, OwnerSource, Ttl};
 use tokio::time::Instant;
 
-use crate::scenarios::validation::{expired_text, extension_text};
 use crate::net::SimConnection;
+use crate::scenarios::validation::{expired_text, extension_text};
 use crate::world::Actor;
 
 /// The probe's own Redlock name, under the probes' prefix (whose keys

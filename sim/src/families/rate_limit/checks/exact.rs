@@ -65,8 +65,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::checker::{Violation, RATE_LIMIT_EXACT};
 use crate::bridge::Execution;
+use crate::checker::{Violation, RATE_LIMIT_EXACT};
 use crate::history::{Admission, DecisionAccessors, Event, EventKind, Millis, Op};
 
 /// Which algorithm the decisions must follow.
