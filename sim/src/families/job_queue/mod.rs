@@ -20,7 +20,7 @@
 //!
 //! This family was added through the harness's public extension points
 //! only: its plan, run and checker live here, its operations are
-//! [`Op::Custom`] records, its invariant is declared in its registry row.
+//! [`Op::Custom`](crate::history::Op::Custom) records, its invariant is declared in its registry row.
 //! Restarts are left out: a redis-server without persistence loses the
 //! whole queue on a restart (the same non-guarantee `counter-loss` shows
 //! for the fence counter).
@@ -62,7 +62,7 @@ const QUEUE: &str = "jobs";
 /// The actor that enqueues the workers' jobs.
 const PRODUCER: &str = "producer";
 /// The host the producer, the reaper, the auditor, the probe and the edge
-/// actors share ([`Actor::alias`]).
+/// actors share ([`Actor::alias`](crate::world::Actor::alias)).
 const SIDE: &str = "queue-side";
 /// Extra runs per job (its claims − 1): work done twice, measured.
 const DOUBLE_RUNS: Metric = Metric::new("job-double-run-count", Unit::Count);
@@ -76,8 +76,8 @@ const STATE: &str = "job-state";
 /// Which queue a scenario runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
-    /// `job-queue`: [`JobQueue`], fenced by the job's attempt counter.
+    /// `job-queue`: [`JobQueue`](redis_primitives::JobQueue), fenced by the job's attempt counter.
     Fenced,
-    /// `job-queue-naive`: [`NaiveJobQueue`], no lease and no fence.
+    /// `job-queue-naive`: [`NaiveJobQueue`](redis_primitives::naive::NaiveJobQueue), no lease and no fence.
     Naive,
 }

@@ -85,7 +85,7 @@ impl<'a> Job<'a> {
             out.push(wrong(
                 self.accepted[1].returned(),
                 format!(
-                    "{id}: {} completions self.accepted ({}): a job is completed at most once",
+                    "{id}: {} completions accepted ({}): a job is completed at most once",
                     self.accepted.len(),
                     self.accepted
                         .iter()
@@ -103,7 +103,7 @@ impl<'a> Job<'a> {
         let id = self.id;
         let lease_ms = self.lease_ms;
         // Each claim adds one to the attempt: the k-th claim of a job has
-        // attempt k, counted with the self.claims that may have run first.
+        // attempt k, counted with the claims that may have run first.
         for k in &self.claims {
             let before = self.claims.iter().filter(|o| o.returned < k.invoked).count() as u64;
             let maybe = self.claims.iter().filter(|o| !std::ptr::eq(*o, k) && o.invoked < k.returned).count() as u64
@@ -155,7 +155,7 @@ impl<'a> Job<'a> {
                     if let Some(newer) =
                         self.claims.iter().find(|k| k.returned < c.invoked && k.attempt > c.args.attempt)
                     {
-                        out.push(wrong(t, format!("{id}: {} completed attempt {:?} at {t}ms, self.accepted, though attempt {:?} was claimed by {} at {}ms", c.process, c.args.attempt, newer.attempt, newer.process, newer.returned)));
+                        out.push(wrong(t, format!("{id}: {} completed attempt {:?} at {t}ms, accepted, though attempt {:?} was claimed by {} at {}ms", c.process, c.args.attempt, newer.attempt, newer.process, newer.returned)));
                     }
                 }
                 Some(false) => {
@@ -343,7 +343,7 @@ impl<'a> Job<'a> {
             } else if self.accepted.is_empty()
                 && !self.completes.iter().any(|c| matches!(c.done, Some((EventKind::Info, ..)) | None))
             {
-                out.push(wrong(t, format!("{id} is done at {t}ms, but no completion of it was self.accepted")));
+                out.push(wrong(t, format!("{id} is done at {t}ms, but no completion of it was accepted")));
             }
         }
     }

@@ -215,8 +215,9 @@ fn pair_calls<'a>(events: &'a [Event], executions: &[Execution]) -> (Vec<Call<'a
 mod tests {
     use super::*;
     use crate::families::job_queue::record::{payload_of, record, JobCall};
-    use crate::families::job_queue::{CLAIM, COMPLETE, ENQUEUE, EXTEND, REAP};
+    use crate::families::job_queue::QUEUE;
     use crate::history::History;
+    use crate::world::DEFAULT_EPOCH_UNIX_MS;
 
     fn call(h: &History, at: Millis, done: Millis, who: &str, verb: &str, args: JobCall, result: JobCall) {
         let id = h.invoke_at(at, who, record(verb, args));
