@@ -39,9 +39,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::exploration::Exploration;
+use crate::outcome::Outcome;
 use crate::placement::Placement;
 use crate::progress::Meter;
-use crate::scenarios::Outcome;
 use crate::servers::{Servers, SetupError};
 use crate::shard::Shard;
 

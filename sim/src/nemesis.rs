@@ -2,7 +2,7 @@
 //!
 //! A schedule is plain data, a list of [`Fault`]s, so that it can be
 //! drawn from a seed or a property search (one generator:
-//! [`crate::space::FaultSpace`]), written by hand, shrunk (it is
+//! [`crate::fault_space::FaultSpace`]), written by hand, shrunk (it is
 //! `Serialize`/`Deserialize`), and printed with every violation
 //! ([`Display`](core::fmt::Display)). Every fault kind comes
 //! with its **named undo**, as turmoil's verbs come in pairs:
@@ -314,7 +314,7 @@ impl fmt::Display for Fault {
 pub struct Schedule {
     /// The faults, in any order (applied in time order).
     pub faults: Vec<Fault>,
-    /// Under swarm testing ([`crate::space::FaultSpace::swarm`]): the fault classes this
+    /// Under swarm testing ([`crate::fault_space::FaultSpace::swarm`]): the fault classes this
     /// seed drew as enabled, and the most faults it allowed. Informative
     /// only (the faults above are the schedule); printed by `replay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

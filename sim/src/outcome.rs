@@ -1,6 +1,7 @@
 //! What one run produced, as every family returns it: the history and its
 //! digest, the violations, histograms, the schedule that ran, the
-//! situations reached and the operations invoked.
+//! situations reached ([`Situation`]: what a scenario declares it exists
+//! to reach) and the operations invoked.
 //!
 //! Below the families and the registry that list them, so that a family
 //! depends on it and nothing here depends on a family (ADR 0009).
@@ -89,4 +90,21 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
     outcome.violations.extend(crate::checker::configuration::check(&outcome.history));
     outcome.violations.extend(crate::checker::input_validation::check(&outcome.history));
     outcome
+}
+
+/// A situation a scenario exists to reach: a "sometimes" assertion
+/// (Antithesis), declared in the registry and counted per run.
+///
+/// Safety checkers say nothing was violated; situations say the run got
+/// somewhere worth checking (a lease expired under a paused holder, a stale
+/// write arrived after a newer one). A scenario whose seeds silently stopped
+/// reaching one would still pass its checkers: `explore` warns about every
+/// declared situation no seed reached, and `sim/tests/slow/coverage.rs` fails
+/// when the pinned seeds stop reaching one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Situation {
+    /// Short kebab-case name, as recorded in the history.
+    pub name: &'static str,
+    /// What it means, in one line.
+    pub meaning: &'static str,
 }

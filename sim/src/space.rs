@@ -26,7 +26,7 @@ use proptest::strategy::{BoxedStrategy, ValueTree};
 use proptest::test_runner::{Config, TestRunner};
 
 use crate::family::{Family, Workloads};
-pub use crate::fault_space::{rng, FaultSpace, WorkloadFault};
+use crate::fault_space::{rng, FaultSpace};
 use crate::plan::Plan;
 use crate::scenarios::Scenario;
 

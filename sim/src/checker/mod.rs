@@ -29,15 +29,6 @@ pub mod lock_liveness;
 pub mod lock_replies;
 pub mod mutual_exclusion;
 pub mod order;
-pub mod rate_limit;
-pub mod rate_limit_exact;
-pub mod rate_limit_liveness;
-pub mod redlock;
-pub mod redlock_calls;
-pub mod redlock_liveness;
-pub mod redlock_rounds;
-pub mod redlock_validity;
-pub mod redlock_votes;
 pub mod stale_overwrite;
 pub mod unexpected_errors;
 

@@ -256,7 +256,7 @@ pub enum Op {
     Fault(FaultRecord),
     /// Observation: the run reached a situation its scenario declares it
     /// exists to reach (a "sometimes" assertion; see
-    /// [`crate::scenarios::Situation`]). Recorded once per run and situation.
+    /// [`crate::outcome::Situation`]). Recorded once per run and situation.
     Reached {
         /// The situation's name.
         situation: String,

@@ -53,11 +53,11 @@ use tokio::time::{sleep, Instant};
 use super::{outcome_from, Outcome, Situation};
 use crate::checker;
 use crate::checker::key_lifetimes::{Life, Rule};
+use crate::fault_space::FaultSpace;
 use crate::history::{FaultRecord, Op, Published, Role, WriteResult};
 use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
-use crate::space::FaultSpace;
 use crate::stats::{self, Histograms};
 use crate::world::{Actor, World, WorldConfig};
 use proptest::prelude::*;
@@ -535,7 +535,7 @@ async fn node_actor(
         sleep(Duration::from_millis(start_at)).await;
     }
     if variant != Variant::NoEpoch && actor.index() == 0 {
-        super::validation::election(&actor, &actor.connection(0))?;
+        crate::probes::validation::election(&actor, &actor.connection(0))?;
     }
     let node =
         Arc::new(build_node(variant, actor.connection(0), &actor, (plan.lease_ms, plan.renew_ms, plan.campaign_ms))?);
@@ -836,7 +836,7 @@ async fn final_read(
             let ack = Acknowledgement::new(1, Duration::from_millis(super::lock::ACK_TIMEOUT_MS))?;
             let store = FencedStore::new(prober.connection(0)).acknowledged(ack);
             let what = "Acknowledged FencedStore::write";
-            super::ack_probe::probe(&prober, at, super::lock::ACK_TIMEOUT_MS, what, || async {
+            crate::probes::ack::probe(&prober, at, super::lock::ACK_TIMEOUT_MS, what, || async {
                 let written = store.write("ack-probe", b"v", FencingToken::new(1)).await?;
                 Ok(written == WriteOutcome::Accepted)
             })
@@ -886,7 +886,7 @@ fn run_plan(
         // The reader's index: it comes after the nodes.
         let faults = schedule.spans_reaching(plan.nodes);
         let ack_at = (variant == Variant::FailoverAcknowledged)
-            .then(|| super::ack_probe::send_at(&schedule, 0, Some(plan.nodes), super::lock::ACK_TIMEOUT_MS))
+            .then(|| crate::probes::ack::send_at(&schedule, 0, Some(plan.nodes), super::lock::ACK_TIMEOUT_MS))
             .flatten();
         world.actor("reader", move |actor| final_read(actor, read_at, faults, ack_at));
     }

@@ -47,11 +47,11 @@ use crate::checker::{
     acknowledged_writes, corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies,
     stale_overwrite,
 };
+use crate::fault_space::{FaultSpace, WorkloadFault};
 use crate::history::{Api, GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, Schedule};
 use crate::net::SimConnection;
 use crate::servers::{Servers, SetupError};
-use crate::space::{FaultSpace, WorkloadFault};
 use crate::stats::{self, Histograms, UNSAFE};
 use crate::world::{Actor, ActorResult, World, WorldConfig, DEFAULT_EPOCH_UNIX_MS};
 use proptest::prelude::*;
@@ -336,7 +336,7 @@ impl LockWorkload {
         // reader's host).
         let ack_at = match (self.protection, self.replicas) {
             (Protection::Acknowledged, 1..) => {
-                super::ack_probe::send_at(&schedule, self.lock_node as u32, None, ACK_TIMEOUT_MS)
+                crate::probes::ack::send_at(&schedule, self.lock_node as u32, None, ACK_TIMEOUT_MS)
             }
             _ => None,
         };
@@ -608,10 +608,10 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
     if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
         if actor.index() == 0 {
-            super::validation::keep_alive(&actor, l, (DRIFT.per_mille as u32, DRIFT.constant_ms))?;
-            super::validation::key_names(&actor, &names_conn);
-            super::validation::lock_settings(&actor, &names_conn)?;
-            super::validation::durations(&actor);
+            crate::probes::validation::keep_alive(&actor, l, (DRIFT.per_mille as u32, DRIFT.constant_ms))?;
+            crate::probes::validation::key_names(&actor, &names_conn);
+            crate::probes::validation::lock_settings(&actor, &names_conn)?;
+            crate::probes::validation::durations(&actor);
         }
         let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
         actor.configured(
@@ -820,7 +820,7 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
             let lock = fenced_lock(conn.clone(), &w, prober.seed())?;
             let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
             let what = "Acknowledged Lock::acquire";
-            let refused = super::ack_probe::probe(&prober, at, ACK_TIMEOUT_MS, what, || async {
+            let refused = crate::probes::ack::probe(&prober, at, ACK_TIMEOUT_MS, what, || async {
                 match lock.acquire(ACK_PROBE_NAME, ttl).await? {
                     Some(lease) => {
                         let _ = lock.release(&lease).await;
@@ -994,7 +994,7 @@ pub mod situation {
     pub const RELEASE_REPLY_HELD: &str = "release-reply-held-across-expiry";
 }
 
-use crate::scenarios::Situation;
+use crate::outcome::Situation;
 
 /// The situations of `fencing`; `lock` declares all but the last (its
 /// holders check their deadline before writing, so a refused stale write
@@ -1118,7 +1118,8 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
     let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
     let bound = w.plan.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
     let attempts = core::num::NonZeroU32::new(60).expect("non-zero");
-    let Some(retry) = super::validation::retry(actor, attempts, Duration::from_millis(5), Duration::from_millis(20))
+    let Some(retry) =
+        crate::probes::validation::retry(actor, attempts, Duration::from_millis(5), Duration::from_millis(20))
     else {
         return Ok(());
     };
@@ -1934,7 +1935,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let attempts_nz = core::num::NonZeroU32::new(attempts).expect("at least 2");
             let base = Duration::from_millis(5);
             let Some(retry) =
-                super::validation::retry(cx.actor, attempts_nz, base, Duration::from_millis(max_delay_ms))
+                crate::probes::validation::retry(cx.actor, attempts_nz, base, Duration::from_millis(max_delay_ms))
             else {
                 return Ok(());
             };

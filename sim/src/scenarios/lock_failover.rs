@@ -56,7 +56,7 @@ pub mod situation {
     pub const GRANTED_AFTER_FAILOVER: &str = "granted-after-failover";
 }
 
-use crate::scenarios::Situation;
+use crate::outcome::Situation;
 
 const NOT_ACKNOWLEDGED: Situation = Situation {
     name: situation::ACQUIRE_NOT_ACKNOWLEDGED,

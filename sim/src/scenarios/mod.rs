@@ -12,7 +12,6 @@
 //! trusted if it catches them, and `sim/tests/harness/scenarios.rs` pins seeds that
 //! prove it does.
 
-pub mod ack_probe;
 pub mod corruption;
 pub mod counter_loss;
 pub mod election;
@@ -21,27 +20,22 @@ pub mod fencing;
 pub mod fencing_unfenced;
 pub mod floor_probe;
 pub mod guard_probe;
-pub mod job_queue;
 pub mod lock;
 pub mod lock_failover;
 pub mod lock_naive;
-pub mod rate_limit;
-pub mod redlock;
-pub mod redlock_refusal;
-pub mod redlock_trust;
 pub mod release_race;
 pub mod retry_probe;
 pub mod stale_lease;
-pub mod validation;
 
 use crate::api::{
     COUNTER_CHECK, COUNTER_CHECK_AT, ELECTION_RUN, ELECTION_STOP, FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE,
     LOCK_RELEASE, LOG_CHECK, LOG_CHECK_AT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT,
     REDLOCK_EXTEND, REDLOCK_RELEASE,
 };
+use crate::families::{job_queue, rate_limit, redlock};
 use crate::family::Runner;
 use crate::history::Api;
-pub use crate::outcome::{outcome_from, Outcome};
+pub use crate::outcome::{outcome_from, Outcome, Situation};
 
 /// What a scenario should find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,23 +45,6 @@ pub enum Expect {
     /// A broken variant: it must violate this invariant (on its pinned seeds,
     /// and on most seeds of an exploration).
     Violates(&'static str),
-}
-
-/// A situation a scenario exists to reach: a "sometimes" assertion
-/// (Antithesis), declared in the registry and counted per run.
-///
-/// Safety checkers say nothing was violated; situations say the run got
-/// somewhere worth checking (a lease expired under a paused holder, a stale
-/// write arrived after a newer one). A scenario whose seeds silently stopped
-/// reaching one would still pass its checkers: `explore` warns about every
-/// declared situation no seed reached, and `sim/tests/slow/coverage.rs` fails
-/// when the pinned seeds stop reaching one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Situation {
-    /// Short kebab-case name, as recorded in the history.
-    pub name: &'static str,
-    /// What it means, in one line.
-    pub meaning: &'static str,
 }
 
 /// One entry of the registry.

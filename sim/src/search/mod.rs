@@ -109,8 +109,7 @@ mod tests {
 
     #[test]
     fn one_smaller_removes_one_fault_or_actor() {
-        let strategy =
-            space::redlock("redlock", CLIENT_SIDE, crate::scenarios::redlock::RedlockSpace::search()).plans();
+        let strategy = space::redlock("redlock", CLIENT_SIDE, crate::families::redlock::RedlockSpace::search()).plans();
         let mut runner = TestRunner::new_with_rng(Config::default(), rng(5));
         for _ in 0..30 {
             let p = strategy.new_tree(&mut runner).unwrap().current();

@@ -5,13 +5,14 @@
 
 pub use crate::family::Workloads;
 pub use crate::fault_space::CLIENT_SIDE;
-pub use crate::space::{rng, FaultSpace, Space};
+pub use crate::fault_space::{rng, FaultSpace};
+pub use crate::space::Space;
 
+use crate::families::rate_limit::{self, RateLimitSpace};
+use crate::families::redlock::{self, RedlockSpace};
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::{self, ElectionSpace};
 use crate::scenarios::lock::{self, LockSpace};
-use crate::scenarios::rate_limit::{self, RateLimitSpace};
-use crate::scenarios::redlock::{self, RedlockSpace};
 
 /// A lock-family scenario: [`LockSpace::search`] (1–4 clients, TTL
 /// 150–600 ms, holds up to 100–700 ms, 1–3 s of attempts, an optional

@@ -13,11 +13,11 @@ use super::*;
 use crate::checker::{
     ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
 };
+use crate::families::rate_limit::RateLimitSpace;
+use crate::families::redlock::{RedlockShape, RedlockSpace};
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::ElectionSpace;
 use crate::scenarios::lock::LockSpace;
-use crate::scenarios::rate_limit::RateLimitSpace;
-use crate::scenarios::redlock::{RedlockShape, RedlockSpace};
 
 /// Whether a target is a broken implementation or a limit of a correct one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +50,12 @@ pub struct SearchTarget {
     pub size_bound: usize,
 }
 
+/// The search space of `job-queue-naive`: the job queue's search
+/// workloads, up to three client-side faults or server pauses.
+pub fn job_queue_naive_space() -> Space {
+    use crate::families::job_queue::{JobSpace, Variant};
+    Space::of::<Variant>("job-queue-naive", FaultSpace::new(CLIENT_SIDE, 3), &JobSpace::search())
+}
 /// The search space of `lock-naive`.
 pub fn lock_naive_space() -> Space {
     space::lock("lock-naive", CLIENT_SIDE)
@@ -241,9 +247,9 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "job-queue-naive",
         kind: TargetKind::BrokenVariant,
-        invariant: crate::scenarios::job_queue::JOB_QUEUE,
+        invariant: crate::families::job_queue::JOB_QUEUE,
         what: "claim without a lease or fence: a slow worker's job is handed out again and completed twice",
-        space: crate::scenarios::job_queue::naive_search_space,
+        space: job_queue_naive_space,
         case_bound: 10,
         size_bound: 2,
     },

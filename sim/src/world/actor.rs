@@ -197,7 +197,7 @@ impl Actor {
     }
 
     /// Records that the run reached `situation` (a "sometimes" assertion:
-    /// see [`crate::scenarios::Situation`]); once per run.
+    /// see [`crate::outcome::Situation`]); once per run.
     pub fn reached(&self, situation: &str) {
         self.history.reach(&self.name, situation)
     }

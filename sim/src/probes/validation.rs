@@ -599,7 +599,7 @@ async fn redlock_read_back(
 
 /// An extension's outcome as a read-back records it: `Refused(reason)` or
 /// `Extended { validity }`.
-pub(super) fn extension_text(extension: &Extension) -> String {
+pub(crate) fn extension_text(extension: &Extension) -> String {
     match extension {
         Extension::Refused(refusal) => format!("Refused({:?})", refusal.reason),
         Extension::Extended { validity } => format!("Extended {{ validity: {validity:?} }}"),
@@ -607,6 +607,6 @@ pub(super) fn extension_text(extension: &Extension) -> String {
 }
 
 /// What [`extension_text`] gives for an extend refused as expired.
-pub(super) fn expired_text() -> String {
+pub(crate) fn expired_text() -> String {
     format!("Refused({:?})", RefusalReason::Expired)
 }

@@ -2,8 +2,8 @@
 //! completion and the round the client recorded, plus what the checkers of
 //! the Redlock family need to know about the run ([`RedlockSetup`]).
 //!
-//! Not an invariant itself: `redlock`, `redlock_validity`, `redlock_votes`,
-//! `redlock_rounds` and `redlock_liveness` read the history through it.
+//! Not an invariant itself: `mutual_exclusion`, `validity`, `votes`,
+//! `rounds` and `liveness` read the history through it.
 
 use std::collections::BTreeMap;
 

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Violation, LIVENESS};
+use crate::checker::{Violation, LIVENESS};
 use crate::history::{Admission, Event, EventKind, Millis, Op};
 
 #[derive(Debug, Clone, Copy)]

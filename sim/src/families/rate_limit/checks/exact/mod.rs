@@ -63,10 +63,16 @@
 //! unjustified decision, in server time), so a broken limiter gives one
 //! readable line per key rather than hundreds.
 
+mod judge;
+mod replay;
+
 use std::collections::BTreeMap;
 
-use super::{Violation, RATE_LIMIT_EXACT};
+use judge::first_unjustified;
+use replay::{replay, Replayed};
+
 use crate::bridge::Execution;
+use crate::checker::{Violation, RATE_LIMIT_EXACT};
 use crate::history::{Admission, DecisionAccessors, Event, EventKind, Millis, Op};
 
 /// Which algorithm the decisions must follow.
@@ -110,34 +116,62 @@ pub struct Report {
 }
 
 #[derive(Debug, Clone)]
-struct Decided {
-    t: Millis,
-    admitted: bool,
-    count: u64,
-    remaining: Option<u64>,
-    retry: Option<u64>,
-    invoke: Millis,
-    done: Millis,
-    pinned: bool,
+pub(super) struct Decided {
+    pub(super) t: Millis,
+    pub(super) admitted: bool,
+    pub(super) count: u64,
+    pub(super) remaining: Option<u64>,
+    pub(super) retry: Option<u64>,
+    pub(super) invoke: Millis,
+    pub(super) done: Millis,
+    pub(super) pinned: bool,
     /// The instant a `check_at` pinned, if any.
-    pinned_at: Option<Millis>,
-    process: String,
+    pub(super) pinned_at: Option<Millis>,
+    pub(super) process: String,
     /// The limit of the limiter that decided: a key may be shared by
     /// limiters of different limits (a limit lowered for a key in use).
-    limit: u64,
+    pub(super) limit: u64,
 }
 
 #[derive(Debug, Default)]
-struct Key {
-    window: u64,
-    decided: Vec<Decided>,
+pub(super) struct Key {
+    pub(super) window: u64,
+    pub(super) decided: Vec<Decided>,
     /// Possible execution interval `[lo, hi]` of each unknown outcome.
-    unknown: Vec<(Millis, Millis)>,
+    pub(super) unknown: Vec<(Millis, Millis)>,
 }
 
 /// Checks every limiter key in `events`; `executions` is the limiter
 /// node's execution log (see the module docs).
 pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Report {
+    let mut report = Report::default();
+    for (name, mut k) in read_keys(events, config) {
+        if let Some((at, why)) = wrong_clock(&k, executions, config) {
+            report.decisions += k.decided.len() as u64;
+            report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
+            continue;
+        }
+        match replay(&k, config) {
+            Replayed::Exactly(r) => {
+                report.decisions += k.decided.len() as u64;
+                if let Err((at, why)) = r {
+                    report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
+                }
+                continue;
+            }
+            Replayed::Unjudged => continue,
+            Replayed::NotSequential => {}
+        }
+        if let Some((at, why)) = first_unjustified(&mut k, config, &mut report) {
+            report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
+        }
+    }
+    report
+}
+
+/// Reads the history into its limiter keys: each key's decided requests
+/// and the possible execution intervals of its unknown outcomes.
+fn read_keys(events: &[Event], config: Config) -> BTreeMap<String, Key> {
     let mut invoked: BTreeMap<u64, (Millis, Option<Millis>, String)> = BTreeMap::new();
     let mut keys: BTreeMap<String, Key> = BTreeMap::new();
     let unknown_interval = |invoke: Millis, pinned: Option<Millis>| match pinned {
@@ -184,246 +218,59 @@ pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Repo
             k.unknown.push(unknown_interval(invoke, pinned));
         }
     }
-    let mut report = Report::default();
-    for (name, mut k) in keys {
-        // A decision that read the server's clock (no pinned instant) must
-        // report the clock one of its caller's scripts ran under between
-        // its invoke and reply. A script that derives `now` wrongly from
-        // `TIME` is otherwise invisible: every instant would be
-        // consistently off, and the windows with them.
-        // Each execution justifies one decision: per caller and reported
-        // instant, there must be as many scripts run at that instant as
-        // decisions claiming it.
-        let mut claims: BTreeMap<(&str, Millis), u64> = BTreeMap::new();
-        for d in k.decided.iter().filter(|d| !d.pinned) {
-            *claims.entry((d.process.as_str(), d.t)).or_default() += 1;
-        }
-        let over = claims.iter().find_map(|(&(process, t), &n)| {
-            let ran = executions
-                .iter()
-                .filter(|x| *x.client == *process && x.command.starts_with("EVAL") && x.server_unix_ms.saturating_sub(config.epoch_ms) == t)
-                .count() as u64;
-            (ran < n).then(|| {
-                (t, format!("{n} decisions of {process} report the server's clock at {t}ms, but only {ran} of its scripts executed then"))
-            })
-        });
-        // A `check_at` decides at the instant it was given, nothing else.
-        let pinned_wrong = k.decided.iter().find_map(|d| {
-            let p = d.pinned_at?;
-            (d.t != p).then(|| (d.t, format!("{}: check_at was given {p}ms but decided at {}ms", describe(d), d.t)))
-        });
-        let clock = pinned_wrong.or(over).or_else(|| k.decided.iter().filter(|d| !d.pinned).find_map(|d| {
-            let mut ran = executions
-                .iter()
-                .filter(|x| *x.client == *d.process && x.command.starts_with("EVAL") && (d.invoke..=d.done).contains(&x.sim_ms))
-                .map(|x| x.server_unix_ms.saturating_sub(config.epoch_ms));
-            if ran.clone().any(|t| t == d.t) {
-                return None;
-            }
-            let clocks: Vec<String> = ran.by_ref().take(4).map(|t| format!("{t}ms")).collect();
-            Some((d.t, format!(
-                "{}: it reports the server's clock at {}ms, but the scripts {} ran between its invoke and reply executed at [{}]",
-                describe(d),
-                d.t,
-                d.process,
-                clocks.join(", ")
-            )))
-        }));
-        if let Some((at, why)) = clock {
-            report.decisions += k.decided.len() as u64;
-            report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
-            continue;
-        }
-        match replay(&k, config) {
-            Replayed::Exactly(r) => {
-                report.decisions += k.decided.len() as u64;
-                if let Err((at, why)) = r {
-                    report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
-                }
-                continue;
-            }
-            Replayed::Unjudged => continue,
-            Replayed::NotSequential => {}
-        }
-        k.decided.sort_by_key(|d| (d.t, !d.admitted, d.count));
-        report.decisions += k.decided.len() as u64;
-        let (resets, lenient) = possible_expiries(&k, config.algorithm);
-        let mut found = None;
-        for j in 0..k.decided.len() {
-            if found.is_some() {
-                break;
-            }
-            if lenient.contains(&k.decided[j].t) {
-                continue;
-            }
-            let mut first_error = None;
-            let mut exact = false;
-            for from in core::iter::once(0).chain(resets.iter().copied().filter(|&i| i <= j)) {
-                let judged = match config.algorithm {
-                    Algorithm::Log => judge_log(&k, j, from),
-                    Algorithm::Counter { epoch_ms } => judge_counter(&k, j, from, epoch_ms),
-                };
-                match judged {
-                    Ok(e) => {
-                        exact = e;
-                        first_error = None;
-                        break;
-                    }
-                    Err(e) => {
-                        first_error.get_or_insert(e);
-                    }
-                }
-            }
-            report.exact_retry += u64::from(exact);
-            if let Some(why) = first_error {
-                let d = &k.decided[j];
-                found = Some((d.t, format!("{}: {why}", describe(d))));
-                break;
-            }
-        }
-        if let Some((at, why)) = found {
-            report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
-        }
-    }
-    report
+    keys
 }
 
-/// How many stale entries one sliding-log call trims (`TRIM_BATCH` in
-/// `scripts/sliding_log.lua`): which entries survive matters once instants
-/// go backwards.
-const LOG_TRIM_BATCH: usize = 64;
-
-/// What [`replay`] could do with a key.
-enum Replayed {
-    /// Replayed in send order: the first decision that differs, if any.
-    Exactly(Result<(), (Millis, String)>),
-    /// Its instants go backwards but it cannot be replayed: not judged.
-    Unjudged,
-    /// Concurrent requests (or unknown outcomes) with instants in order:
-    /// for the general judgement.
-    NotSequential,
-}
-
-/// Replays a key whose requests ran one at a time (module docs).
-fn replay(k: &Key, config: Config) -> Replayed {
-    let mut order: Vec<&Decided> = k.decided.iter().collect();
-    order.sort_by_key(|d| (d.invoke, d.done));
-    let backwards = order.windows(2).any(|p| p[1].t < p[0].t);
-    let sequential = k.unknown.is_empty()
-        && order.windows(2).all(|p| p[0].done <= p[1].invoke)
-        && order.first().zip(order.last()).is_some_and(|(a, b)| b.done - a.invoke < k.window);
-    if !sequential {
-        return if backwards { Replayed::Unjudged } else { Replayed::NotSequential };
+/// The first decision of `k` that misreports its instant: a pinned instant
+/// other than the one given, or a server clock none of its caller's
+/// scripts ran under between its invoke and reply.
+fn wrong_clock(k: &Key, executions: &[Execution], config: Config) -> Option<(Millis, String)> {
+    // A decision that read the server's clock (no pinned instant) must
+    // report the clock one of its caller's scripts ran under between
+    // its invoke and reply. A script that derives `now` wrongly from
+    // `TIME` is otherwise invisible: every instant would be
+    // consistently off, and the windows with them.
+    // Each execution justifies one decision: per caller and reported
+    // instant, there must be as many scripts run at that instant as
+    // decisions claiming it.
+    let mut claims: BTreeMap<(&str, Millis), u64> = BTreeMap::new();
+    for d in k.decided.iter().filter(|d| !d.pinned) {
+        *claims.entry((d.process.as_str(), d.t)).or_default() += 1;
     }
-    let w = k.window;
-    let mut log: Vec<Millis> = Vec::new();
-    let mut buckets: Option<(u64, u64, u64)> = None;
-    for d in order {
-        let max = d.limit;
-        let (admit, count, retry) = match config.algorithm {
-            Algorithm::Log => {
-                // Every entry not yet out of the window counts, "future"
-                // ones (recorded by a clock ahead of this one) included.
-                // Entries out of the window are trimmed, oldest first and at
-                // most TRIM_BATCH per call, and a trimmed entry is gone for
-                // an instant behind this one too.
-                let mut stale = log.iter().filter(|&&a| a + w <= d.t).count();
-                let trimmed = stale.min(LOG_TRIM_BATCH);
-                log.drain(..trimmed);
-                stale -= trimmed;
-                let count = (log.len() - stale) as u64;
-                if count < max {
-                    log.push(d.t);
-                    log.sort_unstable();
-                    (true, count + 1, None)
-                } else {
-                    let blocking = log[stale + (count - max) as usize];
-                    (false, count, Some(blocking + w - d.t))
-                }
-            }
-            Algorithm::Counter { epoch_ms } => {
-                let now = epoch_ms + d.t;
-                let mut idx = now / w;
-                let (mut c, mut p) = (0, 0);
-                if let Some((i, sc, sp)) = buckets {
-                    (c, p) = (sc, sp);
-                    if idx == i + 1 {
-                        (p, c) = (c, 0);
-                    } else if idx > i + 1 {
-                        (p, c) = (0, 0);
-                    } else if idx < i {
-                        // An instant behind the newest bucket counts in it.
-                        idx = i;
-                    }
-                }
-                let elapsed = now.saturating_sub(idx * w);
-                let decided = counter_decision(max, w, c, p, elapsed);
-                if decided.0 {
-                    buckets = Some((idx, c + 1, p));
-                }
-                decided
-            }
-        };
-        let remaining_ok = !d.admitted || d.remaining.is_none_or(|r| r == max.saturating_sub(d.count));
-        if admit != d.admitted || count != d.count || (!admit && d.retry.is_some() && d.retry != retry) || !remaining_ok
-        {
-            let expected = if admit {
-                format!("admit with count {count} (remaining {})", max.saturating_sub(count))
-            } else {
-                format!("deny with count {count} and retry-after {}ms", retry.unwrap_or_default())
-            };
-            return Replayed::Exactly(Err((
-                d.t,
-                format!("{}: replayed one request at a time in send order, the limiter must {expected}", describe(d)),
-            )));
+    let over = claims.iter().find_map(|(&(process, t), &n)| {
+        let ran = executions
+            .iter()
+            .filter(|x| *x.client == *process && x.command.starts_with("EVAL") && x.server_unix_ms.saturating_sub(config.epoch_ms) == t)
+            .count() as u64;
+        (ran < n).then(|| {
+            (t, format!("{n} decisions of {process} report the server's clock at {t}ms, but only {ran} of its scripts executed then"))
+        })
+    });
+    // A `check_at` decides at the instant it was given, nothing else.
+    let pinned_wrong = k.decided.iter().find_map(|d| {
+        let p = d.pinned_at?;
+        (d.t != p).then(|| (d.t, format!("{}: check_at was given {p}ms but decided at {}ms", describe(d), d.t)))
+    });
+    pinned_wrong.or(over).or_else(|| k.decided.iter().filter(|d| !d.pinned).find_map(|d| {
+        let mut ran = executions
+            .iter()
+            .filter(|x| *x.client == *d.process && x.command.starts_with("EVAL") && (d.invoke..=d.done).contains(&x.sim_ms))
+            .map(|x| x.server_unix_ms.saturating_sub(config.epoch_ms));
+        if ran.clone().any(|t| t == d.t) {
+            return None;
         }
-    }
-    Replayed::Exactly(Ok(()))
+        let clocks: Vec<String> = ran.by_ref().take(4).map(|t| format!("{t}ms")).collect();
+        Some((d.t, format!(
+            "{}: it reports the server's clock at {}ms, but the scripts {} ran between its invoke and reply executed at [{}]",
+            describe(d),
+            d.t,
+            d.process,
+            clocks.join(", ")
+        )))
+    }))
 }
 
-/// The instant from which a limiter key set by an admission at `p` holds
-/// nothing that still counts: the log's window end `p + W`; the end of the
-/// counter bucket after `p`'s.
-fn useful_until(algorithm: Algorithm, w: u64, p: Millis) -> Millis {
-    match algorithm {
-        Algorithm::Log => p + w,
-        Algorithm::Counter { epoch_ms } => ((epoch_ms + p) / w + 2) * w - epoch_ms,
-    }
-}
-
-/// Where a pinned key may have expired early. Both limiters expire an idle
-/// key on the server's *real* clock (`PEXPIRE` after each admission), which
-/// for a `check_at` runs ahead of the pinned instant by the request's
-/// delay: an admission pinned at `p` keeps its key until at least
-/// [`useful_until`]`(p)` of real time, but a later request pinned at `q`
-/// executes at up to its completion − 1 ms, so when `q` is before that
-/// instant and its execution may be after it, the key (and every admission
-/// it held) may be gone. Returns the indices of those decisions (each may
-/// have started from an empty key) and the instants at which that happened
-/// to a request with same-instant siblings (their counts cannot be ordered;
-/// they are not judged).
-fn possible_expiries(k: &Key, algorithm: Algorithm) -> (Vec<usize>, std::collections::BTreeSet<Millis>) {
-    let mut resets = Vec::new();
-    let mut lenient = std::collections::BTreeSet::new();
-    for (j, d) in k.decided.iter().enumerate() {
-        if !d.pinned {
-            continue;
-        }
-        let Some(last) = k.decided.iter().filter(|a| a.admitted && executed_before(a, d)).map(|a| a.t).max() else {
-            continue;
-        };
-        let until = useful_until(algorithm, k.window, last);
-        if d.t < until && d.done > until + 1 {
-            resets.push(j);
-            if k.decided.iter().filter(|o| o.t == d.t).count() > 1 {
-                lenient.insert(d.t);
-            }
-        }
-    }
-    (resets, lenient)
-}
-
-fn describe(d: &Decided) -> String {
+pub(super) fn describe(d: &Decided) -> String {
     if d.admitted {
         format!("admission at {}ms (invoked {}ms) with count {}", d.t, d.invoke, d.count)
     } else {
@@ -435,152 +282,6 @@ fn describe(d: &Decided) -> String {
             d.retry.map_or("?".into(), |r| r.to_string())
         )
     }
-}
-
-/// Whether admission `a` was executed before decision `d` (module docs).
-fn executed_before(a: &Decided, d: &Decided) -> bool {
-    a.t < d.t || (a.t == d.t && (!d.admitted || a.count < d.count))
-}
-
-/// The definite admissions executed before decision `j`, from index `from`
-/// on (the key may have expired before `from`), as their times.
-fn admitted_before(k: &Key, j: usize, from: usize) -> impl Iterator<Item = Millis> + '_ {
-    let d = &k.decided[j];
-    k.decided[from..].iter().filter(move |a| a.admitted && executed_before(a, d)).map(|a| a.t)
-}
-
-/// Judges decision `j` by the sliding log, counting admissions from index
-/// `from` on. `Ok(true)` if its retry-after was checked exactly.
-fn judge_log(k: &Key, j: usize, from: usize) -> Result<bool, String> {
-    let d = &k.decided[j];
-    let (max, w) = (d.limit, k.window);
-    // In the window (t − W, t]: a + W > t.
-    let mut in_window: Vec<Millis> = admitted_before(k, j, from).filter(|&a| a + w > d.t).collect();
-    in_window.sort_unstable();
-    let definite = in_window.len() as u64;
-    let unknown = k.unknown.iter().filter(|&&(ulo, uhi)| ulo <= d.t && uhi + w > d.t).count() as u64;
-    let held = |n: u64| {
-        format!(
-            "the log held {n} admission(s) in ({}ms, {}ms]{}",
-            d.t as i64 - w as i64,
-            d.t,
-            if unknown > 0 { format!(" and up to {unknown} of unknown outcome") } else { String::new() }
-        )
-    };
-    if d.admitted {
-        if k.decided.iter().any(|o| o.admitted && o.t == d.t && o.count == d.count && !core::ptr::eq(o, d)) {
-            return Err(format!("another admission in the same millisecond reported the same count {}", d.count));
-        }
-        if d.count > max {
-            return Err(format!("admitted over the limit of {max}"));
-        }
-        if d.count < definite + 1 || d.count > definite + 1 + unknown {
-            return Err(format!(
-                "{} before it, so its count must be {}",
-                held(definite),
-                if unknown > 0 {
-                    format!("{}..={}", definite + 1, definite + 1 + unknown)
-                } else {
-                    (definite + 1).to_string()
-                }
-            ));
-        }
-        if let Some(r) = d.remaining {
-            if r != max.saturating_sub(d.count) {
-                return Err(format!("remaining {r}, but max − count = {}", max.saturating_sub(d.count)));
-            }
-        }
-        return Ok(false);
-    }
-    if d.count < definite || d.count > definite + unknown {
-        return Err(held(definite));
-    }
-    if d.count < max {
-        return Err(format!("denied with only {} in the window, under the limit of {max}", d.count));
-    }
-    let Some(r) = d.retry else { return Ok(false) };
-    if d.count == definite {
-        // The window's contents are known exactly.
-        let oldest_blocking = in_window[(d.count - max) as usize];
-        let expected = oldest_blocking + w - d.t;
-        if r != expected {
-            return Err(format!(
-                "retry-after must be {expected}ms: the admission at {oldest_blocking}ms leaves the window at {}ms",
-                oldest_blocking + w
-            ));
-        }
-        return Ok(true);
-    }
-    if r == 0 || r > w {
-        return Err(format!("retry-after outside 1..={w}ms"));
-    }
-    Ok(false)
-}
-
-/// The counter's decision for `c`, `p` at `e` ms into a bucket of `w`:
-/// `(admitted, count, retry)`.
-fn counter_decision(max: u64, w: u64, c: u64, p: u64, e: u64) -> (bool, u64, Option<u64>) {
-    let weighted = p * (w - e);
-    let estimate = weighted.div_ceil(w) + c;
-    if c < max && weighted <= (max - c - 1) * w {
-        return (true, estimate + 1, None);
-    }
-    let retry = if c < max { w - ((max - c - 1) * w) / p - e } else { (w - e) + w - ((max - 1) * w) / c };
-    (false, estimate, Some(retry))
-}
-
-/// Judges decision `j` by the sliding counter, counting admissions from
-/// index `from` on. `Ok(true)` if its retry-after was checked exactly.
-fn judge_counter(k: &Key, j: usize, from: usize, epoch_ms: u64) -> Result<bool, String> {
-    let d = &k.decided[j];
-    let (max, w) = (d.limit, k.window);
-    let bucket = |t: Millis| (epoch_ms + t) / w;
-    let i = bucket(d.t);
-    let e = epoch_ms + d.t - i * w;
-    let (mut c_def, mut p_def) = (0u64, 0u64);
-    for a in admitted_before(k, j, from) {
-        let b = bucket(a);
-        if b == i {
-            c_def += 1;
-        } else if b + 1 == i {
-            p_def += 1;
-        }
-    }
-    let (mut uc, mut up) = (0u64, 0u64);
-    for &(lo, hi) in &k.unknown {
-        if lo > d.t {
-            continue;
-        }
-        let (blo, bhi) = (bucket(lo), bucket(hi.min(d.t)));
-        if blo <= i && i <= bhi {
-            uc += 1;
-        }
-        if i >= 1 && blo < i && i - 1 <= bhi {
-            up += 1;
-        }
-    }
-    if d.admitted {
-        if let Some(r) = d.remaining {
-            if r != max.saturating_sub(d.count) {
-                return Err(format!("remaining {r}, but max − count = {}", max.saturating_sub(d.count)));
-            }
-        }
-    }
-    for c in c_def..=c_def + uc {
-        for p in p_def..=p_def + up {
-            let (admit, count, retry) = counter_decision(max, w, c, p, e);
-            if admit == d.admitted && count == d.count && (d.admitted || d.retry.is_none() || retry == d.retry) {
-                return Ok(!d.admitted && uc == 0 && up == 0 && d.retry.is_some());
-            }
-        }
-    }
-    let (admit, count, retry) = counter_decision(max, w, c_def, p_def, e);
-    Err(format!(
-        "bucket {i} (elapsed {e}ms) held c={c_def}, previous p={p_def}{}: the counter must {} with count {count}{}",
-        if uc + up > 0 { format!(" (+ up to {uc}/{up} of unknown outcome)") } else { String::new() },
-        if admit { "admit" } else { "deny" },
-        retry.map_or(String::new(), |r| format!(" and retry-after {r}ms"))
-    ))
 }
 
 /// The `Decision`'s accessors agree with its variant: `is_allowed()` and

@@ -39,7 +39,7 @@ const NAME: &str = "refused-extend-probe";
 /// The name of the acquire whose majority of votes time out.
 const TIMED_OUT_NAME: &str = "timed-out-probe";
 /// The key prefix of every Redlock probe of client 0 (this one and
-/// `redlock_trust.rs`), whose keys [`KEY_RULE`] bounds.
+/// `trust.rs`), whose keys [`KEY_RULE`] bounds.
 pub const PREFIX: &str = "redlock-probe";
 /// The probe's lease: long enough that the overwrites, one master after
 /// another on links a fault may slow, land while it lives.

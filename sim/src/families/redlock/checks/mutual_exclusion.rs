@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, Violation, REDLOCK_MUTUAL_EXCLUSION};
+use crate::checker::{completed, Violation, REDLOCK_MUTUAL_EXCLUSION};
 use crate::history::{Event, EventKind, Millis, Op};
 
 struct Grant<'a> {
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn an_extension_that_overlaps_another_holder_fails_and_a_refused_one_ends_the_hold() {
-        use crate::checker::redlock_calls::build::{granted, refused, B};
+        use crate::families::redlock::checks::calls::build::{granted, refused, B};
         // a holds [10, 90), extends at 80 to [85, 170); b is granted [100, 180).
         let mut h = B::default();
         let a = h.grant("a", 0, 10, "yyyyy", 90);

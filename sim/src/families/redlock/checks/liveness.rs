@@ -7,8 +7,8 @@
 //! policy's delay, plus a few round trips. Safety is judged during the
 //! faults; this judges progress after them.
 
-use super::redlock_calls::{calls, CallKind, RedlockSetup};
-use super::{Violation, LIVENESS};
+use super::calls::{calls, CallKind, RedlockSetup};
+use crate::checker::{Violation, LIVENESS};
 use crate::history::{Event, EventKind};
 
 /// Checks the liveness promise of `setup` (nothing when it has none).
@@ -37,8 +37,8 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::redlock_calls::build::{refused, B};
-    use crate::checker::redlock_calls::Liveness;
+    use crate::families::redlock::checks::calls::build::{refused, B};
+    use crate::families::redlock::checks::calls::Liveness;
 
     fn setup() -> RedlockSetup {
         let mut s = RedlockSetup::new(5, 300, 5);

@@ -21,8 +21,8 @@
 
 use std::collections::BTreeMap;
 
-use super::redlock_calls::{calls, CallKind, RedlockSetup};
-use super::{Violation, REDLOCK_VALIDITY};
+use super::calls::{calls, CallKind, RedlockSetup};
+use crate::checker::{Violation, REDLOCK_VALIDITY};
 use crate::history::{Event, EventKind, Millis};
 
 /// Checks every grant, extension and time refusal in `events`.
@@ -153,7 +153,7 @@ pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::redlock_calls::build::{granted, refused, B};
+    use crate::families::redlock::checks::calls::build::{granted, refused, B};
 
     fn setup() -> RedlockSetup {
         RedlockSetup::new(5, 300, 5)

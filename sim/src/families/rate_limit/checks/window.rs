@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, Violation, RATE_LIMIT};
+use crate::checker::{completed, Violation, RATE_LIMIT};
 use crate::history::{Admission, Event, EventKind, Millis, Op};
 
 /// What the limiter promises per window.

@@ -32,8 +32,8 @@
 
 use std::collections::BTreeMap;
 
-use super::redlock_calls::{calls, CallKind, RedlockSetup};
-use super::{Violation, REDLOCK_VOTES};
+use super::calls::{calls, CallKind, RedlockSetup};
+use crate::checker::{Violation, REDLOCK_VOTES};
 use crate::history::{Event, EventKind, Millis};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,7 +307,7 @@ fn check_answers(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::redlock_calls::build::{granted, refused, B};
+    use crate::families::redlock::checks::calls::build::{granted, refused, B};
 
     fn setup() -> RedlockSetup {
         RedlockSetup::new(5, 300, 5)
@@ -317,7 +317,7 @@ mod tests {
     /// on any master at any time, so every `no` to a SET is justified.
     fn squatted() -> B {
         let mut h = B::default();
-        h.acquire("z", 0, 1, EventKind::Info, crate::checker::redlock_calls::build::round(""), false);
+        h.acquire("z", 0, 1, EventKind::Info, crate::families::redlock::checks::calls::build::round(""), false);
         h
     }
 
@@ -373,7 +373,7 @@ mod tests {
         assert!(v[0].detail.contains("c acquire [700ms, 720ms] [yyyyn]: master 4 said the lock was taken"), "{v:?}");
         // A timed-out SET under a fault may land until the fault ends.
         let mut s = setup();
-        s.faults.push(crate::checker::redlock_calls::FaultWindow {
+        s.faults.push(crate::families::redlock::checks::calls::FaultWindow {
             from: 0,
             to: 500,
             client: Some("a".into()),

@@ -26,12 +26,12 @@ use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig};
 use redis_primitives::{Error, OwnerSource, Ttl};
 use tokio::time::Instant;
 
-use super::validation::{expired_text, extension_text};
 use crate::net::SimConnection;
+use crate::probes::validation::{expired_text, extension_text};
 use crate::world::Actor;
 
 /// The probe's own Redlock name, under the probes' prefix (whose keys
-/// `redlock_refusal::KEY_RULE` bounds).
+/// `refusal::KEY_RULE` bounds).
 const NAME: &str = "trust-edge-probe";
 /// The pause after a refused or failed acquire, ms.
 const RETRY_MS: u64 = 50;
@@ -45,7 +45,7 @@ pub async fn probe(actor: &Actor, masters: &[SimConnection], master_timeout_ms: 
     // and the drift allowance is whole milliseconds.
     let ttl_ms = 100 * (master_timeout_ms / 100 + 1);
     let config = RedlockConfig::new(Ttl::from_millis(ttl_ms)?)
-        .prefix(super::redlock_refusal::PREFIX)
+        .prefix(super::refusal::PREFIX)
         .master_timeout(Duration::from_millis(master_timeout_ms))
         .owners(OwnerSource::seeded(actor.seed_for(NAME)));
     let Ok(r) = Redlock::connect(masters.to_vec(), config).await else { return Ok(()) };

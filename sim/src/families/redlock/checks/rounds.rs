@@ -26,8 +26,8 @@
 
 use std::collections::BTreeMap;
 
-use super::redlock_calls::{calls, CallKind, RedlockSetup};
-use super::{Violation, REDLOCK_ROUNDS};
+use super::calls::{calls, CallKind, RedlockSetup};
+use crate::checker::{Violation, REDLOCK_ROUNDS};
 use crate::history::{Event, EventKind, Millis, Op};
 
 /// Slack on top of the per-master timeout: one simulation tick.
@@ -140,7 +140,7 @@ fn unverified_without_a_fault(events: &[Event], setup: &RedlockSetup) -> Vec<Vio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::redlock_calls::build::{granted, refused, B};
+    use crate::families::redlock::checks::calls::build::{granted, refused, B};
 
     fn setup() -> RedlockSetup {
         let mut s = RedlockSetup::new(5, 300, 5);
@@ -175,7 +175,7 @@ mod tests {
 
     #[test]
     fn an_unverified_master_needs_a_fault_on_its_link() {
-        use crate::checker::redlock_calls::FaultWindow;
+        use crate::families::redlock::checks::calls::FaultWindow;
         use crate::history::OpId;
         let connect = |time, kind, unverified| Event {
             index: 0,

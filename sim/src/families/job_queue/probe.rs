@@ -175,7 +175,19 @@ fn settings(actor: &Actor) -> Result<(), Error> {
     Ok(())
 }
 
+/// Case `n` of the probe's own numbering (the others are in [`edges`]).
 async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error::Error>> {
+    match n {
+        0..=4 | 6..=12 => corrupt(c, n, j).await,
+        5 | 14..=18 => lifecycle(c, n).await,
+        19 => lost_shorter_extension(c, j).await,
+        _ => reap_batch(c).await,
+    }
+}
+
+/// Keys holding what the library never writes: each call is refused with
+/// a typed error naming the key, and nothing changes.
+async fn corrupt(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error::Error>> {
     let (pending, active, seq) = (c.keys[0].clone(), c.keys[1].clone(), c.keys[2].clone());
     let lease = Ttl::from_millis(10_000)?;
     let enqueued = |e: &Enqueued| format!("{e:?}");
@@ -207,21 +219,6 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
             let r = c.queue.enqueue("j", "p").await;
             c.record("enqueue: an id with a one-field hash", "AlreadyKnown".into(), said(&r, enqueued), b).await;
         }
-        5 => {
-            let r = c.queue.enqueue("j", "payload j").await;
-            c.record("enqueue: a new id", "Added".into(), said(&r, enqueued), None).await;
-            let b = c.before().await;
-            let r = c.queue.enqueue("j", "another").await;
-            c.record("enqueue: the same id again", "AlreadyKnown".into(), said(&r, enqueued), b).await;
-            let r = c.queue.claim(lease).await;
-            let claimed = |c: &Option<redis_primitives::Claim>| match c {
-                Some(c) => {
-                    format!("{} attempt {} payload {}", c.id(), c.attempt(), String::from_utf8_lossy(c.payload()))
-                }
-                None => "nothing".to_string(),
-            };
-            c.record("claim: the job", "j attempt 1 payload payload j".into(), said(&r, claimed), None).await;
-        }
         6 | 7 => {
             raw(&mut c.conn, &["ZADD", &pending, "1", "j"]).await?;
             if n == 6 {
@@ -249,7 +246,7 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
                 c.record("extend: active but not in the active set", corrupt, said(&r, |x| format!("{x:?}")), b).await;
             }
         }
-        10..=12 => {
+        _ => {
             raw(&mut c.conn, &["ZADD", &active, "0", "j"]).await?;
             match n {
                 10 => raw(&mut c.conn, &["HSET", j, "state", "active", "attempt", "1", "payload", "p"]).await?,
@@ -271,6 +268,32 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
                 _ => ("reap: a pending set of the wrong type", "wrongtype".to_string()),
             };
             c.record(case, expected, said(&r, |ids| format!("reaped {}", ids.len())), b).await;
+        }
+    }
+    Ok(())
+}
+
+/// A job's life on a clean queue, one call at a time: enqueue and claim,
+/// completions once and stale, another queue's claim, a reaped job's place
+/// and a reaped claim's extension.
+async fn lifecycle(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::error::Error>> {
+    let lease = Ttl::from_millis(10_000)?;
+    let enqueued = |e: &Enqueued| format!("{e:?}");
+    match n {
+        5 => {
+            let r = c.queue.enqueue("j", "payload j").await;
+            c.record("enqueue: a new id", "Added".into(), said(&r, enqueued), None).await;
+            let b = c.before().await;
+            let r = c.queue.enqueue("j", "another").await;
+            c.record("enqueue: the same id again", "AlreadyKnown".into(), said(&r, enqueued), b).await;
+            let r = c.queue.claim(lease).await;
+            let claimed = |c: &Option<redis_primitives::Claim>| match c {
+                Some(c) => {
+                    format!("{} attempt {} payload {}", c.id(), c.attempt(), String::from_utf8_lossy(c.payload()))
+                }
+                None => "nothing".to_string(),
+            };
+            c.record("claim: the job", "j attempt 1 payload payload j".into(), said(&r, claimed), None).await;
         }
         14 => {
             // Completed once: a second completion of the same claim is refused.
@@ -337,7 +360,7 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
             c.record("claim: after a reap, with a later job waiting", "j attempt 2".into(), said(&r, claimed), None)
                 .await;
         }
-        18 => {
+        _ => {
             // A claim whose lease lapsed and whose job was reaped, before
             // anyone claims it again: the job is pending with the claim's
             // own attempt, and only its state tells the extension apart.
@@ -357,61 +380,69 @@ async fn one(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::error
             )
             .await;
         }
-        19 => {
-            // An extension to a shorter lease whose reply is lost after it
-            // ran (held at the server past the response timeout): the
-            // server's lease now ends sooner, so the claim must not trust
-            // itself past `sent + usable(short)` (the library's docs of
-            // `JobQueue::extend` on `Err`).
-            c.queue.enqueue("j", "p").await?;
-            let Some(mut claim) = c.queue.claim(lease).await? else { return Ok(()) };
-            let short = Ttl::from_millis(1000)?;
-            // The probe's queue has the default drift: the harness's own
-            // model of it, not the library's arithmetic, gives the bound.
-            let usable_ns = Allowance::DEFAULT.deadline_ns(0, short.as_millis());
-            let by = tokio::time::Instant::now() + Duration::from_nanos(usable_ns as u64);
-            c.actor.delay_next_reply_mentioning(0, LOST_REPLY_MS, j);
-            let r = c.queue.extend(&mut claim, short).await;
-            if !r.as_ref().is_err_and(Error::outcome_is_unknown) {
-                return Err(format!("the extension's reply was not lost: {r:?}").into());
-            }
-            let got = if claim.local_deadline() <= by {
-                WITHIN_SHORTER.to_string()
-            } else {
-                format!("trusted until {} µs past it", (claim.local_deadline() - by).as_micros())
-            };
-            c.record("extend: a shorter lease, its reply lost", WITHIN_SHORTER.into(), got, None).await;
-        }
-        _ => {
-            // 101 leases lapsed at once: a reap takes at most 100, the next the rest.
-            let mut pipe = redis::pipe();
-            for i in 0..101u32 {
-                let id = format!("j{i}");
-                pipe.cmd("ZADD").arg(&active).arg(0).arg(&id).ignore();
-                pipe.cmd("HSET")
-                    .arg(c.queue.job_key(&id)?)
-                    .arg(&["state", "active", "attempt", "1", "payload", "p", "seq"])
-                    .arg(i + 1)
-                    .ignore();
-            }
-            let _: () = pipe.query_async(&mut c.conn).await?;
-            let r = c.queue.reap().await;
-            c.record(
-                "reap: 101 lapsed leases, first call",
-                "reaped 100".into(),
-                said(&r, |ids| format!("reaped {}", ids.len())),
-                None,
-            )
-            .await;
-            let r = c.queue.reap().await;
-            c.record(
-                "reap: 101 lapsed leases, second call",
-                "reaped 1".into(),
-                said(&r, |ids| format!("reaped {}", ids.len())),
-                None,
-            )
-            .await;
-        }
     }
+    Ok(())
+}
+
+/// An extension to a shorter lease whose reply is lost after it ran.
+async fn lost_shorter_extension(c: &mut Case<'_>, j: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let lease = Ttl::from_millis(10_000)?;
+    // An extension to a shorter lease whose reply is lost after it
+    // ran (held at the server past the response timeout): the
+    // server's lease now ends sooner, so the claim must not trust
+    // itself past `sent + usable(short)` (the library's docs of
+    // `JobQueue::extend` on `Err`).
+    c.queue.enqueue("j", "p").await?;
+    let Some(mut claim) = c.queue.claim(lease).await? else { return Ok(()) };
+    let short = Ttl::from_millis(1000)?;
+    // The probe's queue has the default drift: the harness's own
+    // model of it, not the library's arithmetic, gives the bound.
+    let usable_ns = Allowance::DEFAULT.deadline_ns(0, short.as_millis());
+    let by = tokio::time::Instant::now() + Duration::from_nanos(usable_ns as u64);
+    c.actor.delay_next_reply_mentioning(0, LOST_REPLY_MS, j);
+    let r = c.queue.extend(&mut claim, short).await;
+    if !r.as_ref().is_err_and(Error::outcome_is_unknown) {
+        return Err(format!("the extension's reply was not lost: {r:?}").into());
+    }
+    let got = if claim.local_deadline() <= by {
+        WITHIN_SHORTER.to_string()
+    } else {
+        format!("trusted until {} µs past it", (claim.local_deadline() - by).as_micros())
+    };
+    c.record("extend: a shorter lease, its reply lost", WITHIN_SHORTER.into(), got, None).await;
+    Ok(())
+}
+
+/// More lapsed leases than one reap takes.
+async fn reap_batch(c: &mut Case<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    let active = c.keys[1].clone();
+    // 101 leases lapsed at once: a reap takes at most 100, the next the rest.
+    let mut pipe = redis::pipe();
+    for i in 0..101u32 {
+        let id = format!("j{i}");
+        pipe.cmd("ZADD").arg(&active).arg(0).arg(&id).ignore();
+        pipe.cmd("HSET")
+            .arg(c.queue.job_key(&id)?)
+            .arg(&["state", "active", "attempt", "1", "payload", "p", "seq"])
+            .arg(i + 1)
+            .ignore();
+    }
+    let _: () = pipe.query_async(&mut c.conn).await?;
+    let r = c.queue.reap().await;
+    c.record(
+        "reap: 101 lapsed leases, first call",
+        "reaped 100".into(),
+        said(&r, |ids| format!("reaped {}", ids.len())),
+        None,
+    )
+    .await;
+    let r = c.queue.reap().await;
+    c.record(
+        "reap: 101 lapsed leases, second call",
+        "reaped 1".into(),
+        said(&r, |ids| format!("reaped {}", ids.len())),
+        None,
+    )
+    .await;
     Ok(())
 }

@@ -1,0 +1,83 @@
+//! The job-queue family: `JobQueue`'s job-claim lease against its broken
+//! twin, under pauses, partitions, held replies and server pauses.
+//!
+//! Workers claim jobs, work on them, sometimes extend, and complete them; a
+//! reaper returns jobs whose lease lapsed (by the server's clock) to the
+//! queue; an auditor reads every job's state once the faults have healed
+//! and a quiet tail has passed. A seeded worker freezes while it holds one
+//! claim (a GC pause longer than the lease): its job is reaped and claimed
+//! again, so the same job is worked twice and the stale worker's late
+//! completion (and extension) must be refused by the attempt fence.
+//!
+//! What is judged ([`JOB_QUEUE`]): at most one completion is accepted per
+//! job; an accepted completion (or extension) carries the job's latest
+//! attempt; attempts increase; a refusal is justified by the history; a
+//! reap never takes a lease that had not lapsed; claims come out in FIFO
+//! order, a reaped job in its original place; and (`liveness`) every
+//! enqueued job is done by the end. Work done twice is measured, not
+//! judged: `job-double-run-count` counts the extra runs per job (the price of a
+//! lease: at-least-once work, exactly-once completion).
+//!
+//! This family was added through the harness's public extension points
+//! only: its plan, run and checker live here, its operations are
+//! [`Op::Custom`](crate::history::Op::Custom) records, its invariant is declared in its registry row.
+//! Restarts are left out: a redis-server without persistence loses the
+//! whole queue on a restart (the same non-guarantee `counter-loss` shows
+//! for the fence counter).
+
+mod actors;
+mod calls;
+mod checks;
+mod family;
+mod plan;
+mod probe;
+mod record;
+mod situations;
+
+pub use checks::{check, Judged};
+pub use plan::{JobPlan, JobSpace, Stall};
+pub use record::JobCall;
+pub use situations::SITUATIONS;
+
+use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
+use crate::history::Api;
+use crate::stats::{Metric, Unit};
+
+/// The family's invariant.
+pub const JOB_QUEUE: &str = "job-queue";
+
+/// Its one-line meaning, for the registry row.
+pub const INVARIANTS: &[(&str, &str)] = &[(
+    JOB_QUEUE,
+    "per job: at most one accepted completion, carrying its latest attempt; attempts increase; refusals and reaps are justified",
+)];
+
+/// The public operations its workload calls.
+pub const OPERATIONS: &[Api] = &[JOB_ENQUEUE, JOB_CLAIM, JOB_EXTEND, JOB_COMPLETE, JOB_REAP, JOB_STATE];
+
+/// The library scripts its histories depend on.
+pub const SCRIPTS: &[&str] = &["job_enqueue", "job_claim", "job_complete", "job_extend", "job_reap"];
+
+const QUEUE: &str = "jobs";
+/// The actor that enqueues the workers' jobs.
+const PRODUCER: &str = "producer";
+/// The host the producer, the reaper, the auditor, the probe and the edge
+/// actors share ([`Actor::alias`](crate::world::Actor::alias)).
+const SIDE: &str = "queue-side";
+/// Extra runs per job (its claims − 1): work done twice, measured.
+const DOUBLE_RUNS: Metric = Metric::new("job-double-run-count", Unit::Count);
+const ENQUEUE: &str = "job-enqueue";
+const CLAIM: &str = "job-claim";
+const EXTEND: &str = "job-extend";
+const COMPLETE: &str = "job-complete";
+const REAP: &str = "job-reap";
+const STATE: &str = "job-state";
+
+/// Which queue a scenario runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// `job-queue`: [`JobQueue`](redis_primitives::JobQueue), fenced by the job's attempt counter.
+    Fenced,
+    /// `job-queue-naive`: [`NaiveJobQueue`](redis_primitives::naive::NaiveJobQueue), no lease and no fence.
+    Naive,
+}

@@ -1,0 +1,240 @@
+//! One Redlock client actor from start to end: its connection settings,
+//! `connect` with the settings read back, the probes client-0 runs beside
+//! its workload, and the loop of attempts.
+
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use core::time::Duration;
+use rand::Rng;
+use redis_primitives::naive::NaiveRedlock;
+use redis_primitives::redlock::{Redlock, RedlockConfig};
+use redis_primitives::{Error, OwnerSource, Ttl};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::attempts::{correct_attempt, naive_attempt};
+use super::plan::RedlockStart;
+use super::{refusal, trust, Variant, MASTERS, NAME};
+use crate::api::{NAIVE_REDLOCK_CONNECT, REDLOCK_CONNECT};
+use crate::history::Op;
+use crate::net::{NetConfig, SimConnection};
+use crate::world::{Actor, ActorResult};
+
+/// TTL, this client's per-master timeout and end of attempts (ms) of one run.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timing {
+    pub(super) ttl_ms: u64,
+    pub(super) master_timeout_ms: u64,
+    pub(super) length_ms: u64,
+}
+
+/// The Redlock a client contends with: the production one or the naive one.
+enum Client {
+    Correct(Redlock<SimConnection>),
+    Naive(NaiveRedlock<SimConnection>),
+}
+
+/// The connection settings of a `redlock` client: the connection's own
+/// response timeout fires 2 ms before the library's per-master timeout.
+///
+/// It must fire first: turmoil drops the data a partition catches without
+/// retransmitting it, so a connection whose request was lost is dead for
+/// good, and only the connection's own timeout discards it (the next request
+/// reconnects). When the library's timeout wins instead, it drops the request
+/// future and the dead connection stays in use after the partition heals
+/// (with equal timeouts it wins: `TimeoutRace::ReplyFirst` yields before
+/// declaring the timeout). The library's timeout still bounds everything
+/// the connection's does not: connecting (500 ms) to an unreachable master.
+pub(super) fn net_for(master_timeout_ms: u64) -> NetConfig {
+    let net = NetConfig::default();
+    NetConfig { response_timeout: Duration::from_millis(master_timeout_ms.saturating_sub(2).max(1)), ..net }
+}
+
+/// One client: connects, starts the probes beside its workload (client-0 of
+/// `redlock`), waits for its start, then attempts until the run's end.
+pub(super) async fn client(
+    actor: Actor,
+    variant: Variant,
+    start: RedlockStart,
+    first_grant: Arc<AtomicBool>,
+    timing: Timing,
+) -> ActorResult {
+    let masters: Vec<SimConnection> = match variant {
+        Variant::Correct => (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect(),
+        _ => (0..MASTERS).map(|i| actor.connection(i)).collect(),
+    };
+    let config = RedlockConfig::new(Ttl::from_millis(timing.ttl_ms)?)
+        .master_timeout(Duration::from_millis(timing.master_timeout_ms))
+        .owners(OwnerSource::seeded(actor.seed()));
+    // The validation and refused-extend probes run beside client-0's
+    // workload, on connections of its own (the same links, so the same
+    // faults): their waits on slow links must not take phase 1's time from
+    // client-0's rounds.
+    let probe = (variant == Variant::Correct && actor.index() == 0).then(|| spawn_probes(&actor, timing));
+    let client = connect(&actor, variant, masters, config, timing).await?;
+    let mut rng = actor.rng_for("redlock-work");
+    wait_for_start(&actor, start, &first_grant).await;
+    // Extends, retries, pauses and late releases: the production Redlock in
+    // `redlock` only (the broken and non-guarantee variants keep the plain
+    // acquire–work–release that their pinned seeds were found with).
+    let full = variant == Variant::Correct;
+    let attempts = NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN);
+    let Some(retry) =
+        crate::probes::validation::retry(&actor, attempts, Duration::from_millis(10), Duration::from_millis(40))
+    else {
+        return Ok(());
+    };
+    let retry = retry.deadline(Duration::from_millis(400)).seeded(actor.seed_for("redlock-retry"));
+    while actor.now() < timing.length_ms {
+        match &client {
+            Client::Correct(r) => correct_attempt(&actor, r, full, &retry, &mut rng, &first_grant, timing).await,
+            Client::Naive(r) => naive_attempt(&actor, r, &mut rng, &first_grant).await,
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(10..=30))).await;
+    }
+    // Long finished by now; its error (a constructor refusing what it must
+    // take) fails the run like the workload's own.
+    if let Some(probe) = probe {
+        probe.await.map_err(|e| format!("the validation probe panicked: {e}"))??;
+    }
+    Ok(())
+}
+
+/// Client-0's probes, on connections of its own: the refused-extend probe,
+/// the validation probe and the timed-out majority one after the other,
+/// and the trust-edge probe beside them.
+fn spawn_probes(actor: &Actor, timing: Timing) -> JoinHandle<Result<(), Error>> {
+    let own: Vec<SimConnection> =
+        (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect();
+    let a = actor.clone();
+    // The trust-edge probe runs beside the others, on the same
+    // connections: it tries until it gets a clean edge, which must not
+    // take their time.
+    let links = own.clone();
+    let trust = actor.spawn(async move { trust::probe(&a, &links, timing.master_timeout_ms, timing.length_ms).await });
+    let a = actor.clone();
+    actor.spawn(async move {
+        // One Redlock for the refusal probes; the timed-out one connects
+        // anew only when a fault failed the first handshake.
+        let timeout = timing.master_timeout_ms;
+        let r = refusal::connect(&a, &own, timeout).await?;
+        if let Some(r) = &r {
+            refusal::refused_extend(&a, r, &own, timing.length_ms).await?;
+        }
+        crate::probes::validation::redlock(&a, &own).await?;
+        let r = match r {
+            Some(r) => Some(r),
+            None => refusal::connect(&a, &own, timeout).await?,
+        };
+        if let Some(r) = r {
+            refusal::timed_out_majority(&a, &r).await?;
+        }
+        // Its panic is this task's, which the client reports.
+        match trust.await {
+            Ok(result) => result,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    })
+}
+
+/// `connect` of `variant`'s Redlock, recorded with the masters it could not
+/// verify; the production Redlock's settings are read back.
+async fn connect(
+    actor: &Actor,
+    variant: Variant,
+    masters: Vec<SimConnection>,
+    config: RedlockConfig,
+    timing: Timing,
+) -> turmoil::Result<Client> {
+    let connect_op = |unverified| Op::RedlockConnect { masters: MASTERS as u32, unverified };
+    let (api, client) = match variant {
+        Variant::NoValidity => (NAIVE_REDLOCK_CONNECT, None),
+        _ => (REDLOCK_CONNECT, Some(())),
+    };
+    let id = actor.call(api, connect_op(None));
+    let client = match client {
+        None => match NaiveRedlock::connect(masters, config).await {
+            Ok(r) => {
+                actor.ok(id, connect_op(Some(Vec::new())));
+                Client::Naive(r)
+            }
+            Err(e) => {
+                actor.fail(id, connect_op(None));
+                return Err(e.into());
+            }
+        },
+        Some(()) => match Redlock::connect(masters, config).await {
+            Ok(r) => {
+                let unverified = r.unverified_masters().into_iter().map(|m| m as u32).collect();
+                actor.ok(id, connect_op(Some(unverified)));
+                report_config(actor, &r, timing)?;
+                Client::Correct(r)
+            }
+            Err(e) => {
+                actor.fail(id, connect_op(None));
+                return Err(e.into());
+            }
+        },
+    };
+    Ok(client)
+}
+
+/// Records what a connected Redlock reports of its configuration (judged by
+/// `configuration`).
+fn report_config(actor: &Actor, r: &Redlock<SimConnection>, timing: Timing) -> turmoil::Result {
+    // drift_allowance: 10 ‰ of the TTL plus 2 ms (Drift::DEFAULT).
+    let allowance = Duration::from_millis(timing.ttl_ms) / 100 + Duration::from_millis(2);
+    let run_ids_read = r.run_ids().iter().filter(|id| id.is_some()).count();
+    actor.configured(
+        "Redlock",
+        &[
+            ("len", r.len().to_string(), MASTERS.to_string()),
+            ("is_empty", r.is_empty().to_string(), "false".to_string()),
+            ("quorum", r.quorum().to_string(), (MASTERS / 2 + 1).to_string()),
+            ("ttl", r.ttl().to_string(), Ttl::from_millis(timing.ttl_ms)?.to_string()),
+            ("drift", format!("{:?}", r.drift()), format!("{:?}", redis_primitives::Drift::DEFAULT)),
+            ("drift factor_per_mille", r.drift().factor_per_mille().to_string(), "10".to_string()),
+            ("drift constant", format!("{:?}", r.drift().constant()), format!("{:?}", Duration::from_millis(2))),
+            ("drift_allowance", format!("{:?}", r.drift_allowance()), format!("{allowance:?}")),
+            (
+                "master_timeout",
+                format!("{:?}", r.master_timeout()),
+                format!("{:?}", Duration::from_millis(timing.master_timeout_ms)),
+            ),
+            ("key", r.key(NAME)?, format!("redlock:{{{NAME}}}")),
+            (
+                "run_ids read + unverified",
+                (run_ids_read + r.unverified_masters().len()).to_string(),
+                MASTERS.to_string(),
+            ),
+        ],
+    );
+    Ok(())
+}
+
+/// Waits for the client's start: a fixed time, or client-0's first grant.
+async fn wait_for_start(actor: &Actor, start: RedlockStart, first_grant: &AtomicBool) {
+    match start {
+        RedlockStart::At(at) => {
+            let now = actor.now();
+            if at > now {
+                tokio::time::sleep(Duration::from_millis(at - now)).await;
+            }
+        }
+        RedlockStart::AfterFirstGrant { delay, latest } => {
+            while !first_grant.load(Ordering::Acquire) && actor.now() < latest {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
+    }
+}
+
+/// Waits until `at` shifted by `shift_ms` (either way).
+pub(super) async fn sleep_until_shifted(at: Instant, shift_ms: i64) {
+    let shift = Duration::from_millis(shift_ms.unsigned_abs());
+    let when = if shift_ms >= 0 { at + shift } else { at.checked_sub(shift).unwrap_or(at) };
+    tokio::time::sleep_until(when).await;
+}
