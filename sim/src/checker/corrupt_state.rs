@@ -47,49 +47,14 @@ fn canonical_u64(s: &str) -> Option<u64> {
     s.parse::<u64>().ok().filter(|n| n.to_string() == s)
 }
 
+/// Why `reply` (and `after`, the keys it left) breaks the contract for
+/// what was `planted`, if it does: one rule per kind of probe.
 fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> Option<String> {
     let after = after.cloned();
     match planted {
-        Planted::CounterRead { fence_key, value } => {
-            let expected = match value.as_deref().map(canonical_i64) {
-                None => ProbeReply::Nothing,
-                Some(Some(n)) if n >= 0 => ProbeReply::Token(n as u64),
-                Some(_) => {
-                    return (!matches!(reply, ProbeReply::CorruptState { key, .. } if key == fence_key)).then(|| {
-                        format!("current_token over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}")
-                    })
-                }
-            };
-            (*reply != expected)
-                .then(|| format!("current_token over counter {value:?} answered {reply:?}, not {expected:?}"))
-        }
-        Planted::StoredRead { key, token, value } => {
-            let expected = match (token.as_deref().map(canonical_u64), value) {
-                (None, None) => Some(ProbeReply::Nothing),
-                (Some(Some(t)), Some(v)) => Some(ProbeReply::Stored { token: t, value: v.clone() }),
-                _ => None,
-            };
-            match expected {
-                Some(x) => (*reply != x).then(|| format!("read of an entry planted as (token {token:?}, value {value:?}) answered {reply:?}, not {x:?}")),
-                None => (!matches!(reply, ProbeReply::CorruptState { key: k, .. } if k == key)).then(|| {
-                    format!("read of an entry planted as (token {token:?}, value {value:?}) answered {reply:?}, not CorruptState naming {key}")
-                }),
-            }
-        }
-        Planted::LeaseRead { lock_key, expiry } => match expiry {
-            None => {
-                (*reply != ProbeReply::Nothing).then(|| format!("remaining_ttl of an absent lease answered {reply:?}"))
-            }
-            Some(None) => (!matches!(reply, ProbeReply::CorruptState { key, .. } if key == lock_key)).then(|| {
-                format!(
-                    "remaining_ttl of a lock key without expiry answered {reply:?}, not CorruptState naming {lock_key}"
-                )
-            }),
-            Some(Some(ms)) => match reply {
-                ProbeReply::Remaining(r) if r <= ms => None,
-                _ => Some(format!("remaining_ttl of a lease set for {ms}ms answered {reply:?}")),
-            },
-        },
+        Planted::CounterRead { fence_key, value } => counter_read(fence_key, value.as_deref(), reply),
+        Planted::StoredRead { key, token, value } => stored_read(key, token.as_deref(), value.as_ref(), reply),
+        Planted::LeaseRead { lock_key, expiry } => lease_read(lock_key, *expiry, reply),
         Planted::Counter { fence_key, value, .. } | Planted::FlooredCounter { fence_key, value, .. } => {
             // A floored lock's token is max(counter + 1, the clock), and
             // the clock read somewhere in the window.
@@ -97,95 +62,176 @@ fn judge(planted: &Planted, reply: &ProbeReply, after: Option<&ProbeAfter>) -> O
                 Planted::FlooredCounter { window_us, .. } => Some(*window_us),
                 _ => None,
             };
-            match canonical_i64(value) {
-                Some(n) if (0..i64::MAX).contains(&n) => {
-                    let next = n as u64 + 1;
-                    let ProbeReply::Token(token) = *reply else {
-                        return Some(format!("acquire over counter {value:?} answered {reply:?}, not a token"));
-                    };
-                    // The counter + 1 when it is ahead of the clock (or
-                    // there is no clock), else the clock's reading.
-                    let (expected, want) = match window {
-                        Some((from, to)) if next < to => (
-                            token >= next.max(from) && token <= to,
-                            format!("max({next}, the clock in {from}..={to} µs)"),
-                        ),
-                        _ => (token == next, next.to_string()),
-                    };
-                    if !expected {
-                        return Some(format!("acquire over counter {value:?} answered token {token}, not {want}"));
-                    }
-                    let a = after?;
-                    if a.counter.as_deref() != Some(token.to_string().as_str()) || a.lock.is_none() {
-                        return Some(format!("acquire over counter {value:?} granted {token} but left {a:?}"));
-                    }
-                    None
-                }
-                _ => {
-                    if !names(reply, fence_key) {
-                        return Some(format!(
-                            "acquire over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}"
-                        ));
-                    }
-                    let a = after?;
-                    if a.counter.as_deref() != Some(value.as_str()) || a.lock.is_some() {
-                        return Some(format!("acquire over counter {value:?} was refused but changed the keys: {a:?}"));
-                    }
-                    None
-                }
-            }
+            acquire_over_counter(fence_key, value, window, reply, after)
         }
         Planted::CounterHash { .. } | Planted::LockHash { .. } => {
-            let what = if matches!(planted, Planted::CounterHash { .. }) { "counter" } else { "lock key" };
-            if !matches!(reply, ProbeReply::WrongType { .. }) {
-                return Some(format!("acquire with a hash at the {what} answered {reply:?}, not WrongType"));
+            acquire_over_hash(matches!(planted, Planted::CounterHash { .. }), reply, after)
+        }
+        Planted::StoredToken { key, token, write } => write_over_token(key, token, *write, reply, after),
+    }
+}
+
+/// `current_token` over a fence counter holding `value` (`None`: absent):
+/// the counter when it is a canonical non-negative integer, nothing when
+/// absent, else `CorruptState` naming the counter.
+fn counter_read(fence_key: &str, value: Option<&str>, reply: &ProbeReply) -> Option<String> {
+    let expected = match value.map(canonical_i64) {
+        None => ProbeReply::Nothing,
+        Some(Some(n)) if n >= 0 => ProbeReply::Token(n as u64),
+        Some(_) => {
+            return (!matches!(reply, ProbeReply::CorruptState { key, .. } if key == fence_key)).then(|| {
+                format!("current_token over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}")
+            })
+        }
+    };
+    (*reply != expected).then(|| format!("current_token over counter {value:?} answered {reply:?}, not {expected:?}"))
+}
+
+/// `FencedStore::read` of an entry planted as (`token`, `value`): the entry
+/// when its token is canonical, nothing when absent, else `CorruptState`
+/// naming the store's key.
+fn stored_read(key: &str, token: Option<&str>, value: Option<&String>, reply: &ProbeReply) -> Option<String> {
+    let expected = match (token.map(canonical_u64), value) {
+        (None, None) => Some(ProbeReply::Nothing),
+        (Some(Some(t)), Some(v)) => Some(ProbeReply::Stored { token: t, value: v.clone() }),
+        _ => None,
+    };
+    match expected {
+        Some(x) => (*reply != x).then(|| {
+            format!("read of an entry planted as (token {token:?}, value {value:?}) answered {reply:?}, not {x:?}")
+        }),
+        None => (!matches!(reply, ProbeReply::CorruptState { key: k, .. } if k == key)).then(|| {
+            format!("read of an entry planted as (token {token:?}, value {value:?}) answered {reply:?}, not CorruptState naming {key}")
+        }),
+    }
+}
+
+/// `remaining_ttl` of a lock key with `expiry` (`Some(None)`: none;
+/// `None`: absent): nothing when absent, `CorruptState` naming the key
+/// when it never expires, else at most the time it was set for.
+fn lease_read(lock_key: &str, expiry: Option<Option<u64>>, reply: &ProbeReply) -> Option<String> {
+    match expiry {
+        None => (*reply != ProbeReply::Nothing).then(|| format!("remaining_ttl of an absent lease answered {reply:?}")),
+        Some(None) => (!matches!(reply, ProbeReply::CorruptState { key, .. } if key == lock_key)).then(|| {
+            format!("remaining_ttl of a lock key without expiry answered {reply:?}, not CorruptState naming {lock_key}")
+        }),
+        Some(Some(ms)) => match reply {
+            ProbeReply::Remaining(r) if *r <= ms => None,
+            _ => Some(format!("remaining_ttl of a lease set for {ms}ms answered {reply:?}")),
+        },
+    }
+}
+
+/// `Lock::acquire` over a fence counter holding `value` (with the clock's
+/// `window` for a floored lock): the exact next token, stored, when the
+/// counter can advance; else `CorruptState` naming the counter, with
+/// nothing changed.
+fn acquire_over_counter(
+    fence_key: &str,
+    value: &str,
+    window: Option<(u64, u64)>,
+    reply: &ProbeReply,
+    after: Option<ProbeAfter>,
+) -> Option<String> {
+    match canonical_i64(value) {
+        Some(n) if (0..i64::MAX).contains(&n) => {
+            let next = n as u64 + 1;
+            let ProbeReply::Token(token) = *reply else {
+                return Some(format!("acquire over counter {value:?} answered {reply:?}, not a token"));
+            };
+            // The counter + 1 when it is ahead of the clock (or
+            // there is no clock), else the clock's reading.
+            let (expected, want) = match window {
+                Some((from, to)) if next < to => {
+                    (token >= next.max(from) && token <= to, format!("max({next}, the clock in {from}..={to} µs)"))
+                }
+                _ => (token == next, next.to_string()),
+            };
+            if !expected {
+                return Some(format!("acquire over counter {value:?} answered token {token}, not {want}"));
             }
             let a = after?;
-            let unchanged = match planted {
-                Planted::CounterHash { .. } => a.lock.is_none() && a.counter.as_deref() == Some("<hash>"),
-                _ => a.lock.as_deref() == Some("<hash>") && a.counter.is_none(),
-            };
-            if !unchanged {
-                return Some(format!("acquire with a hash at the {what} was refused but changed the keys: {a:?}"));
+            if a.counter.as_deref() != Some(token.to_string().as_str()) || a.lock.is_none() {
+                return Some(format!("acquire over counter {value:?} granted {token} but left {a:?}"));
             }
             None
         }
-        Planted::StoredToken { key, token, write } => {
-            let a = after?;
-            match canonical_u64(token) {
-                Some(stored) if *write >= stored => {
-                    if *reply != ProbeReply::Accepted {
-                        return Some(format!(
-                            "write {write} over stored token {stored} answered {reply:?}, not Accepted"
-                        ));
-                    }
-                    if a.token.as_deref() != Some(write.to_string().as_str()) || a.value.as_deref() != Some("probe") {
-                        return Some(format!("write {write} over stored token {stored} was accepted but left {a:?}"));
-                    }
-                    None
-                }
-                Some(stored) => {
-                    if *reply != (ProbeReply::Rejected { highest_seen: stored }) {
-                        return Some(format!(
-                            "write {write} over stored token {stored} answered {reply:?}, not Rejected naming {stored}"
-                        ));
-                    }
-                    unchanged_entry(token, &a)
-                }
-                None => {
-                    let refused = if digits_only(token) {
-                        matches!(reply, ProbeReply::CorruptState { key: k, .. } if k == key)
-                    } else {
-                        names(reply, key)
-                    };
-                    if !refused {
-                        return Some(format!(
-                            "write {write} over malformed token field {token:?} answered {reply:?}, not CorruptState naming {key}"
-                        ));
-                    }
-                    unchanged_entry(token, &a)
-                }
+        _ => {
+            if !names(reply, fence_key) {
+                return Some(format!(
+                    "acquire over counter {value:?} answered {reply:?}, not CorruptState naming {fence_key}"
+                ));
             }
+            let a = after?;
+            if a.counter.as_deref() != Some(value) || a.lock.is_some() {
+                return Some(format!("acquire over counter {value:?} was refused but changed the keys: {a:?}"));
+            }
+            None
+        }
+    }
+}
+
+/// `Lock::acquire` with a hash at the fence counter (`at_counter`) or at
+/// the lock key: `WrongType`, and neither key changes.
+fn acquire_over_hash(at_counter: bool, reply: &ProbeReply, after: Option<ProbeAfter>) -> Option<String> {
+    let what = if at_counter { "counter" } else { "lock key" };
+    if !matches!(reply, ProbeReply::WrongType { .. }) {
+        return Some(format!("acquire with a hash at the {what} answered {reply:?}, not WrongType"));
+    }
+    let a = after?;
+    let unchanged = if at_counter {
+        a.lock.is_none() && a.counter.as_deref() == Some("<hash>")
+    } else {
+        a.lock.as_deref() == Some("<hash>") && a.counter.is_none()
+    };
+    if !unchanged {
+        return Some(format!("acquire with a hash at the {what} was refused but changed the keys: {a:?}"));
+    }
+    None
+}
+
+/// `FencedStore::write(write)` over a stored token field `token`: accepted
+/// (and stored) iff at least a canonical stored token, rejected naming it
+/// otherwise, `CorruptState` naming the store's key over a malformed one;
+/// a refused write changes nothing.
+fn write_over_token(
+    key: &str,
+    token: &str,
+    write: u64,
+    reply: &ProbeReply,
+    after: Option<ProbeAfter>,
+) -> Option<String> {
+    let a = after?;
+    match canonical_u64(token) {
+        Some(stored) if write >= stored => {
+            if *reply != ProbeReply::Accepted {
+                return Some(format!("write {write} over stored token {stored} answered {reply:?}, not Accepted"));
+            }
+            if a.token.as_deref() != Some(write.to_string().as_str()) || a.value.as_deref() != Some("probe") {
+                return Some(format!("write {write} over stored token {stored} was accepted but left {a:?}"));
+            }
+            None
+        }
+        Some(stored) => {
+            if *reply != (ProbeReply::Rejected { highest_seen: stored }) {
+                return Some(format!(
+                    "write {write} over stored token {stored} answered {reply:?}, not Rejected naming {stored}"
+                ));
+            }
+            unchanged_entry(token, &a)
+        }
+        None => {
+            let refused = if digits_only(token) {
+                matches!(reply, ProbeReply::CorruptState { key: k, .. } if k == key)
+            } else {
+                names(reply, key)
+            };
+            if !refused {
+                return Some(format!(
+                    "write {write} over malformed token field {token:?} answered {reply:?}, not CorruptState naming {key}"
+                ));
+            }
+            unchanged_entry(token, &a)
         }
     }
 }

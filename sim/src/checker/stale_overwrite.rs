@@ -36,84 +36,119 @@ use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 /// A write the store accepted: who wrote with which token, and when.
 type Accepted<'a> = order::Stamped<'a>;
 
+/// A fenced write that may have been applied: (key, token, value,
+/// invoked, definitely-accepted completion or `None` when unknown).
+type Candidate<'a> = (&'a str, u64, &'a str, Millis, Option<Millis>);
+
+/// A fenced write the store rejected: (completion, invoked, token,
+/// `highest_seen`).
+type Rejection<'a> = (&'a Event, Millis, u64, u64);
+
+/// What the completed operations say per key: the writes the store
+/// accepted, every write's tokens by (key, value) (definite or not: used to
+/// attribute the final value when the store does not return a token with
+/// it), and the last successful read with its invoke.
+struct Outcomes<'a> {
+    accepted: BTreeMap<&'a str, Vec<Accepted<'a>>>,
+    written: BTreeMap<(&'a str, &'a str), Vec<u64>>,
+    last_read: BTreeMap<&'a str, (&'a Event, Millis)>,
+}
+
 /// Checks every key in `events`.
 pub fn check(events: &[Event]) -> Vec<Violation> {
-    let mut accepted: BTreeMap<&str, Vec<Accepted<'_>>> = BTreeMap::new();
-    // Every write's (token, value), definite or not: used to attribute the
-    // final value when the store does not return a token with it.
-    let mut written: BTreeMap<(&str, &str), Vec<u64>> = BTreeMap::new();
-    let mut last_read: BTreeMap<&str, (&Event, Millis)> = BTreeMap::new();
     let mut out = Vec::new();
-    // Every fenced write that may have been applied: (key, token, value,
-    // invoked, definitely-accepted completion or None when unknown).
-    let mut candidates: Vec<(&str, u64, &str, Millis, Option<Millis>)> = Vec::new();
-    let mut rejections: Vec<(&Event, Millis, u64, u64)> = Vec::new();
-    {
-        let mut pending: BTreeMap<u64, &Event> = BTreeMap::new();
-        for e in events {
-            if e.kind == EventKind::Invoke && matches!(e.op, Op::Write { fenced: true, token: Some(_), .. }) {
-                pending.insert(e.op_id.0, e);
-            } else if let Some(inv) = pending.remove(&e.op_id.0) {
-                let Op::Write { key, value, token: Some(token), result, .. } = &e.op else { continue };
-                match (e.kind, result) {
-                    (EventKind::Ok, Some(WriteResult::Accepted)) => {
-                        candidates.push((key.as_str(), *token, value.as_str(), inv.time, Some(e.time)))
-                    }
-                    (EventKind::Ok, Some(WriteResult::Rejected { highest_seen })) => {
-                        rejections.push((e, inv.time, *token, *highest_seen))
-                    }
-                    (EventKind::Info, _) => candidates.push((key.as_str(), *token, value.as_str(), inv.time, None)),
-                    _ => {}
+    let (candidates, rejections) = fenced_writes(events);
+    for rejection in &rejections {
+        justified_rejection(rejection, &candidates, &mut out);
+    }
+    let o = outcomes(events);
+    for (key, writes) in &o.accepted {
+        accepted_in_order(key, writes, &mut out);
+        final_value(key, writes, &o, &candidates, &mut out);
+    }
+    super::capped(out, NO_STALE_OVERWRITE)
+}
+
+/// Every fenced write that may have been applied, and every one the store
+/// rejected.
+fn fenced_writes(events: &[Event]) -> (Vec<Candidate<'_>>, Vec<Rejection<'_>>) {
+    let mut candidates: Vec<Candidate<'_>> = Vec::new();
+    let mut rejections: Vec<Rejection<'_>> = Vec::new();
+    let mut pending: BTreeMap<u64, &Event> = BTreeMap::new();
+    for e in events {
+        if e.kind == EventKind::Invoke && matches!(e.op, Op::Write { fenced: true, token: Some(_), .. }) {
+            pending.insert(e.op_id.0, e);
+        } else if let Some(inv) = pending.remove(&e.op_id.0) {
+            let Op::Write { key, value, token: Some(token), result, .. } = &e.op else { continue };
+            match (e.kind, result) {
+                (EventKind::Ok, Some(WriteResult::Accepted)) => {
+                    candidates.push((key.as_str(), *token, value.as_str(), inv.time, Some(e.time)))
                 }
-            }
-        }
-        for inv in pending.values() {
-            if let Op::Write { key, value, token: Some(token), .. } = &inv.op {
-                candidates.push((key.as_str(), *token, value.as_str(), inv.time, None));
+                (EventKind::Ok, Some(WriteResult::Rejected { highest_seen })) => {
+                    rejections.push((e, inv.time, *token, *highest_seen))
+                }
+                (EventKind::Info, _) => candidates.push((key.as_str(), *token, value.as_str(), inv.time, None)),
+                _ => {}
             }
         }
     }
-    for &(e, _, token, highest) in &rejections {
-        let Op::Write { key, .. } = &e.op else { continue };
-        if highest <= token {
-            out.push(Violation::new(
-                NO_STALE_OVERWRITE,
-                Some(e.time),
-                format!("{key}: store rejected token {token} from {} saying the highest it accepted is {highest}, which is not higher", e.process),
-            ));
-            continue;
+    for inv in pending.values() {
+        if let Op::Write { key, value, token: Some(token), .. } = &inv.op {
+            candidates.push((key.as_str(), *token, value.as_str(), inv.time, None));
         }
-        if !candidates.iter().any(|&(k, t, _, inv, _)| k == key && t == highest && inv < e.time) {
+    }
+    (candidates, rejections)
+}
+
+/// A rejection citing `highest`: higher than the write's own token, some
+/// write carrying it could have been accepted by then, and no lower token
+/// is accepted after.
+fn justified_rejection(rejection: &Rejection<'_>, candidates: &[Candidate<'_>], out: &mut Vec<Violation>) {
+    let &(e, _, token, highest) = rejection;
+    let Op::Write { key, .. } = &e.op else { return };
+    if highest <= token {
+        out.push(Violation::new(
+            NO_STALE_OVERWRITE,
+            Some(e.time),
+            format!("{key}: store rejected token {token} from {} saying the highest it accepted is {highest}, which is not higher", e.process),
+        ));
+        return;
+    }
+    if !candidates.iter().any(|&(k, t, _, inv, _)| k == key && t == highest && inv < e.time) {
+        out.push(Violation::new(
+            NO_STALE_OVERWRITE,
+            Some(e.time),
+            format!(
+                "{key}: store rejected token {token} from {} at {}ms citing highest {highest}, but no write with token {highest} could have been accepted by then",
+                e.process, e.time
+            ),
+        ));
+    }
+    for &(k, t, _, inv, acc) in candidates {
+        if k == key && t < highest && acc.is_some() && inv > e.time {
             out.push(Violation::new(
                 NO_STALE_OVERWRITE,
-                Some(e.time),
+                acc,
                 format!(
-                    "{key}: store rejected token {token} from {} at {}ms citing highest {highest}, but no write with token {highest} could have been accepted by then",
-                    e.process, e.time
+                    "{key}: store accepted token {t} (invoked {inv}ms) after rejecting token {token} at {}ms because it had accepted {highest}",
+                    e.time
                 ),
             ));
         }
-        for &(k, t, _, inv, acc) in &candidates {
-            if k == key && t < highest && acc.is_some() && inv > e.time {
-                out.push(Violation::new(
-                    NO_STALE_OVERWRITE,
-                    acc,
-                    format!(
-                        "{key}: store accepted token {t} (invoked {inv}ms) after rejecting token {token} at {}ms because it had accepted {highest}",
-                        e.time
-                    ),
-                ));
-            }
-        }
     }
+}
+
+/// The accepted writes, the written tokens and the last read, per key.
+fn outcomes(events: &[Event]) -> Outcomes<'_> {
+    let mut o = Outcomes { accepted: BTreeMap::new(), written: BTreeMap::new(), last_read: BTreeMap::new() };
     for c in completed(events) {
         match &c.done.op {
             Op::Write { key, value, token: Some(token), result, .. } => {
                 if matches!(c.done.kind, EventKind::Ok | EventKind::Info) {
-                    written.entry((key.as_str(), value.as_str())).or_default().push(*token);
+                    o.written.entry((key.as_str(), value.as_str())).or_default().push(*token);
                 }
                 if c.done.kind == EventKind::Ok && *result == Some(WriteResult::Accepted) {
-                    accepted.entry(key.as_str()).or_default().push(Accepted {
+                    o.accepted.entry(key.as_str()).or_default().push(Accepted {
                         process: &c.done.process,
                         invoked: c.invoke_time,
                         done: c.done.time,
@@ -122,69 +157,79 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                 }
             }
             Op::Read { key, .. } if c.done.kind == EventKind::Ok => {
-                last_read.insert(key.as_str(), (c.done, c.invoke_time));
+                o.last_read.insert(key.as_str(), (c.done, c.invoke_time));
             }
             _ => {}
         }
     }
-    for (key, writes) in &accepted {
-        // Rule 1, in real-time order (the same sweep as the token checker).
-        for (a, b) in order::regressions(writes) {
+    o
+}
+
+/// Rule 1, in real-time order (the same sweep as the token checker).
+fn accepted_in_order(key: &str, writes: &[Accepted<'_>], out: &mut Vec<Violation>) {
+    for (a, b) in order::regressions(writes) {
+        out.push(Violation::new(
+            NO_STALE_OVERWRITE,
+            Some(b.done),
+            format!(
+                "{key}: store accepted token {} from {} at {}ms after it had accepted token {} from {} at {}ms",
+                b.token, b.process, b.done, a.token, a.process, a.done
+            ),
+        ));
+    }
+}
+
+/// Rule 2: the final value, against writes completed before the read.
+fn final_value(
+    key: &str,
+    writes: &[Accepted<'_>],
+    o: &Outcomes<'_>,
+    candidates: &[Candidate<'_>],
+    out: &mut Vec<Violation>,
+) {
+    let Some((read, read_invoked)) = o.last_read.get(key) else { return };
+    let Some(highest) = writes.iter().filter(|w| w.done < *read_invoked).map(|w| w.token).max() else {
+        return;
+    };
+    let Op::Read { value, token, .. } = &read.op else { return };
+    let final_token = match (value, token) {
+        (None, _) => {
             out.push(Violation::new(
                 NO_STALE_OVERWRITE,
-                Some(b.done),
-                format!(
-                    "{key}: store accepted token {} from {} at {}ms after it had accepted token {} from {} at {}ms",
-                    b.token, b.process, b.done, a.token, a.process, a.done
-                ),
+                Some(read.time),
+                format!("{key}: final read found nothing, but token {highest} had been accepted"),
             ));
+            return;
         }
-        // Rule 2: the final value, against writes completed before the read.
-        let Some((read, read_invoked)) = last_read.get(key) else { continue };
-        let Some(highest) = writes.iter().filter(|w| w.done < *read_invoked).map(|w| w.token).max() else {
-            continue;
-        };
-        let Op::Read { value, token, .. } = &read.op else { continue };
-        let final_token = match (value, token) {
-            (None, _) => {
+        (Some(v), Some(t)) => {
+            if !candidates.iter().any(|&(k, ct, cv, inv, _)| k == key && ct == *t && cv == v && inv < read.time) {
                 out.push(Violation::new(
                     NO_STALE_OVERWRITE,
                     Some(read.time),
-                    format!("{key}: final read found nothing, but token {highest} had been accepted"),
+                    format!("{key}: final value {v:?} with token {t} matches no write that carried that token"),
                 ));
-                continue;
             }
-            (Some(v), Some(t)) => {
-                if !candidates.iter().any(|&(k, ct, cv, inv, _)| k == *key && ct == *t && cv == v && inv < read.time) {
-                    out.push(Violation::new(
-                        NO_STALE_OVERWRITE,
-                        Some(read.time),
-                        format!("{key}: final value {v:?} with token {t} matches no write that carried that token"),
-                    ));
-                }
-                Some(*t)
-            }
-            // Unfenced: attribute by value (scenarios write unique values).
-            (Some(v), None) => written.get(&(*key, v.as_str())).and_then(|ts| ts.iter().max().copied()),
-        };
-        match final_token {
-            Some(t) if t >= highest => {}
-            Some(t) => out.push(Violation::new(
-                NO_STALE_OVERWRITE,
-                Some(read.time),
-                format!(
-                    "{key}: final value {:?} was written with token {t}, but token {highest} had been accepted: a stale write overwrote a newer one",
-                    value.as_deref().unwrap_or("")
-                ),
-            )),
-            None => out.push(Violation::new(
-                NO_STALE_OVERWRITE,
-                Some(read.time),
-                format!("{key}: final value {:?} matches no recorded write", value.as_deref().unwrap_or("")),
-            )),
+            Some(*t)
         }
+        // Unfenced: attribute by value (scenarios write unique values).
+        (Some(v), None) => o.written.get(&(key, v.as_str())).and_then(|ts| ts.iter().max().copied()),
+    };
+    match final_token {
+        Some(t) if t >= highest => {}
+        Some(t) => out.push(Violation::new(
+            NO_STALE_OVERWRITE,
+            Some(read.time),
+            format!(
+                "{key}: final value {:?} was written with token {t}, but token {highest} had been accepted: a stale write overwrote a newer one",
+                value.as_deref().unwrap_or("")
+            ),
+        )),
+        None => out.push(Violation::new(
+            NO_STALE_OVERWRITE,
+            Some(read.time),
+            format!("{key}: final value {:?} matches no recorded write", value.as_deref().unwrap_or("")),
+        )),
     }
-    super::capped(out, NO_STALE_OVERWRITE)
 }
 
 #[cfg(test)]
