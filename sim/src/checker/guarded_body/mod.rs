@@ -82,6 +82,12 @@
 //! the `self-fencing` rules on when the body is dropped, `steps` those on
 //! the body's steps; `liveness` the liveness rules, `schedule` the
 //! keep-alive's schedule.
+//!
+//! [`Op::Guarded`]: crate::history::Op::Guarded
+//! [`Op::Delayed`]: crate::history::Op::Delayed
+//! [`Op::BodyDropped`]: crate::history::Op::BodyDropped
+//! [`Op::TakenAway`]: crate::history::Op::TakenAway
+//! [`Op::Paused`]: crate::history::Op::Paused
 
 use std::collections::BTreeMap;
 
