@@ -128,11 +128,3 @@ async fn script_flush(actor: Actor, at: Millis) {
 
 /// The note recorded when a `SCRIPT FLUSH` succeeded.
 pub(super) const SCRIPT_FLUSHED: &str = "SCRIPT FLUSH done";
-
-/// Sleeps until simulated `at` (if it is still ahead).
-pub(super) async fn until(actor: &Actor, at: Millis) {
-    let now = actor.now();
-    if at > now {
-        tokio::time::sleep(Duration::from_millis(at - now)).await;
-    }
-}

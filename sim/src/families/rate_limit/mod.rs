@@ -60,6 +60,15 @@ pub use family::run_planned;
 pub use plan::{seed_faults, Burst, BurstSpace, RateLimitPlan, RateLimitSpace};
 pub use situations::{COUNTER_SITUATIONS, LOG_SITUATIONS};
 
+/// Sleeps until simulated `at` (if it is still ahead): how the actors and
+/// the probes wait for their moments.
+async fn until(actor: &crate::world::Actor, at: crate::history::Millis) {
+    let now = actor.now();
+    if at > now {
+        tokio::time::sleep(core::time::Duration::from_millis(at - now)).await;
+    }
+}
+
 /// The limited name.
 pub const NAME: &str = "api";
 /// Requests per window.

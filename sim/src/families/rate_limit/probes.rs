@@ -10,9 +10,8 @@ use core::time::Duration;
 use rand::Rng;
 use redis_primitives::rate_limit::{Decision, Limit};
 
-use super::actors::until;
 use super::limiter::{one_request, Limiter, Setup};
-use super::{Variant, MASS_LIMIT, MASS_SECOND, PROBE_END_MS};
+use super::{until, Variant, MASS_LIMIT, MASS_SECOND, PROBE_END_MS};
 use crate::history::Millis;
 use crate::world::{Actor, ActorResult};
 

@@ -11,8 +11,8 @@ use redis_primitives::naive::NaiveRedlock;
 use redis_primitives::redlock::{Acquisition, Extension, MasterVote, Redlock, RedlockLease, RefusalReason, Vote};
 use redis_primitives::Retry;
 
-use super::client::{net_for, sleep_until_shifted, Timing};
 use super::record::{acquire_op, answers, lease_round, refusal_round};
+use super::timing::{net_for, sleep_until_shifted, Timing};
 use super::{MASTERS, NAME};
 use crate::api::{
     NAIVE_REDLOCK_ACQUIRE, NAIVE_REDLOCK_RELEASE, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_EXTEND,

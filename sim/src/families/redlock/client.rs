@@ -12,44 +12,20 @@ use redis_primitives::naive::NaiveRedlock;
 use redis_primitives::redlock::{Redlock, RedlockConfig};
 use redis_primitives::{Error, OwnerSource, Ttl};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use super::attempts::{correct_attempt, naive_attempt};
 use super::plan::RedlockStart;
+use super::timing::{net_for, Timing};
 use super::{refusal, trust, Variant, MASTERS, NAME};
 use crate::api::{NAIVE_REDLOCK_CONNECT, REDLOCK_CONNECT};
 use crate::history::Op;
-use crate::net::{NetConfig, SimConnection};
+use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
-
-/// TTL, this client's per-master timeout and end of attempts (ms) of one run.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Timing {
-    pub(super) ttl_ms: u64,
-    pub(super) master_timeout_ms: u64,
-    pub(super) length_ms: u64,
-}
 
 /// The Redlock a client contends with: the production one or the naive one.
 enum Client {
     Correct(Redlock<SimConnection>),
     Naive(NaiveRedlock<SimConnection>),
-}
-
-/// The connection settings of a `redlock` client: the connection's own
-/// response timeout fires 2 ms before the library's per-master timeout.
-///
-/// It must fire first: turmoil drops the data a partition catches without
-/// retransmitting it, so a connection whose request was lost is dead for
-/// good, and only the connection's own timeout discards it (the next request
-/// reconnects). When the library's timeout wins instead, it drops the request
-/// future and the dead connection stays in use after the partition heals
-/// (with equal timeouts it wins: `TimeoutRace::ReplyFirst` yields before
-/// declaring the timeout). The library's timeout still bounds everything
-/// the connection's does not: connecting (500 ms) to an unreachable master.
-pub(super) fn net_for(master_timeout_ms: u64) -> NetConfig {
-    let net = NetConfig::default();
-    NetConfig { response_timeout: Duration::from_millis(master_timeout_ms.saturating_sub(2).max(1)), ..net }
 }
 
 /// One client: connects, starts the probes beside its workload (client-0 of
@@ -230,11 +206,4 @@ async fn wait_for_start(actor: &Actor, start: RedlockStart, first_grant: &Atomic
             tokio::time::sleep(Duration::from_millis(delay)).await;
         }
     }
-}
-
-/// Waits until `at` shifted by `shift_ms` (either way).
-pub(super) async fn sleep_until_shifted(at: Instant, shift_ms: i64) {
-    let shift = Duration::from_millis(shift_ms.unsigned_abs());
-    let when = if shift_ms >= 0 { at + shift } else { at.checked_sub(shift).unwrap_or(at) };
-    tokio::time::sleep_until(when).await;
 }

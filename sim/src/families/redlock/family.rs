@@ -12,8 +12,9 @@ use redis_primitives::Drift;
 
 use super::checks::calls::{FaultWindow, Liveness, RedlockSetup};
 use super::checks::{liveness, mutual_exclusion, rounds, validity, votes};
-use super::client::{client, Timing};
+use super::client::client;
 use super::plan::{seed_faults, RedlockPlan, RedlockSpace};
+use super::timing::Timing;
 use super::{refusal, Variant, LIVENESS_SLACK_MS, MASTERS};
 use crate::checker::key_lifetimes::{Life, Rule};
 use crate::family::Family;
