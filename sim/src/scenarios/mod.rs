@@ -13,25 +13,13 @@
 //! prove it does.
 
 pub mod ack_probe;
-pub mod corruption;
-pub mod counter_loss;
 pub mod election;
 pub mod election_probe;
-pub mod fencing;
-pub mod fencing_unfenced;
-pub mod floor_probe;
-pub mod guard_probe;
 pub mod job_queue;
-pub mod lock;
-pub mod lock_failover;
-pub mod lock_naive;
 pub mod rate_limit;
 pub mod redlock;
 pub mod redlock_refusal;
 pub mod redlock_trust;
-pub mod release_race;
-pub mod retry_probe;
-pub mod stale_lease;
 pub mod validation;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,6 +30,7 @@ use crate::api::{
     REDLOCK_EXTEND, REDLOCK_RELEASE,
 };
 use crate::checker::Violation;
+use crate::families::lock;
 use crate::family::Runner;
 use crate::history::{Api, Digest, Event};
 use crate::search::{self, PropertySpec, SearchTarget, TargetKind};
@@ -616,7 +605,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lock-failover-acknowledged",
         description: "lock-failover with acknowledged acquires (WAIT 1): refused during the cut; what was handed out survives the failover",
         expect: Expect::Clean,
-        situations: lock_failover::ACKNOWLEDGED_SITUATIONS,
+        situations: lock::variants::failover::ACKNOWLEDGED_SITUATIONS,
         operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire", "lock_release", "fenced_write"],
         invariants: crate::checker::acknowledged_writes::DECLARED,
@@ -629,7 +618,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lock-failover-floored",
         description: "lock-failover with time-floored tokens: the counter goes back at the failover, tokens still increase",
         expect: Expect::Clean,
-        situations: lock_failover::FLOORED_SITUATIONS,
+        situations: lock::variants::failover::FLOORED_SITUATIONS,
         operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire_floored", "lock_release", "fenced_write"],
         invariants: &[],

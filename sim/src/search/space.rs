@@ -5,9 +5,9 @@
 
 pub use crate::space::{rng, FaultSpace, Space, Workloads};
 
+use crate::families::lock::{self, LockSpace};
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::{self, ElectionSpace};
-use crate::scenarios::lock::{self, LockSpace};
 use crate::scenarios::rate_limit::{self, RateLimitSpace};
 use crate::scenarios::redlock::{self, RedlockSpace};
 

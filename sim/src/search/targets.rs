@@ -6,9 +6,9 @@
 use std::fmt::Debug;
 
 use super::*;
+use crate::families::lock::LockSpace;
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::ElectionSpace;
-use crate::scenarios::lock::LockSpace;
 use crate::scenarios::rate_limit::RateLimitSpace;
 use crate::scenarios::redlock::{RedlockShape, RedlockSpace};
 
@@ -99,9 +99,9 @@ pub fn counter_loss_space() -> Space {
 /// replicated node (node 0: node-targeted faults go there only) drawn
 /// around them.
 pub fn lock_failover_space() -> Space {
-    let workload = crate::scenarios::lock::LockSpace {
-        placed: crate::scenarios::lock_failover::cut_and_failover_faults(),
-        ..crate::scenarios::lock::LockSpace::search()
+    let workload = crate::families::lock::LockSpace {
+        placed: crate::families::lock::variants::failover::cut_and_failover_faults(),
+        ..crate::families::lock::LockSpace::search()
     };
     let mut classes = vec![FaultClass::CutReplication, FaultClass::Failover];
     classes.extend_from_slice(CLIENT_SIDE);

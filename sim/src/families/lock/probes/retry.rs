@@ -100,7 +100,7 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Ac
 async fn run(actor: &Actor, lock: &Lock<SimConnection>, node: usize, n: usize, case: Case) -> ActorResult {
     let Some(attempts) = NonZeroU32::new(case.attempts) else { return Ok(()) };
     let (base, max) = (Duration::from_millis(case.base_ms), Duration::from_millis(case.max_ms));
-    let Some(retry) = super::validation::retry(actor, attempts, base, max) else { return Ok(()) };
+    let Some(retry) = crate::scenarios::validation::retry(actor, attempts, base, max) else { return Ok(()) };
     let mut retry = retry.seeded(actor.seed_for(&format!("retry-probe-{n}")));
     if let Some(d) = case.deadline_ms {
         retry = retry.deadline(Duration::from_millis(d));

@@ -35,7 +35,6 @@ use rand::{Rng, SeedableRng};
 use redis_primitives::naive::{NaiveLock, UnfencedStore};
 use redis_primitives::{Acknowledgement, FencedStore, Lock, OwnerSource, Tokens, Ttl, WriteOutcome};
 
-use super::Outcome;
 use crate::api::{
     FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_CURRENT_TOKEN, LOCK_EXTEND, LOCK_KEEP_ALIVE,
     LOCK_RELEASE, LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED, NAIVE_LOCK_ACQUIRE, NAIVE_LOCK_RELEASE,
@@ -50,6 +49,7 @@ use crate::checker::{
 use crate::history::{Api, GuardedResult, Millis, Op, WriteResult};
 use crate::nemesis::{Fault, Schedule};
 use crate::net::SimConnection;
+use crate::scenarios::Outcome;
 use crate::servers::{Servers, SetupError};
 use crate::space::{FaultSpace, WorkloadFault};
 use crate::stats::{self, Histograms, UNSAFE};
@@ -59,6 +59,9 @@ use proptest::strategy::BoxedStrategy;
 use serde::{Deserialize, Serialize};
 
 use crate::family::Family;
+
+pub mod probes;
+pub mod variants;
 
 /// The lock name every client contends for.
 pub const LOCK_NAME: &str = "resource";
@@ -336,7 +339,7 @@ impl LockWorkload {
         // reader's host).
         let ack_at = match (self.protection, self.replicas) {
             (Protection::Acknowledged, 1..) => {
-                super::ack_probe::send_at(&schedule, self.lock_node as u32, None, ACK_TIMEOUT_MS)
+                crate::scenarios::ack_probe::send_at(&schedule, self.lock_node as u32, None, ACK_TIMEOUT_MS)
             }
             _ => None,
         };
@@ -355,7 +358,7 @@ impl LockWorkload {
                 _ => None,
             })
             .collect();
-        let mut outcome = super::outcome_from(&run, stalls);
+        let mut outcome = crate::scenarios::outcome_from(&run, stalls);
         let me = mutual_exclusion::check(&outcome.history, self.policy);
         outcome.violations.extend(fencing_tokens::check(&outcome.history));
         outcome.violations.extend(me.violations.iter().cloned());
@@ -413,7 +416,7 @@ impl LockWorkload {
             reach_post_hoc(&mut outcome);
         }
         if self.replicas > 0 {
-            super::lock_failover::reach(&mut outcome, &schedule);
+            variants::failover::reach(&mut outcome, &schedule);
         }
         if self.protection == Protection::Acknowledged {
             outcome.violations.extend(acknowledged_writes::check_refusals(
@@ -466,16 +469,16 @@ impl Variant {
     pub fn workload(self) -> LockWorkload {
         match self {
             Variant::Lock => LockWorkload::lock(),
-            Variant::Naive => super::lock_naive::workload(),
-            Variant::Fencing => super::fencing::workload(),
-            Variant::Unfenced => super::fencing_unfenced::workload(),
-            Variant::CounterLoss => super::counter_loss::workload(),
-            Variant::CounterLossFloored => super::counter_loss::floored(),
+            Variant::Naive => variants::naive::workload(),
+            Variant::Fencing => variants::fencing::workload(),
+            Variant::Unfenced => variants::unfenced::workload(),
+            Variant::CounterLoss => variants::counter_loss::workload(),
+            Variant::CounterLossFloored => variants::counter_loss::floored(),
             Variant::Floored => LockWorkload { protection: Protection::TimeFloored, ..LockWorkload::lock() },
-            Variant::Failover => super::lock_failover::workload(),
-            Variant::FailoverAcknowledged => super::lock_failover::acknowledged(),
-            Variant::FailoverFloored => super::lock_failover::floored(),
-            Variant::FailoverClockBack => super::lock_failover::clock_back(),
+            Variant::Failover => variants::failover::workload(),
+            Variant::FailoverAcknowledged => variants::failover::acknowledged(),
+            Variant::FailoverFloored => variants::failover::floored(),
+            Variant::FailoverClockBack => variants::failover::clock_back(),
         }
     }
 }
@@ -608,10 +611,10 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
     let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
     if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
         if actor.index() == 0 {
-            super::validation::keep_alive(&actor, l, (DRIFT.per_mille as u32, DRIFT.constant_ms))?;
-            super::validation::key_names(&actor, &names_conn);
-            super::validation::lock_settings(&actor, &names_conn)?;
-            super::validation::durations(&actor);
+            crate::scenarios::validation::keep_alive(&actor, l, (DRIFT.per_mille as u32, DRIFT.constant_ms))?;
+            crate::scenarios::validation::key_names(&actor, &names_conn);
+            crate::scenarios::validation::lock_settings(&actor, &names_conn)?;
+            crate::scenarios::validation::durations(&actor);
         }
         let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
         actor.configured(
@@ -698,7 +701,7 @@ async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorRe
                 if let redis_primitives::Error::NotAcknowledged { key, .. } = &e {
                     actor.observe(Op::NotAcknowledged { key: key.clone(), invoked: sent });
                 }
-                actor.reached(super::lock_failover::situation::ACQUIRE_NOT_ACKNOWLEDGED);
+                actor.reached(variants::failover::situation::ACQUIRE_NOT_ACKNOWLEDGED);
                 actor.note(format!("acquire: {e}"));
                 sleep_ms(draw(&mut rng, w.plan.think_ms)).await;
                 continue;
@@ -820,7 +823,7 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
             let lock = fenced_lock(conn.clone(), &w, prober.seed())?;
             let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
             let what = "Acknowledged Lock::acquire";
-            let refused = super::ack_probe::probe(&prober, at, ACK_TIMEOUT_MS, what, || async {
+            let refused = crate::scenarios::ack_probe::probe(&prober, at, ACK_TIMEOUT_MS, what, || async {
                 match lock.acquire(ACK_PROBE_NAME, ttl).await? {
                     Some(lease) => {
                         let _ = lock.release(&lease).await;
@@ -844,7 +847,7 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
         let w = w.clone();
         actor.spawn(async move {
             let lock = fenced_lock(prober.connection(w.lock_node), &w, prober.seed())?;
-            super::floor_probe::probe(&prober, &lock).await
+            probes::floor::probe(&prober, &lock).await
         })
     });
     // The probes run here, on names of their own, while the clients run the
@@ -854,15 +857,15 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
     // timelines a little all the same.
     if let (true, LockKind::Fenced) = (w.modes, w.lock) {
         let lock = fenced_lock(actor.connection(w.lock_node), &w, actor.seed())?;
-        super::stale_lease::probe(&actor, &lock, w.lock_node).await?;
-        super::guard_probe::probe(&actor, &lock, w.lock_node).await?;
+        probes::stale_lease::probe(&actor, &lock, w.lock_node).await?;
+        probes::guard::probe(&actor, &lock, w.lock_node).await?;
         let rival = fenced_lock(actor.connection(w.lock_node), &w, actor.seed_for("release-race"))?;
-        super::release_race::probe(&actor, &lock, &rival, w.lock_node).await?;
+        probes::release_race::probe(&actor, &lock, &rival, w.lock_node).await?;
         // A process of its own on the reader's host: the liveness rule
         // judges the reader's own retries, and these are refused on purpose.
         let prober = actor.alias("retry-prober");
         let lock = fenced_lock(prober.connection(w.lock_node), &w, prober.seed())?;
-        super::retry_probe::probe(&prober, &lock, w.lock_node).await?;
+        probes::retry::probe(&prober, &lock, w.lock_node).await?;
     }
     let now = actor.now();
     if read_at > now {
@@ -891,10 +894,10 @@ async fn reader(actor: Actor, w: LockWorkload, read_at: u64, done: Arc<AtomicU32
     }
     if w.modes {
         let tokens = if w.protection == Protection::TimeFloored { Tokens::TimeFloored } else { Tokens::Counter };
-        super::corruption::probe(&actor, w.lock_node, tokens).await?;
+        probes::corruption::probe(&actor, w.lock_node, tokens).await?;
         if w.lock == LockKind::Fenced {
             let lock = fenced_lock(actor.connection(w.lock_node), &w, actor.seed_for("guard-after-heal"))?;
-            super::guard_probe::after_heal(&actor, &lock, w.lock_node).await?;
+            probes::guard::after_heal(&actor, &lock, w.lock_node).await?;
         }
     }
     if let Some(ack) = ack {
@@ -1118,7 +1121,8 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
     let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
     let bound = w.plan.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
     let attempts = core::num::NonZeroU32::new(60).expect("non-zero");
-    let Some(retry) = super::validation::retry(actor, attempts, Duration::from_millis(5), Duration::from_millis(20))
+    let Some(retry) =
+        crate::scenarios::validation::retry(actor, attempts, Duration::from_millis(5), Duration::from_millis(20))
     else {
         return Ok(());
     };
@@ -1934,7 +1938,7 @@ async fn attempt(cx: &mut Ctx<'_>, mode: Mode) -> ActorResult {
             let attempts_nz = core::num::NonZeroU32::new(attempts).expect("at least 2");
             let base = Duration::from_millis(5);
             let Some(retry) =
-                super::validation::retry(cx.actor, attempts_nz, base, Duration::from_millis(max_delay_ms))
+                crate::scenarios::validation::retry(cx.actor, attempts_nz, base, Duration::from_millis(max_delay_ms))
             else {
                 return Ok(());
             };
