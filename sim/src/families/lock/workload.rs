@@ -73,7 +73,7 @@ pub struct LockWorkload {
     /// survives the lock server's failures).
     pub store_node: usize,
     /// How long the stall a seed plans lasts (0: seeds plan none); where it
-    /// lands is drawn per seed ([`LockSpace::seeds`]).
+    /// lands is drawn per seed ([`LockSpace::seeds`](super::LockSpace::seeds)).
     pub seed_stall_ms: u64,
     /// The lock used.
     pub lock: LockKind,
