@@ -3,7 +3,7 @@
 //! library can advance gives the exact next token, past 2^53 too.
 //!
 //! Judges the corruption probe's records ([`Op::StateProbe`], see
-//! `scenarios/corruption.rs`) against what the library documents:
+//! `families/lock/probes/corruption.rs`) against what the library documents:
 //!
 //! - `Lock::acquire` over a fence counter holding a canonical integer `n`
 //!   with `0 ≤ n < 2^63 − 1` grants token `n + 1` exactly and leaves the

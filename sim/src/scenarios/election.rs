@@ -89,7 +89,7 @@ pub enum Variant {
     /// [`NaiveElection`]: no epoch, unfenced writes.
     NoEpoch,
     /// `election-failover`: [`Election`] on a primary whose replica is
-    /// promoted after a replication cut (`scenarios/lock_failover.rs` has
+    /// promoted after a replication cut (`families/lock/variants/failover.rs` has
     /// the story): epochs are reissued.
     Failover,
     /// `election-failover-acknowledged`: the same, campaigns acknowledged
@@ -457,7 +457,7 @@ fn build_node(
         // is reported unconfirmed rather than lost at the failover unseen
         // (`acknowledged-writes`).
         Variant::FailoverAcknowledged => {
-            let ack = Acknowledgement::new(1, Duration::from_millis(super::lock::ACK_TIMEOUT_MS))?;
+            let ack = Acknowledgement::new(1, Duration::from_millis(crate::families::lock::ACK_TIMEOUT_MS))?;
             Node::Fenced {
                 election: builder.acknowledged(ack).build()?,
                 store: FencedStore::new(conn).acknowledged(ack),
@@ -833,10 +833,10 @@ async fn final_read(
     let ack = ack_at.map(|at| {
         let prober = actor.alias("ack-prober");
         actor.spawn(async move {
-            let ack = Acknowledgement::new(1, Duration::from_millis(super::lock::ACK_TIMEOUT_MS))?;
+            let ack = Acknowledgement::new(1, Duration::from_millis(crate::families::lock::ACK_TIMEOUT_MS))?;
             let store = FencedStore::new(prober.connection(0)).acknowledged(ack);
             let what = "Acknowledged FencedStore::write";
-            crate::probes::ack::probe(&prober, at, super::lock::ACK_TIMEOUT_MS, what, || async {
+            crate::probes::ack::probe(&prober, at, crate::families::lock::ACK_TIMEOUT_MS, what, || async {
                 let written = store.write("ack-probe", b"v", FencingToken::new(1)).await?;
                 Ok(written == WriteOutcome::Accepted)
             })
@@ -886,7 +886,7 @@ fn run_plan(
         // The reader's index: it comes after the nodes.
         let faults = schedule.spans_reaching(plan.nodes);
         let ack_at = (variant == Variant::FailoverAcknowledged)
-            .then(|| crate::probes::ack::send_at(&schedule, 0, Some(plan.nodes), super::lock::ACK_TIMEOUT_MS))
+            .then(|| crate::probes::ack::send_at(&schedule, 0, Some(plan.nodes), crate::families::lock::ACK_TIMEOUT_MS))
             .flatten();
         world.actor("reader", move |actor| final_read(actor, read_at, faults, ack_at));
     }
@@ -1915,7 +1915,7 @@ impl Family for Variant {
             // epoch reaches the primary only.
             let space = ElectionSpace {
                 leader: LeaderFaults::Stall(LeaderStall { at: 900, ms: 500 }),
-                placed: super::lock_failover::cut_and_failover_faults(),
+                placed: crate::families::lock::variants::failover::cut_and_failover_faults(),
                 ..ElectionSpace::seeds()
             };
             return (space, seed_faults());

@@ -12,27 +12,15 @@
 //! trusted if it catches them, and `sim/tests/harness/scenarios.rs` pins seeds that
 //! prove it does.
 
-pub mod corruption;
-pub mod counter_loss;
 pub mod election;
 pub mod election_probe;
-pub mod fencing;
-pub mod fencing_unfenced;
-pub mod floor_probe;
-pub mod guard_probe;
-pub mod lock;
-pub mod lock_failover;
-pub mod lock_naive;
-pub mod release_race;
-pub mod retry_probe;
-pub mod stale_lease;
 
 use crate::api::{
     COUNTER_CHECK, COUNTER_CHECK_AT, ELECTION_RUN, ELECTION_STOP, FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE,
     LOCK_RELEASE, LOG_CHECK, LOG_CHECK_AT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT,
     REDLOCK_EXTEND, REDLOCK_RELEASE,
 };
-use crate::families::{job_queue, rate_limit, redlock};
+use crate::families::{job_queue, lock, rate_limit, redlock};
 use crate::family::Runner;
 use crate::history::Api;
 pub use crate::outcome::{outcome_from, Outcome, Situation};
@@ -345,7 +333,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lock-failover-acknowledged",
         description: "lock-failover with acknowledged acquires (WAIT 1): refused during the cut; what was handed out survives the failover",
         expect: Expect::Clean,
-        situations: lock_failover::ACKNOWLEDGED_SITUATIONS,
+        situations: lock::variants::failover::ACKNOWLEDGED_SITUATIONS,
         operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire", "lock_release", "fenced_write"],
         invariants: crate::checker::acknowledged_writes::DECLARED,
@@ -356,7 +344,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lock-failover-floored",
         description: "lock-failover with time-floored tokens: the counter goes back at the failover, tokens still increase",
         expect: Expect::Clean,
-        situations: lock_failover::FLOORED_SITUATIONS,
+        situations: lock::variants::failover::FLOORED_SITUATIONS,
         operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire_floored", "lock_release", "fenced_write"],
         invariants: &[],

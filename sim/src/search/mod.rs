@@ -63,7 +63,7 @@ mod tests {
     use proptest::strategy::{Strategy, ValueTree};
     use proptest::test_runner::{Config, FailurePersistence, PersistedSeed, TestRunner};
 
-    use crate::scenarios::lock;
+    use crate::families::lock;
 
     #[test]
     fn generated_plans_are_valid_and_deterministic() {

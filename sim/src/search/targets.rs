@@ -13,11 +13,11 @@ use super::*;
 use crate::checker::{
     ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
 };
+use crate::families::lock::LockSpace;
 use crate::families::rate_limit::RateLimitSpace;
 use crate::families::redlock::{RedlockShape, RedlockSpace};
 use crate::nemesis::FaultClass;
 use crate::scenarios::election::ElectionSpace;
-use crate::scenarios::lock::LockSpace;
 
 /// Whether a target is a broken implementation or a limit of a correct one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,9 +112,9 @@ pub fn counter_loss_space() -> Space {
 /// replicated node (node 0: node-targeted faults go there only) drawn
 /// around them.
 pub fn lock_failover_space() -> Space {
-    let workload = crate::scenarios::lock::LockSpace {
-        placed: crate::scenarios::lock_failover::cut_and_failover_faults(),
-        ..crate::scenarios::lock::LockSpace::search()
+    let workload = crate::families::lock::LockSpace {
+        placed: crate::families::lock::variants::failover::cut_and_failover_faults(),
+        ..crate::families::lock::LockSpace::search()
     };
     let mut classes = vec![FaultClass::CutReplication, FaultClass::Failover];
     classes.extend_from_slice(CLIENT_SIDE);

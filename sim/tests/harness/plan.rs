@@ -8,7 +8,8 @@
 //!   file) reproduces it in another process, digest for digest.
 //! - Invalid plans are refused before anything runs (exit status 2).
 
-use redis_primitives_sim::scenarios::{lock, SCENARIOS};
+use redis_primitives_sim::families::lock;
+use redis_primitives_sim::scenarios::SCENARIOS;
 use redis_primitives_sim::{Plan, Servers, Workload};
 
 #[test]

@@ -9,7 +9,7 @@
 //! checker reports the overlap of the second and third holders. (No tokens,
 //! so writes go to a plain store and prove nothing either.)
 
-use super::lock::{LockKind, LockWorkload, StoreKind};
+use crate::families::lock::{LockKind, LockWorkload, StoreKind};
 
 /// The `lock-naive` settings: `lock`'s, with the naive lock, an unfenced
 /// store, and a client that never checks its deadline (a naive lock gives

@@ -39,7 +39,7 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), Erro
     tokio::time::sleep(core::time::Duration::from_millis(at - now)).await;
     // Held by nobody else, so only a fault refuses it: no verdict.
     let Some(lease) = acquire(actor, lock, NAME, TTL_MS).await? else { return Ok(()) };
-    super::lock::read_current_token(actor, lock, NAME).await;
+    crate::families::lock::record::read_current_token(actor, lock, NAME).await;
     release(actor, lock, &lease).await;
     Ok(())
 }

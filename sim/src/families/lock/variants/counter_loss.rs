@@ -18,8 +18,8 @@
 //! the next token is the server's clock in µs, above every token issued
 //! before, so `fencing-tokens-increase` holds.
 
-use super::lock::{LockKind, LockWorkload, Protection, StoreKind};
 use crate::checker::mutual_exclusion::Policy;
+use crate::families::lock::{LockKind, LockWorkload, Protection, StoreKind};
 use crate::nemesis::{Fault, FaultKind, Target};
 
 /// When the lock server restarts (ms) and how long it stays down.

@@ -6,8 +6,8 @@
 //! store accepting a lower token after a higher one, and (when nothing newer
 //! lands afterwards) a final value written with a stale token.
 
-use super::lock::{LockKind, LockWorkload, StoreKind};
 use crate::checker::mutual_exclusion::Policy;
+use crate::families::lock::{LockKind, LockWorkload, StoreKind};
 
 /// The `fencing-unfenced` settings.
 pub fn workload() -> LockWorkload {

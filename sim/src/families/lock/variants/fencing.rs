@@ -9,8 +9,8 @@
 //! `no-stale-overwrite` holds. Believed overlap between the stalled holder
 //! and the new one is expected and measured (`unsafe-window`), not forbidden.
 
-use super::lock::{LockKind, LockWorkload, StoreKind};
 use crate::checker::mutual_exclusion::Policy;
+use crate::families::lock::{LockKind, LockWorkload, StoreKind};
 
 /// The `fencing` settings.
 pub fn workload() -> LockWorkload {

@@ -71,8 +71,8 @@ use std::sync::Arc;
 
 use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
-use super::lock::{BodyMark, GuardedCall, GuardedEnd};
 use crate::api::{LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED};
+use crate::families::lock::record::{BodyMark, GuardedCall, GuardedEnd};
 use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};

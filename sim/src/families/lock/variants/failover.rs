@@ -31,11 +31,11 @@
 //!
 //! The resource lives on a second, unreplicated node, as in `counter-loss`.
 
-use super::lock::{LockKind, LockWorkload, Protection, StoreKind};
-use super::Outcome;
 use crate::checker::mutual_exclusion::Policy;
+use crate::families::lock::{LockKind, LockWorkload, Protection, StoreKind};
 use crate::history::{EventKind, Op};
 use crate::nemesis::{Fault, FaultKind, Schedule, Target};
+use crate::outcome::Outcome;
 
 /// When the replication link of the lock's node is cut (ms).
 pub const CUT_AT_MS: u64 = 800;

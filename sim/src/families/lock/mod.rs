@@ -1,0 +1,62 @@
+//! The lock family: clients contend for one `redis_primitives::Lock`,
+//! write through a `FencedStore` while holding it, and release — through
+//! process pauses, server pauses, partitions, held links and latency. Its
+//! variants (`lock`, `lock-naive`, `fencing`, `fencing-unfenced`,
+//! `counter-loss`, `lock-floored`, the `lock-failover` ones) are one
+//! workload with different settings ([`LockWorkload`], [`Variant`]).
+//!
+//! This folder is also the **template** for a family. The shape every
+//! scenario follows:
+//!
+//! 1. build a [`World`](crate::World) from the seed (servers reset,
+//!    turmoil seeded, epoch pinned);
+//! 2. register actors; each gets a connection per node, a seeded RNG, and
+//!    records every operation as invoke → ok / fail / info. A library error
+//!    whose outcome is unknown (timeout, dropped connection) is `info`,
+//!    never `fail`;
+//! 3. set the fault schedule: the plan's (drawn from the seed or by the
+//!    property search through the one generator, `crate::space`: faults
+//!    of the variant's [`FaultSpace`](crate::FaultSpace) plus any its
+//!    workload shape places);
+//! 4. run, then hand the history to the named checkers and the histogram
+//!    recorders, and return an [`Outcome`](crate::outcome::Outcome).
+//!
+//! The workload, per client: acquire (TTL 300 ms); on success hold for a
+//! seeded random time (sometimes longer than the TTL), then — if the
+//! client checks its lease — stop if the local deadline has passed; write
+//! a unique value with the lease's token; release. One client stalls itself
+//! (a GC pause) inside one of its critical sections, at a seeded moment, so
+//! every seed exercises the case fencing exists for. A reader runs the
+//! probes while the clients work, and reads the resource once everything
+//! has healed.
+//!
+//! | file | what it is |
+//! |---|---|
+//! | `plan.rs` | a run's plan ([`LockPlan`]) and what plans are drawn from ([`LockSpace`]) |
+//! | `workload.rs` | a variant's fixed settings ([`LockWorkload`]) and the `Lock` they build |
+//! | `run.rs` | one run: the world, the clients, the reader, the schedule |
+//! | `client.rs` | a client: the plain attempt, and the modes when they are on |
+//! | `modes/` | the attempts that call every other `Lock` operation, one file per kind |
+//! | `reader.rs` | the reader: the probes, liveness after the heal, the final read |
+//! | `probes/` | cases staged once per run on names of their own |
+//! | `record.rs` | lock calls recorded alike by the workload and the probes |
+//! | `checks.rs` | which checkers judge a run, and what only the whole history shows |
+//! | `situations.rs` | the situations and operations the family declares |
+//! | `variants/` | [`Variant`], its [`Family`](crate::Family) impl, one file per variant's settings |
+
+mod checks;
+mod client;
+mod modes;
+mod plan;
+pub mod probes;
+mod reader;
+mod record;
+mod run;
+mod situations;
+pub mod variants;
+mod workload;
+
+pub use plan::{LockPlan, LockSpace, Stall};
+pub use situations::{situation, FENCING_SITUATIONS, OPERATIONS, SITUATIONS};
+pub use variants::Variant;
+pub use workload::{LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};

@@ -1,0 +1,187 @@
+//! The lock calls the workload and the probes record the same way, so
+//! that the checkers judge both alike: a lease's view of itself, a fenced
+//! write, the token and TTL reads, and a guarded call from its acquire to
+//! its end (with the mark a dropped body leaves).
+
+use rand::Rng;
+use redis_primitives::{FencedStore, Lock, WriteOutcome};
+
+use super::{situation, LOCK_NAME, RESOURCE_KEY};
+use crate::api::{FENCED_STORE_WRITE, LOCK_CURRENT_TOKEN, LOCK_REMAINING_TTL};
+use crate::history::{GuardedResult, Op, WriteResult};
+use crate::net::SimConnection;
+use crate::world::Actor;
+
+/// Whether a guard gave up for the deadline; a failed extension whose
+/// error no fault explains is recorded for `unexpected-errors`.
+pub(super) fn loss_is_deadline(actor: &Actor, reason: &redis_primitives::LeaseLoss) -> bool {
+    match reason {
+        redis_primitives::LeaseLoss::DeadlineReached => true,
+        redis_primitives::LeaseLoss::Failed(e) if !e.outcome_is_unknown() => {
+            actor.observe(Op::LibraryError { message: e.to_string() });
+            false
+        }
+        _ => false,
+    }
+}
+
+/// A guarded body's drop guard: made when the body starts, it records an
+/// [`Op::BodyDropped`] at the instant the guard drops the body unfinished,
+/// which is the instant a `Cancelled { at }` must report. [`BodyMark::done`]
+/// disarms it when the body runs to its end.
+pub(super) struct BodyMark {
+    actor: Option<Actor>,
+    name: String,
+    token: u64,
+}
+
+impl BodyMark {
+    /// A mark for the body of `actor`'s guarded call on `name` (`token`).
+    pub fn new(actor: &Actor, name: &str, token: u64) -> BodyMark {
+        BodyMark { actor: Some(actor.clone()), name: name.to_string(), token }
+    }
+
+    /// The body finished: nothing to record.
+    pub fn done(mut self) {
+        self.actor = None;
+    }
+}
+
+impl Drop for BodyMark {
+    fn drop(&mut self) {
+        if let Some(actor) = self.actor.take() {
+            actor.observe(Op::BodyDropped { name: std::mem::take(&mut self.name), token: self.token });
+        }
+    }
+}
+
+/// A recorded `with_lock_guarded` call: its [`Op::Guarded`] (on `name`,
+/// with the keep-alive interval `every_ms`) and the [`Op::Acquire`] inside
+/// it (asking `ttl_ms`), both invoked before the call.
+pub(super) struct GuardedCall<'a> {
+    pub actor: &'a Actor,
+    pub name: &'a str,
+    pub ttl_ms: u64,
+    pub every_ms: Option<u64>,
+    pub call: crate::history::OpId,
+    pub acquire: crate::history::OpId,
+}
+
+/// How a recorded guarded call ended (what its caller may add to the record).
+pub(super) enum GuardedEnd {
+    NotAcquired,
+    Completed,
+    /// The body was dropped; `expired` when for the lease's deadline.
+    Cancelled {
+        expired: bool,
+    },
+    Failed,
+}
+
+impl GuardedCall<'_> {
+    /// Records `r`, the call's result, whose body returned the id of the
+    /// [`Op::Release`] it invoked at its end and its token: the release's
+    /// outcome, the loss of a cancelled lease ([`Op::LeaseLost`]) and the
+    /// call's completion. One record for the workload and the probes, so
+    /// the checkers judge both the same way.
+    pub fn end(
+        self,
+        r: redis_primitives::Result<redis_primitives::GuardedOutcome<(crate::history::OpId, u64)>>,
+    ) -> GuardedEnd {
+        let GuardedCall { actor, name, ttl_ms, every_ms, call, acquire } = self;
+        let gop = |token, outcome| Op::Guarded { name: name.into(), token, outcome, every_ms };
+        let acquire_op = || Op::Acquire { name: name.into(), ttl_ms, token: None, deadline: None };
+        match r {
+            Ok(redis_primitives::GuardedOutcome::NotAcquired) => {
+                actor.fail(acquire, acquire_op());
+                actor.ok(call, gop(None, Some(GuardedResult::NotAcquired)));
+                GuardedEnd::NotAcquired
+            }
+            Ok(redis_primitives::GuardedOutcome::Completed { output: (rid, token), release, .. }) => {
+                let rel = Op::Release { name: name.into(), token: Some(token) };
+                match release {
+                    redis_primitives::Release::Released => actor.ok(rid, rel),
+                    redis_primitives::Release::AlreadyGone => actor.fail(rid, rel),
+                    redis_primitives::Release::Unknown(e) => actor.errored(rid, rel, &e),
+                }
+                actor.ok(call, gop(Some(token), Some(GuardedResult::Completed)));
+                GuardedEnd::Completed
+            }
+            Ok(redis_primitives::GuardedOutcome::Cancelled { token, reason, at }) => {
+                let at = actor.millis_of(at);
+                actor.observe(Op::LeaseLost {
+                    name: name.into(),
+                    token: Some(token.get()),
+                    reason: format!("guard: {reason:?}"),
+                });
+                let expired = matches!(reason, redis_primitives::LeaseLoss::DeadlineReached);
+                let deadline_reached = loss_is_deadline(actor, &reason);
+                actor.ok(call, gop(Some(token.get()), Some(GuardedResult::Cancelled { at, deadline_reached })));
+                GuardedEnd::Cancelled { expired }
+            }
+            // `Err` only comes from the acquire: once the body ran, the
+            // call answers `Completed` or `Cancelled` whatever the release did.
+            Err(e) => {
+                actor.info(acquire, acquire_op());
+                actor.errored(call, gop(None, None), &e);
+                GuardedEnd::Failed
+            }
+        }
+    }
+}
+
+/// `lease.is_trusted()`, recorded with everything the lease says about
+/// itself (an [`Op::LeaseView`], judged by `lease-views`).
+pub(super) fn view(actor: &Actor, lease: &redis_primitives::Lease) -> bool {
+    let trusted = lease.is_trusted();
+    actor.observe(Op::LeaseView {
+        name: lease.name().to_string(),
+        key: lease.key().to_string(),
+        token: lease.token().get(),
+        ttl_ms: lease.ttl().as_millis(),
+        sent_ms: actor.millis_of(lease.sent_at()),
+        deadline_ms: actor.millis_of(lease.local_deadline()),
+        trusted,
+    });
+    trusted
+}
+
+/// A fenced write of `value` with `token`, recorded (a refusal is a
+/// reached situation).
+pub(super) async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnection>, value: &str, token: u64) {
+    let op =
+        |result| Op::Write { key: RESOURCE_KEY.into(), value: value.into(), token: Some(token), fenced: true, result };
+    let id = actor.call(FENCED_STORE_WRITE, op(None));
+    match store.write(RESOURCE_KEY, value, redis_primitives::FencingToken::new(token)).await {
+        Ok(WriteOutcome::Accepted) => actor.ok(id, op(Some(WriteResult::Accepted))),
+        Ok(WriteOutcome::Rejected { highest_seen, .. }) => {
+            actor.reached(situation::STALE_WRITE_REFUSED);
+            actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
+        }
+        Err(e) => actor.errored(id, op(None), &e),
+    }
+}
+
+/// `lock.current_token` of `name`, recorded (checked by `lock-replies`).
+pub(super) async fn read_current_token(actor: &Actor, lock: &Lock<SimConnection>, name: &str) {
+    let op = |token| Op::CurrentToken { name: name.into(), token };
+    let id = actor.call(LOCK_CURRENT_TOKEN, op(None));
+    match lock.current_token(name).await {
+        Ok(t) => actor.ok(id, op(t.map(|t| t.get()))),
+        Err(e) => actor.errored(id, op(None), &e),
+    }
+}
+
+/// Reads `current_token` or `remaining_ttl` (recorded, checked by `lock-replies`).
+pub(super) async fn read_lock_state(actor: &Actor, lock: &Lock<SimConnection>, rng: &mut impl Rng) {
+    if rng.random_bool(0.5) {
+        read_current_token(actor, lock, LOCK_NAME).await;
+    } else {
+        let op = |ms| Op::RemainingTtl { name: LOCK_NAME.into(), ms };
+        let id = actor.call(LOCK_REMAINING_TTL, op(None));
+        match lock.remaining_ttl(LOCK_NAME).await {
+            Ok(d) => actor.ok(id, op(d.map(|d| d.as_millis() as u64))),
+            Err(e) => actor.errored(id, op(None), &e),
+        }
+    }
+}

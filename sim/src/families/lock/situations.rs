@@ -1,0 +1,149 @@
+//! What the lock family's runs exist to reach: the named situations
+//! (each a moment a bug would need, counted per run in the coverage table)
+//! and the public operations the workload calls. Declared here, reached
+//! by the actors (`client.rs`, `modes/`) and by the analysis (`checks.rs`).
+
+use crate::api::{
+    FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_CURRENT_TOKEN, LOCK_EXTEND, LOCK_KEEP_ALIVE,
+    LOCK_RELEASE, LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED, RETRY_RUN,
+};
+use crate::history::Api;
+use crate::outcome::Situation;
+
+/// Situations the correct lock scenarios declare (see `SITUATIONS`).
+pub mod situation {
+    /// A guarded body's final release got a reply slower than the
+    /// keep-alive interval (a targeted one-request delay).
+    pub const FINAL_RELEASE_DELAYED: &str = "final-release-delayed";
+    /// A holder asked `is_trusted()` at its local deadline or 1 ms before.
+    pub const TRUST_CHECKED_AT_THE_DEADLINE: &str = "trust-checked-at-the-deadline";
+    /// A holder's own pause ended after its lease's local deadline.
+    pub const LEASE_EXPIRED_WHILE_PAUSED: &str = "lease-expired-while-paused";
+    /// The fenced store rejected a write (a newer token had written).
+    pub const STALE_WRITE_REFUSED: &str = "stale-write-refused";
+    /// `Lock::extend` returned false.
+    pub const EXTENSION_REFUSED: &str = "extension-refused";
+    /// `Lock::extend` returned true.
+    pub const EXTENSION_CONFIRMED: &str = "extension-confirmed";
+    /// `Lock::release` after the TTL returned false.
+    pub const RELEASE_AFTER_EXPIRY: &str = "release-after-expiry";
+    /// A guarded body was dropped because the lease stopped being trusted.
+    pub const GUARD_CANCELLED_BODY: &str = "guard-cancelled-body";
+    /// A guarded body finished under its lease.
+    pub const GUARDED_BODY_COMPLETED: &str = "guarded-body-completed";
+    /// An acquire whose outcome was unknown consumed a token (a gap in the
+    /// granted tokens).
+    pub const ACQUIRE_TIMED_OUT_BUT_APPLIED: &str = "acquire-timed-out-but-applied";
+    /// `Retry::run` was granted on a second or later attempt.
+    pub const RETRY_ACQUIRED_AFTER_CONTENTION: &str = "retry-acquired-after-contention";
+    /// `Retry::run`'s caller froze in its first backoff until the retry's
+    /// deadline (the next attempt, if any, would start exactly on it).
+    pub const RETRY_PAUSED_TO_DEADLINE: &str = "retry-paused-to-deadline";
+    /// An extend confirmed after a pause, but past the local deadline: the
+    /// holder treated the success as a loss.
+    pub const STALE_SUCCESS_AFTER_PAUSE: &str = "stale-success-after-pause";
+    /// The liveness probe got the lock after every fault healed.
+    pub const LOCK_FREE_AFTER_HEAL: &str = "lock-free-after-heal";
+    /// `with_lock`'s release got no answer in time (a targeted one-request
+    /// delay past the response timeout), and the body's output still came
+    /// back.
+    pub const WITH_LOCK_RELEASE_UNANSWERED: &str = "with-lock-release-unanswered";
+    /// A guarded body's first keep-alive extend was held at the server
+    /// until after the lease had expired there.
+    pub const KEEP_ALIVE_EXTEND_HELD: &str = "keep-alive-extend-held";
+    /// An extend sent just before the lease's local deadline had its reply
+    /// held at the server until after the lease expired there.
+    pub const EXTEND_REPLY_HELD: &str = "extend-reply-held-across-expiry";
+    /// A release sent just before the lease's local deadline had its reply
+    /// held at the server until after the lease expired there.
+    pub const RELEASE_REPLY_HELD: &str = "release-reply-held-across-expiry";
+}
+
+/// The situations of `fencing`; `lock` declares all but the last (its
+/// holders check their deadline before writing, so a refused stale write
+/// is rare there).
+const ALL: [Situation; 18] = [
+    Situation {
+        name: situation::LEASE_EXPIRED_WHILE_PAUSED,
+        meaning: "a holder resumed from a pause after its lease's local deadline",
+    },
+    Situation { name: situation::EXTENSION_REFUSED, meaning: "Lock::extend returned false (lease expired or taken)" },
+    Situation { name: situation::EXTENSION_CONFIRMED, meaning: "Lock::extend returned true" },
+    Situation { name: situation::RELEASE_AFTER_EXPIRY, meaning: "Lock::release after the TTL returned false" },
+    Situation {
+        name: situation::GUARD_CANCELLED_BODY,
+        meaning: "with_lock_guarded / keep_alive dropped a body when the lease stopped being trusted",
+    },
+    Situation { name: situation::GUARDED_BODY_COMPLETED, meaning: "a guarded body finished under its lease" },
+    Situation {
+        name: situation::ACQUIRE_TIMED_OUT_BUT_APPLIED,
+        meaning: "an acquire of unknown outcome consumed a fencing token (gap in granted tokens)",
+    },
+    Situation {
+        name: situation::RETRY_ACQUIRED_AFTER_CONTENTION,
+        meaning: "Retry::run was granted on its second or later attempt",
+    },
+    Situation {
+        name: situation::RETRY_PAUSED_TO_DEADLINE,
+        meaning: "Retry::run's caller froze in its first backoff until exactly the retry's deadline",
+    },
+    Situation {
+        name: situation::STALE_SUCCESS_AFTER_PAUSE,
+        meaning: "an extend confirmed after the local deadline (paused between send and reply) was treated as a loss",
+    },
+    Situation {
+        name: situation::LOCK_FREE_AFTER_HEAL,
+        meaning: "after the faults healed, the liveness probe was granted the lock in time",
+    },
+    Situation {
+        name: situation::TRUST_CHECKED_AT_THE_DEADLINE,
+        meaning: "a holder asked is_trusted() exactly at its local deadline, or 1 ms before it",
+    },
+    Situation {
+        name: situation::FINAL_RELEASE_DELAYED,
+        meaning: "the final release of a with_lock_guarded body was answered slower than the keep-alive interval (one request delayed at the server)",
+    },
+    Situation {
+        name: situation::WITH_LOCK_RELEASE_UNANSWERED,
+        meaning: "with_lock's release timed out (one request delayed past the response timeout) and the body's output still came back",
+    },
+    Situation {
+        name: situation::KEEP_ALIVE_EXTEND_HELD,
+        meaning: "a guarded body's first keep-alive extend was held at the server until 20-80 ms after the lease expired there",
+    },
+    Situation {
+        name: situation::EXTEND_REPLY_HELD,
+        meaning: "an extend sent just before the local deadline ran at once, and its reply was held until 20-80 ms after the lease expired at the server",
+    },
+    Situation {
+        name: situation::RELEASE_REPLY_HELD,
+        meaning: "a release sent just before the local deadline ran at once, and its reply was held until 20-80 ms after the lease expired at the server",
+    },
+    Situation {
+        name: situation::STALE_WRITE_REFUSED,
+        meaning: "the fenced store refused a write carrying an older token",
+    },
+];
+
+/// The public operations the lock workloads exist to call (every
+/// operation of `Lock`, with `Retry` and the fenced store the holders
+/// write through).
+pub const OPERATIONS: &[Api] = &[
+    LOCK_ACQUIRE,
+    LOCK_RELEASE,
+    LOCK_EXTEND,
+    LOCK_WITH_LOCK,
+    LOCK_WITH_LOCK_GUARDED,
+    LOCK_KEEP_ALIVE,
+    LOCK_CURRENT_TOKEN,
+    LOCK_REMAINING_TTL,
+    RETRY_RUN,
+    FENCED_STORE_WRITE,
+    FENCED_STORE_READ,
+];
+
+/// The situations of `lock`.
+pub const SITUATIONS: &[Situation] = ALL.split_at(ALL.len() - 1).0;
+
+/// The situations of `fencing`.
+pub const FENCING_SITUATIONS: &[Situation] = &ALL;
