@@ -12,7 +12,7 @@
 //! no brace and no empty text in a key's prefix or name, no Redlock
 //! master listed twice.
 //! An off-by-one in one of those comparisons passes every run that uses
-//! comfortable values. The validation probe (`scenarios/validation.rs`)
+//! comfortable values. The validation probe (`probes/validation.rs`)
 //! tries values on both sides of each edge; this checker states the
 //! documented rule for each and convicts any answer that differs from it,
 //! or a refusal that is not `InvalidInput`.

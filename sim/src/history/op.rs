@@ -58,7 +58,7 @@ pub enum Op {
     },
     /// Observation: the harness overwrote the key of this process's lease
     /// on `name` (granted with `token`) with another owner, as an operator
-    /// or a peer that ignored the lock would (`scenarios/guard_probe.rs`);
+    /// or a peer that ignored the lock would (`families/lock/probes/guard.rs`);
     /// the lease's next extension must be refused. Judged by
     /// `self-fencing` (`checker::guarded_body`).
     TakenAway {
@@ -405,7 +405,7 @@ pub enum Op {
         message: String,
     },
     /// The corruption probe planted a key, called the library and read the
-    /// keys back (`scenarios/corruption.rs`); judged by `corrupt-state`.
+    /// keys back (`families/lock/probes/corruption.rs`); judged by `corrupt-state`.
     StateProbe {
         /// What was planted, and the call.
         planted: Planted,

@@ -21,7 +21,7 @@ pub enum WriteResult {
 }
 
 /// What the corruption probe planted, and which call it made
-/// (`scenarios/corruption.rs`; judged by `corrupt-state`).
+/// (`families/lock/probes/corruption.rs`; judged by `corrupt-state`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "planted")]
 pub enum Planted {
@@ -183,7 +183,7 @@ pub enum Published {
 }
 
 /// A constructor or call the validation probe tried with values at the
-/// edge of what it accepts (`scenarios/validation.rs`; judged by
+/// edge of what it accepts (`probes/validation.rs`; judged by
 /// `input-validation`). Durations are in ms; drift is `(‰, constant ms)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "case")]

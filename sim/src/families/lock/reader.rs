@@ -221,7 +221,7 @@ const ACK_PROBE_NAME: &str = "ack-probe";
 /// must be free again: the acquire took the lease before its `WAIT` gave
 /// up, and a lease nobody was handed must go back at once rather than
 /// block the name for a TTL. Nothing else takes the probe's name, and no
-/// fault reaches the prober in its window (`ack_probe::send_at`), so the
+/// fault reaches the prober in its window (`probes::ack::send_at`), so the
 /// key is absent unless the acquire kept it. Recorded as an
 /// [`Op::Configured`] read-back; a read the network fails says nothing
 /// and is not recorded.
