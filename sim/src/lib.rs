@@ -106,6 +106,7 @@ pub mod cli;
 mod clock;
 mod determinism;
 mod explore;
+pub mod families;
 mod family;
 mod fault_record;
 pub mod history;

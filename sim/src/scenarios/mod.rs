@@ -15,8 +15,6 @@
 pub mod ack_probe;
 pub mod corruption;
 pub mod counter_loss;
-pub mod election;
-pub mod election_probe;
 pub mod fencing;
 pub mod fencing_unfenced;
 pub mod floor_probe;
@@ -42,6 +40,7 @@ use crate::api::{
     REDLOCK_EXTEND, REDLOCK_RELEASE,
 };
 use crate::checker::Violation;
+use crate::families::election;
 use crate::family::Runner;
 use crate::history::{Api, Digest, Event};
 use crate::search::{self, PropertySpec, SearchTarget, TargetKind};

@@ -5,8 +5,8 @@
 
 pub use crate::space::{rng, FaultSpace, Space, Workloads};
 
+use crate::families::election::{self, ElectionSpace};
 use crate::nemesis::FaultClass;
-use crate::scenarios::election::{self, ElectionSpace};
 use crate::scenarios::lock::{self, LockSpace};
 use crate::scenarios::rate_limit::{self, RateLimitSpace};
 use crate::scenarios::redlock::{self, RedlockSpace};

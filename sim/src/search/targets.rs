@@ -6,8 +6,8 @@
 use std::fmt::Debug;
 
 use super::*;
+use crate::families::election::ElectionSpace;
 use crate::nemesis::FaultClass;
-use crate::scenarios::election::ElectionSpace;
 use crate::scenarios::lock::LockSpace;
 use crate::scenarios::rate_limit::RateLimitSpace;
 use crate::scenarios::redlock::{RedlockShape, RedlockSpace};

@@ -50,18 +50,21 @@ use crate::family::Family;
 use tokio::sync::watch;
 use tokio::time::{sleep, Instant};
 
-use super::{outcome_from, Outcome, Situation};
 use crate::checker;
 use crate::checker::key_lifetimes::{Life, Rule};
 use crate::history::{FaultRecord, Op, Published, Role, WriteResult};
 use crate::nemesis::{Fault, FaultClass, Schedule};
 use crate::net::SimConnection;
+use crate::scenarios::{outcome_from, Outcome, Situation};
 use crate::servers::{Servers, SetupError};
 use crate::space::FaultSpace;
 use crate::stats::{self, Histograms};
 use crate::world::{Actor, World, WorldConfig};
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
+
+pub mod checks;
+pub mod probe;
 
 /// Election name used by every scenario.
 pub const ELECTION_NAME: &str = "leader";
@@ -457,7 +460,7 @@ fn build_node(
         // is reported unconfirmed rather than lost at the failover unseen
         // (`acknowledged-writes`).
         Variant::FailoverAcknowledged => {
-            let ack = Acknowledgement::new(1, Duration::from_millis(super::lock::ACK_TIMEOUT_MS))?;
+            let ack = Acknowledgement::new(1, Duration::from_millis(crate::scenarios::lock::ACK_TIMEOUT_MS))?;
             Node::Fenced {
                 election: builder.acknowledged(ack).build()?,
                 store: FencedStore::new(conn).acknowledged(ack),
@@ -535,7 +538,7 @@ async fn node_actor(
         sleep(Duration::from_millis(start_at)).await;
     }
     if variant != Variant::NoEpoch && actor.index() == 0 {
-        super::validation::election(&actor, &actor.connection(0))?;
+        crate::scenarios::validation::election(&actor, &actor.connection(0))?;
     }
     let node =
         Arc::new(build_node(variant, actor.connection(0), &actor, (plan.lease_ms, plan.renew_ms, plan.campaign_ms))?);
@@ -833,10 +836,10 @@ async fn final_read(
     let ack = ack_at.map(|at| {
         let prober = actor.alias("ack-prober");
         actor.spawn(async move {
-            let ack = Acknowledgement::new(1, Duration::from_millis(super::lock::ACK_TIMEOUT_MS))?;
+            let ack = Acknowledgement::new(1, Duration::from_millis(crate::scenarios::lock::ACK_TIMEOUT_MS))?;
             let store = FencedStore::new(prober.connection(0)).acknowledged(ack);
             let what = "Acknowledged FencedStore::write";
-            super::ack_probe::probe(&prober, at, super::lock::ACK_TIMEOUT_MS, what, || async {
+            crate::scenarios::ack_probe::probe(&prober, at, crate::scenarios::lock::ACK_TIMEOUT_MS, what, || async {
                 let written = store.write("ack-probe", b"v", FencingToken::new(1)).await?;
                 Ok(written == WriteOutcome::Accepted)
             })
@@ -846,7 +849,7 @@ async fn final_read(
     });
     // Idle until the read: the election probe runs meanwhile, on names of
     // its own.
-    super::election_probe::probe(&actor, 0, &faults).await?;
+    probe::probe(&actor, 0, &faults).await?;
     if let Some(ack) = ack {
         ack.await??;
     }
@@ -886,7 +889,14 @@ fn run_plan(
         // The reader's index: it comes after the nodes.
         let faults = schedule.spans_reaching(plan.nodes);
         let ack_at = (variant == Variant::FailoverAcknowledged)
-            .then(|| super::ack_probe::send_at(&schedule, 0, Some(plan.nodes), super::lock::ACK_TIMEOUT_MS))
+            .then(|| {
+                crate::scenarios::ack_probe::send_at(
+                    &schedule,
+                    0,
+                    Some(plan.nodes),
+                    crate::scenarios::lock::ACK_TIMEOUT_MS,
+                )
+            })
             .flatten();
         world.actor("reader", move |actor| final_read(actor, read_at, faults, ack_at));
     }
@@ -1364,14 +1374,14 @@ pub fn run_planned(
     let mut h = Histograms::new();
     stats::record_split_brain(events, ELECTION_NAME, &mut h);
     let (failovers, handovers) = measure(events, &markers, planned.lease_ms, &mut h);
-    let mut violations = checker::election::check(events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly);
+    let mut violations = checks::terms::check(events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly);
     violations.extend(checker::stale_overwrite::check(events));
     if variant == Variant::FailoverAcknowledged {
         violations.extend(checker::acknowledged_writes::check(events, &run.schedule.unreplicated_spans(0)));
         violations.extend(checker::acknowledged_writes::check_refusals(events, &run.schedule.unlinked_spans(0)));
     }
     if variant != Variant::NoEpoch {
-        let built = checker::election_views::Built {
+        let built = checks::views::Built {
             name: ELECTION_NAME,
             lease_ms: planned.lease_ms,
             renew_ms: planned.renew_ms,
@@ -1382,7 +1392,7 @@ pub fn run_planned(
             freezes: &freeze_spans,
             sampled_until: planned.length_ms,
         };
-        violations.extend(checker::election_views::check(events, built));
+        violations.extend(checks::views::check(events, built));
         let rules = [
             Rule { prefix: "election:{", suffix: "}:fence", life: Life::Forever, what: "epoch counter" },
             Rule { prefix: "election:{", suffix: "}", life: Life::AtMost(planned.lease_ms), what: "leadership lease" },
@@ -1420,7 +1430,7 @@ pub fn run_planned(
                 && planned.stop_at.is_none_or(|s| !touched((s, s + stop_held_ms + bound)));
             if quiet {
                 let after = "a leader's held renewal landed";
-                violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, until, bound, after));
+                violations.extend(checks::terms::check_hand_back(events, ELECTION_NAME, until, bound, after));
             }
         }
         // Time-floored epochs keep epochs ordered, not the lease: a leader
@@ -1430,9 +1440,9 @@ pub fn run_planned(
         // in the split-brain histogram; the fenced store still refuses the
         // older epoch (the `election` invariant, judged above).
         if variant != Variant::FailoverFloored {
-            violations.extend(checker::election::check_self_fencing(events, ELECTION_NAME));
+            violations.extend(checks::terms::check_self_fencing(events, ELECTION_NAME));
         }
-        violations.extend(checker::election::check_deadlines(
+        violations.extend(checks::terms::check_deadlines(
             events,
             ELECTION_NAME,
             trusted_ms(planned.lease_ms),
@@ -1462,11 +1472,11 @@ pub fn run_planned(
             continue;
         }
         let why = format!("the renewal it sent after {at}ms was held at the server past its response timeout");
-        violations.extend(checker::election::check_failed_renewal(events, ELECTION_NAME, node, *at, *until, &why));
+        violations.extend(checks::terms::check_failed_renewal(events, ELECTION_NAME, node, *at, *until, &why));
         if let Some(x) = ran.filter(|_| end < planned.length_ms) {
             let timed_out = x.sim_ms - TIMED_OUT_HOLD_MS + response_ms;
             let after = "a leader's renewal timed out";
-            violations.extend(checker::election::check_hand_back(events, ELECTION_NAME, timed_out, bound, after));
+            violations.extend(checks::terms::check_hand_back(events, ELECTION_NAME, timed_out, bound, after));
         }
     }
     // A lease key taken away: the leader's next renewal is refused, and a
@@ -1480,7 +1490,7 @@ pub fn run_planned(
         }
         let why =
             format!("its lease key was overwritten with another owner at {at}ms, so its next renewal was refused");
-        violations.extend(checker::election::check_failed_renewal(events, ELECTION_NAME, node, *at, *until, &why));
+        violations.extend(checks::terms::check_failed_renewal(events, ELECTION_NAME, node, *at, *until, &why));
     }
     // A newer epoch means the older leader's key is gone: its next renewal
     // is refused and its term ends, under either demotion (under
@@ -1491,13 +1501,7 @@ pub fn run_planned(
         disturbed.extend(freeze_spans.iter().copied());
         disturbed.extend(checker::interruptions(events).into_iter().map(|(_, start, end)| (start, end)));
         let bound = planned.renew_ms + response_ms + LIVENESS_SLACK_MS;
-        violations.extend(checker::election::check_superseded(
-            events,
-            ELECTION_NAME,
-            bound,
-            &disturbed,
-            planned.length_ms,
-        ));
+        violations.extend(checks::terms::check_superseded(events, ELECTION_NAME, bound, &disturbed, planned.length_ms));
     }
     // Liveness after healing: the last fault, stall or stop() ends at
     // `healed`; a leader must hold from `healed + bound` on.
@@ -1508,8 +1512,8 @@ pub fn run_planned(
     let stop_end = markers.iter().filter_map(|m| m.stop().map(|(_, from)| from));
     let healed = stall_end.chain(stop_end).chain(planned.stop_at).chain(schedule_end).max().unwrap_or(0);
     let bound = planned.lease_ms + planned.campaign_ms + LIVENESS_SLACK_MS;
-    violations.extend(checker::election::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
-    violations.extend(checker::election::check_runs_until_stopped(events));
+    violations.extend(checks::terms::check_liveness(events, ELECTION_NAME, healed, bound, planned.length_ms));
+    violations.extend(checks::terms::check_runs_until_stopped(events));
     if variant != Variant::NoEpoch {
         // stop() hands the lease back: with no fault around it, the next
         // node takes over within a campaign interval and a round trip, not
@@ -1521,7 +1525,7 @@ pub fn run_planned(
         busy.extend(markers.iter().filter_map(Marker::disturbs));
         let stops: Vec<(&str, u64)> = markers.iter().filter_map(Marker::stop).collect();
         let bound = planned.campaign_ms + LIVENESS_SLACK_MS;
-        violations.extend(checker::election::check_handover(
+        violations.extend(checks::terms::check_handover(
             events,
             ELECTION_NAME,
             &stops,
@@ -1861,7 +1865,7 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
     let refused =
         events.iter().filter(|e| matches!(e.op, Op::Write { result: Some(WriteResult::Rejected { .. }), .. })).count()
             as u64;
-    let violations = checker::election::check(&events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly).len();
+    let violations = checks::terms::check(&events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly).len();
     Ok(FigureRun { value, refused, violations, digest: run.history.digest() })
 }
 
@@ -1915,7 +1919,7 @@ impl Family for Variant {
             // epoch reaches the primary only.
             let space = ElectionSpace {
                 leader: LeaderFaults::Stall(LeaderStall { at: 900, ms: 500 }),
-                placed: super::lock_failover::cut_and_failover_faults(),
+                placed: crate::scenarios::lock_failover::cut_and_failover_faults(),
                 ..ElectionSpace::seeds()
             };
             return (space, seed_faults());

@@ -30,12 +30,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, order, Violation, ELECTION, LIVENESS, SELF_FENCING};
 use crate::api::{ELECTION_RUN, ELECTION_STOP};
+use crate::checker::{completed, order, Violation, ELECTION, LIVENESS, SELF_FENCING};
 use crate::history::{Api, Event, EventKind, Millis, Op, Role, WriteResult};
 use crate::stats::reigns;
 
-use super::MAX_REPORTED;
+use crate::checker::MAX_REPORTED;
 
 /// `self-fencing` for an election whose leaders demote themselves at their
 /// lease's local deadline ([`Demotion::AtDeadline`]): no two nodes believe
@@ -497,7 +497,7 @@ pub fn check(events: &[Event], election: &str, resource: &str, self_fencing: boo
             ),
         ));
     }
-    super::capped(out, ELECTION)
+    crate::checker::capped(out, ELECTION)
 }
 
 #[cfg(test)]

@@ -44,9 +44,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::lease_views::Allowance;
-use super::{Violation, ELECTION_VIEWS};
 use crate::api::{ELECTION_RUN, ELECTION_STOP};
+use crate::checker::lease_views::Allowance;
+use crate::checker::{Violation, ELECTION_VIEWS};
 use crate::history::{Event, Millis, Op, Published};
 
 /// What every node was built with.
@@ -110,7 +110,7 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
         (lease_ns.saturating_sub(allowance) / 1000) as u64
     };
     let demotion = if built.at_deadline { "AtDeadline" } else { "OnRenewTick" };
-    let pauses = super::interruptions(events);
+    let pauses = crate::checker::interruptions(events);
     let disturbed = |process: &str, from: Millis, to: Millis| {
         built.faults.iter().any(|&(s, e)| s <= to && e >= from)
             || pauses.iter().any(|&(p, s, e)| p == process && s <= to && e >= from)
@@ -198,7 +198,8 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                 // before this view: its recorder could not look earlier.
                 let frozen_since = |since: Millis| {
                     let frozen = |s: Millis, end: Millis| s <= e.time && end + 3 >= e.time && end >= since;
-                    built.freezes.iter().any(|&(s, end)| frozen(s, end)) || super::paused(events, &e.process, frozen)
+                    built.freezes.iter().any(|&(s, end)| frozen(s, end))
+                        || crate::checker::paused(events, &e.process, frozen)
                 };
                 if name != built.name {
                     why.push(format!("name() is {name:?}, not {:?}", built.name));
