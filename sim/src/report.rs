@@ -123,7 +123,7 @@ pub struct Report {
     /// Speed benchmark, if the benchmark scenario is implemented.
     pub benchmark: Option<Benchmark>,
     /// The reference's election figures in simulated time.
-    pub election_figures: Vec<crate::scenarios::election::FigureRow>,
+    pub election_figures: Vec<crate::families::election::FigureRow>,
     /// proptest base seeds of the mutation table (empty: no table).
     pub mutation_seeds: Vec<u64>,
     /// The mutation table: what the property search catches, how fast, how small.
@@ -236,7 +236,7 @@ pub fn write_report(
     let plots = plots(&out.join("plots"), &explorations)?;
     let timelines = timelines(&out.join("timelines"), &mut servers, &explorations)?;
     let bench = benchmark(&mut servers, 20)?;
-    let figures = crate::scenarios::election::figure_rows(&mut servers, 10)?;
+    let figures = crate::families::election::figure_rows(&mut servers, 10)?;
     let mutation_base_seeds: Vec<u64> = (0..mutation_seeds).collect();
     let mutation = if mutation_base_seeds.is_empty() {
         Vec::new()
@@ -465,7 +465,7 @@ fn plots_section(m: &mut String, r: &Report) {
 fn election_figures_section(m: &mut String, r: &Report) {
     if !r.election_figures.is_empty() {
         let _ = writeln!(m, "## The reference's election figures, in simulated time\n");
-        let _ = writeln!(m, "{}\n", crate::scenarios::election::FIGURES_INTRO);
+        let _ = writeln!(m, "{}\n", crate::families::election::FIGURES_INTRO);
         let _ = writeln!(m, "| variant | figure | runs | min | median | max | reference (min / median / max) |");
         let _ = writeln!(m, "|---|---|---:|---:|---:|---:|---|");
         for f in &r.election_figures {

@@ -18,8 +18,6 @@ use crate::history::Millis;
 pub mod acknowledged_writes;
 pub mod configuration;
 pub mod corrupt_state;
-pub mod election;
-pub mod election_views;
 pub mod fencing_tokens;
 pub mod guarded_body;
 pub mod input_validation;

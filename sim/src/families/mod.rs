@@ -3,6 +3,7 @@
 //! situations). Adding a family is a folder here, a line below, and its
 //! rows in the registry (`crate::scenarios`). See ADR 0009.
 
+pub mod election;
 pub mod job_queue;
 pub mod lock;
 pub mod rate_limit;

@@ -12,15 +12,12 @@
 //! trusted if it catches them, and `sim/tests/harness/scenarios.rs` pins seeds that
 //! prove it does.
 
-pub mod election;
-pub mod election_probe;
-
 use crate::api::{
     COUNTER_CHECK, COUNTER_CHECK_AT, ELECTION_RUN, ELECTION_STOP, FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE,
     LOCK_RELEASE, LOG_CHECK, LOG_CHECK_AT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT,
     REDLOCK_EXTEND, REDLOCK_RELEASE,
 };
-use crate::families::{job_queue, lock, rate_limit, redlock};
+use crate::families::{election, job_queue, lock, rate_limit, redlock};
 use crate::family::Runner;
 use crate::history::Api;
 pub use crate::outcome::{outcome_from, Outcome, Situation};

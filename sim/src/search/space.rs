@@ -8,11 +8,11 @@ pub use crate::fault_space::CLIENT_SIDE;
 pub use crate::fault_space::{rng, FaultSpace};
 pub use crate::space::Space;
 
+use crate::families::election::{self, ElectionSpace};
 use crate::families::lock::{self, LockSpace};
 use crate::families::rate_limit::{self, RateLimitSpace};
 use crate::families::redlock::{self, RedlockSpace};
 use crate::nemesis::FaultClass;
-use crate::scenarios::election::{self, ElectionSpace};
 
 /// A lock-family scenario: [`LockSpace::search`] (1–4 clients, TTL
 /// 150–600 ms, holds up to 100–700 ms, 1–3 s of attempts, an optional

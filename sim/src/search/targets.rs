@@ -13,11 +13,11 @@ use super::*;
 use crate::checker::{
     ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
 };
+use crate::families::election::ElectionSpace;
 use crate::families::lock::LockSpace;
 use crate::families::rate_limit::RateLimitSpace;
 use crate::families::redlock::{RedlockShape, RedlockSpace};
 use crate::nemesis::FaultClass;
-use crate::scenarios::election::ElectionSpace;
 
 /// Whether a target is a broken implementation or a limit of a correct one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

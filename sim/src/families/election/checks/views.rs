@@ -42,11 +42,12 @@
 //!   `Demotion::AtDeadline`): a check that says "still leader" past it lets
 //!   a stale leader act.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::lease_views::Allowance;
-use super::{Violation, ELECTION_VIEWS};
 use crate::api::{ELECTION_RUN, ELECTION_STOP};
+use crate::checker::lease_views::Allowance;
+use crate::checker::{Violation, ELECTION_VIEWS};
 use crate::history::{Event, Millis, Op, Published};
 
 /// What every node was built with.
@@ -101,72 +102,109 @@ struct Node {
 
 /// Every disagreement, at most a few per node.
 pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
+    let rules = Rules::new(events, built);
     let mut out = Vec::new();
     let mut nodes: BTreeMap<&str, Node> = BTreeMap::new();
-    let usable_us = {
-        let lease_ns = u128::from(built.lease_ms) * 1_000_000;
-        let allowance = lease_ns * u128::from(built.allowance.per_mille) / 1000
-            + u128::from(built.allowance.constant_ms) * 1_000_000;
-        (lease_ns.saturating_sub(allowance) / 1000) as u64
-    };
-    let demotion = if built.at_deadline { "AtDeadline" } else { "OnRenewTick" };
-    let pauses = super::interruptions(events);
-    let disturbed = |process: &str, from: Millis, to: Millis| {
-        built.faults.iter().any(|&(s, e)| s <= to && e >= from)
-            || pauses.iter().any(|&(p, s, e)| p == process && s <= to && e >= from)
-    };
     for e in events {
         let node = nodes.entry(e.process.as_str()).or_default();
-        let wrong =
-            |why: String| Violation::new(ELECTION_VIEWS, Some(e.time), format!("{} at {}ms: {why}", e.process, e.time));
+        node.track_calls(e);
+        if let Some(why) = rules.event(node, e) {
+            out.push(Violation::new(ELECTION_VIEWS, Some(e.time), format!("{} at {}ms: {why}", e.process, e.time)));
+        }
+    }
+    for (process, n) in &nodes {
+        let why = rules.node_summary(n);
+        if !why.is_empty() {
+            out.push(Violation::new(ELECTION_VIEWS, None, format!("{process}: {}", why.join("; "))));
+        }
+    }
+    out
+}
+
+impl Node {
+    /// Notes the node's `run()` and `stop()` calls and when they completed.
+    fn track_calls(&mut self, e: &Event) {
         if e.api == Some(ELECTION_RUN) {
-            node.run_id = Some(e.op_id.0);
+            self.run_id = Some(e.op_id.0);
         } else if e.api == Some(ELECTION_STOP) {
-            node.stop_id = Some(e.op_id.0);
+            self.stop_id = Some(e.op_id.0);
         }
         if e.kind != crate::history::EventKind::Invoke {
-            if node.run_id == Some(e.op_id.0) {
-                node.run_done = Some(e.time);
+            if self.run_id == Some(e.op_id.0) {
+                self.run_done = Some(e.time);
             }
-            if node.stop_id == Some(e.op_id.0) {
-                node.stop_done = Some(e.time);
+            if self.stop_id == Some(e.op_id.0) {
+                self.stop_done = Some(e.time);
             }
         }
+    }
+}
+
+/// One recorded [`Op::ElectionView`], borrowed.
+struct View<'e> {
+    name: &'e str,
+    is_leader: bool,
+    epoch: Option<u64>,
+    /// `(epoch, sent µs, deadline µs)`.
+    lease: Option<(u64, u64, u64)>,
+    published: Published,
+    accessors: (bool, Option<u64>, Option<u64>),
+    demotion_reason: Option<&'e str>,
+}
+
+/// What the views are judged against: the configuration, the lease's
+/// usable span, and the spans in which a node could not look.
+struct Rules<'a> {
+    events: &'a [Event],
+    built: Built<'a>,
+    /// `lease − drift`, µs.
+    usable_us: u64,
+    /// The demotion the nodes were built with, as they report it.
+    demotion: &'static str,
+    /// Every process's pauses.
+    pauses: Vec<(&'a str, Millis, Millis)>,
+}
+
+impl<'a> Rules<'a> {
+    fn new(events: &'a [Event], built: Built<'a>) -> Rules<'a> {
+        let usable_us = {
+            let lease_ns = u128::from(built.lease_ms) * 1_000_000;
+            let allowance = lease_ns * u128::from(built.allowance.per_mille) / 1000
+                + u128::from(built.allowance.constant_ms) * 1_000_000;
+            (lease_ns.saturating_sub(allowance) / 1000) as u64
+        };
+        let demotion = if built.at_deadline { "AtDeadline" } else { "OnRenewTick" };
+        let pauses = crate::checker::interruptions(events);
+        Rules { events, built, usable_us, demotion, pauses }
+    }
+
+    /// Whether a fault, or a pause of `process`, touched `[from, to]`.
+    fn disturbed(&self, process: &str, from: Millis, to: Millis) -> bool {
+        self.built.faults.iter().any(|&(s, e)| s <= to && e >= from)
+            || self.pauses.iter().any(|&(p, s, e)| p == process && s <= to && e >= from)
+    }
+
+    /// Whether the node was frozen (a client pause, a stall) in a span that
+    /// reached past `since` and ended at most 3 ms before the view `e`: its
+    /// recorder could not look earlier.
+    fn frozen_since(&self, e: &Event, since: Millis) -> bool {
+        let frozen = |s: Millis, end: Millis| s <= e.time && end + 3 >= e.time && end >= since;
+        self.built.freezes.iter().any(|&(s, end)| frozen(s, end))
+            || crate::checker::paused(self.events, &e.process, frozen)
+    }
+
+    /// What is wrong with event `e` of `node`, if anything.
+    fn event(&self, node: &mut Node, e: &Event) -> Option<String> {
         match &e.op {
             Op::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion: d } => {
                 let reported = (name.as_str(), *lease_ms, *renew_ms, *campaign_ms, d.as_str());
-                let expected = (built.name, built.lease_ms, built.renew_ms, built.campaign_ms, demotion);
-                if reported != expected {
-                    out.push(wrong(format!("the election reports (name, lease, renew, campaign, demotion) = {reported:?}; it was built with {expected:?}")));
-                }
+                let built = self.built;
+                let expected = (built.name, built.lease_ms, built.renew_ms, built.campaign_ms, self.demotion);
+                (reported != expected).then(|| format!("the election reports (name, lease, renew, campaign, demotion) = {reported:?}; it was built with {expected:?}"))
             }
-            Op::ElectionCallback { elected: true, epoch, .. } => {
-                // stop() sets its flag before it awaits anything, and run()
-                // looks at it between a campaign's reply and the election:
-                // a campaign that wins after stop() was called is handed
-                // back, never led on.
-                if node.stop_id.is_some() {
-                    out.push(wrong(format!(
-                        "on_elected({epoch}) ran after stop() was called: a campaign won while stopping must be handed back, not led on"
-                    )));
-                }
-                node.elected_calls.entry(*epoch).or_default().push(e.time);
-                node.callbacks.entry(*epoch).or_default().push((e.time, true));
-            }
+            Op::ElectionCallback { elected: true, epoch, .. } => Self::elected(node, *epoch, e.time),
             Op::ElectionCallback { elected: false, epoch, deadline_reached } => {
-                // Elected and demoted for its deadline in the same instant:
-                // the term began on a lease already past its deadline (a
-                // trusted lease's deadline is at least a timer tick away,
-                // and nothing awaits between the campaign's reply and the
-                // election). Self-fencing never leads on such a lease.
-                let same_instant = node.elected_calls.get(epoch).is_some_and(|ts| ts.last() == Some(&e.time));
-                if built.at_deadline && *deadline_reached && same_instant {
-                    out.push(wrong(format!(
-                        "epoch {epoch} was elected and demoted for DeadlineReached in the same instant: its campaign's lease was already past its deadline (hand it back, never lead on it)"
-                    )));
-                }
-                node.demoted_calls.entry(*epoch).or_default().push(e.time);
-                node.callbacks.entry(*epoch).or_default().push((e.time, false));
+                self.demoted(node, *epoch, *deadline_reached, e.time)
             }
             Op::SubscriberView { published, received, notified } => {
                 let what = if received == published {
@@ -174,183 +212,280 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                 } else {
                     format!("holds {received:?}")
                 };
-                out.push(wrong(format!(
+                Some(format!(
                     "a subscribe() receiver {what} (notified: {notified}) while leadership() publishes {published:?}"
-                )));
+                ))
             }
-            Op::EpochCheck { epoch: Some(epoch) } if built.at_deadline => {
-                if let Some((l, deadline_us)) = node.lease.filter(|(l, _)| l == epoch) {
-                    if e.time * 1000 >= deadline_us {
-                        out.push(wrong(format!(
-                            "epoch() answered Some({l}) at {}µs, past its lease's deadline at {deadline_us}µs",
-                            e.time * 1000
-                        )));
-                    }
-                }
+            Op::EpochCheck { epoch: Some(epoch) } if self.built.at_deadline => {
+                let (l, deadline_us) = node.lease.filter(|(l, _)| l == epoch)?;
+                (e.time * 1000 >= deadline_us).then(|| {
+                    format!(
+                        "epoch() answered Some({l}) at {}µs, past its lease's deadline at {deadline_us}µs",
+                        e.time * 1000
+                    )
+                })
             }
             Op::ElectionView { name, is_leader, epoch, lease, published, accessors, demotion_reason } => {
-                let previous_lease = std::mem::replace(&mut node.lease, lease.map(|(l, _, d)| (l, d)));
-                let previous_published = node.last_published.replace(*published);
-                let t_us = e.time * 1000;
-                let mut why = Vec::new();
-                // Whether the node was frozen (a client pause, a stall) in a
-                // span that reached past `since` and ended at most 3 ms
-                // before this view: its recorder could not look earlier.
-                let frozen_since = |since: Millis| {
-                    let frozen = |s: Millis, end: Millis| s <= e.time && end + 3 >= e.time && end >= since;
-                    built.freezes.iter().any(|&(s, end)| frozen(s, end)) || super::paused(events, &e.process, frozen)
+                let view = View {
+                    name,
+                    is_leader: *is_leader,
+                    epoch: *epoch,
+                    lease: *lease,
+                    published: *published,
+                    accessors: *accessors,
+                    demotion_reason: demotion_reason.as_deref(),
                 };
-                if name != built.name {
-                    why.push(format!("name() is {name:?}, not {:?}", built.name));
-                }
-                if *is_leader != epoch.is_some() {
-                    why.push(format!("is_leader() is {is_leader} while epoch() is {epoch:?}"));
-                }
-                let expected = match published {
-                    Published::Leader { epoch, .. } => (true, Some(*epoch), None),
-                    Published::Follower { demoted } | Published::Stopped { demoted } => (false, None, *demoted),
-                };
-                if *accessors != expected {
-                    why.push(format!(
-                        "Leadership's accessors say (is_leader, epoch, last demotion) = {accessors:?} of {published:?}"
+                let why = self.view(node, e, &view);
+                (!why.is_empty()).then(|| why.join("; "))
+            }
+            _ => None,
+        }
+    }
+
+    /// `on_elected(epoch)` at `time`.
+    fn elected(node: &mut Node, epoch: u64, time: Millis) -> Option<String> {
+        node.elected_calls.entry(epoch).or_default().push(time);
+        node.callbacks.entry(epoch).or_default().push((time, true));
+        // stop() sets its flag before it awaits anything, and run()
+        // looks at it between a campaign's reply and the election:
+        // a campaign that wins after stop() was called is handed
+        // back, never led on.
+        node.stop_id.is_some().then(|| {
+            format!(
+                "on_elected({epoch}) ran after stop() was called: a campaign won while stopping must be handed back, not led on"
+            )
+        })
+    }
+
+    /// `on_demoted(epoch)` at `time`.
+    fn demoted(&self, node: &mut Node, epoch: u64, deadline_reached: bool, time: Millis) -> Option<String> {
+        // Elected and demoted for its deadline in the same instant:
+        // the term began on a lease already past its deadline (a
+        // trusted lease's deadline is at least a timer tick away,
+        // and nothing awaits between the campaign's reply and the
+        // election). Self-fencing never leads on such a lease.
+        let same_instant = node.elected_calls.get(&epoch).is_some_and(|ts| ts.last() == Some(&time));
+        node.demoted_calls.entry(epoch).or_default().push(time);
+        node.callbacks.entry(epoch).or_default().push((time, false));
+        (self.built.at_deadline && deadline_reached && same_instant).then(|| {
+            format!(
+                "epoch {epoch} was elected and demoted for DeadlineReached in the same instant: its campaign's lease was already past its deadline (hand it back, never lead on it)"
+            )
+        })
+    }
+
+    /// Everything wrong with one recorded view of `node`.
+    fn view(&self, node: &mut Node, e: &Event, v: &View<'_>) -> Vec<String> {
+        let previous_lease = std::mem::replace(&mut node.lease, v.lease.map(|(l, _, d)| (l, d)));
+        let previous_published = node.last_published.replace(v.published);
+        let mut why = self.accessors(v);
+        why.extend(self.deadline_reason(e, v, previous_published, previous_lease));
+        why.extend(self.kept_past_deadline(e, previous_published, previous_lease));
+        why.extend(self.lease_deadline(v));
+        why.extend(self.renewal_cadence(node, e, v));
+        why.extend(self.published_lease(node, e, v));
+        why.extend(self.epoch(e, v));
+        why
+    }
+
+    /// The accessors agree with each other and with the configuration.
+    fn accessors(&self, v: &View<'_>) -> Vec<String> {
+        let mut why = Vec::new();
+        if v.name != self.built.name {
+            why.push(format!("name() is {:?}, not {:?}", v.name, self.built.name));
+        }
+        if v.is_leader != v.epoch.is_some() {
+            why.push(format!("is_leader() is {} while epoch() is {:?}", v.is_leader, v.epoch));
+        }
+        let expected = match v.published {
+            Published::Leader { epoch, .. } => (true, Some(epoch), None),
+            Published::Follower { demoted } | Published::Stopped { demoted } => (false, None, demoted),
+        };
+        if v.accessors != expected {
+            why.push(format!(
+                "Leadership's accessors say (is_leader, epoch, last demotion) = {:?} of {:?}",
+                v.accessors, v.published
+            ));
+        }
+        // `OnRenewTick` promises to demote only when a renewal fails
+        // (or on stop): never on a timer.
+        if !self.built.at_deadline && v.demotion_reason == Some("deadline-reached") {
+            why.push(
+                "under OnRenewTick a term ended for DeadlineReached: it may end only when a renewal fails".to_string(),
+            );
+        }
+        why
+    }
+
+    /// A term ended "for its deadline" ends at or after it: a demotion
+    /// reported as DeadlineReached while the lease the node last published
+    /// for that epoch was still trusted names the wrong reason (a refusal
+    /// or an error taken for the clock), and with it whether the lease is
+    /// handed back.
+    fn deadline_reason(
+        &self,
+        e: &Event,
+        v: &View<'_>,
+        previous_published: Option<Published>,
+        previous_lease: Option<(u64, u64)>,
+    ) -> Option<String> {
+        let t_us = e.time * 1000;
+        let (Some("deadline-reached"), Some(Published::Leader { epoch: p, .. }), Some((l, deadline_us))) =
+            (v.demotion_reason, previous_published, previous_lease)
+        else {
+            return None;
+        };
+        let demoted = match v.published {
+            Published::Follower { demoted } | Published::Stopped { demoted } => demoted,
+            Published::Leader { .. } => None,
+        };
+        (l == p && demoted == Some(l) && t_us + 1000 < deadline_us).then(|| {
+            format!("epoch {l} ended for DeadlineReached at {t_us}µs, but its lease was trusted until {deadline_us}µs")
+        })
+    }
+
+    /// Under self-fencing the run loop wakes at the deadline and steps
+    /// down. Views are recorded when they change, so the previous view held
+    /// until this one: if it published a term whose lease's deadline passed
+    /// 3 ms before this view, the term was never ended on time (kept, or
+    /// revived by a late renewal). A node frozen in that span (a client
+    /// pause, a stall) gets 3 ms after it resumes; a held request or a
+    /// partition freezes nothing: the timer fires regardless.
+    fn kept_past_deadline(
+        &self,
+        e: &Event,
+        previous_published: Option<Published>,
+        previous_lease: Option<(u64, u64)>,
+    ) -> Option<String> {
+        let t_us = e.time * 1000;
+        let (true, Some(Published::Leader { epoch: p, .. }), Some((l, deadline_us))) =
+            (self.built.at_deadline, previous_published, previous_lease)
+        else {
+            return None;
+        };
+        let excused = self.frozen_since(e, deadline_us / 1000);
+        (l == p && t_us >= deadline_us + 3000 && !excused && e.time <= self.built.sampled_until).then(|| {
+            format!("epoch {p} stayed published as leader until {t_us}µs, past its lease's deadline at {deadline_us}µs")
+        })
+    }
+
+    /// `leader_lease()`'s deadline is its send instant plus `lease − drift`.
+    fn lease_deadline(&self, v: &View<'_>) -> Option<String> {
+        let (_, sent_us, deadline_us) = v.lease?;
+        (deadline_us.abs_diff(sent_us + self.usable_us) > 1).then(|| {
+            format!(
+                "leader_lease() ends at {deadline_us}µs for a renewal sent at {sent_us}µs; send + lease − drift is {}µs",
+                sent_us + self.usable_us
+            )
+        })
+    }
+
+    /// Renewals keep their cadence: the next renewal of a term is sent
+    /// `renew_interval` after the previous one was sent, unless that one's
+    /// reply came later, or a fault or a pause came in between.
+    fn renewal_cadence(&self, node: &mut Node, e: &Event, v: &View<'_>) -> Option<String> {
+        let (l, sent_us, _) = v.lease?;
+        let mut why = None;
+        match node.renewal {
+            Some((prev_epoch, prev_sent, seen)) if prev_epoch == l && prev_sent != sent_us => {
+                let renew_us = self.built.renew_ms * 1000;
+                let due = prev_sent + renew_us;
+                let calm = !self.disturbed(e.process.as_str(), prev_sent / 1000, sent_us / 1000);
+                if sent_us < due {
+                    why = Some(format!("a renewal of epoch {l} was sent at {sent_us}µs, before it was due at {due}µs"));
+                } else if calm && seen * 1000 < due && sent_us != due {
+                    why = Some(format!(
+                        "a renewal of epoch {l} was sent at {sent_us}µs; the one before was sent at {prev_sent}µs and answered by {}µs, so this one was due at {due}µs",
+                        seen * 1000
                     ));
-                }
-                // `OnRenewTick` promises to demote only when a renewal fails
-                // (or on stop): never on a timer.
-                if !built.at_deadline && demotion_reason.as_deref() == Some("deadline-reached") {
-                    why.push(
-                        "under OnRenewTick a term ended for DeadlineReached: it may end only when a renewal fails"
-                            .to_string(),
-                    );
-                }
-                // A term ended "for its deadline" ends at or after it: a
-                // demotion reported as DeadlineReached while the lease the
-                // node last published for that epoch was still trusted
-                // names the wrong reason (a refusal or an error taken for
-                // the clock), and with it whether the lease is handed back.
-                if let (Some("deadline-reached"), Some(Published::Leader { epoch: p, .. }), Some((l, deadline_us))) =
-                    (demotion_reason.as_deref(), previous_published, previous_lease)
-                {
-                    let demoted = match published {
-                        Published::Follower { demoted } | Published::Stopped { demoted } => *demoted,
-                        Published::Leader { .. } => None,
-                    };
-                    if l == p && demoted == Some(l) && t_us + 1000 < deadline_us {
-                        why.push(format!(
-                            "epoch {l} ended for DeadlineReached at {t_us}µs, but its lease was trusted until {deadline_us}µs"
-                        ));
-                    }
-                }
-                // Under self-fencing the run loop wakes at the deadline and
-                // steps down. Views are recorded when they change, so the
-                // previous view held until this one: if it published a term
-                // whose lease's deadline passed 3 ms before this view, the
-                // term was never ended on time (kept, or revived by a late
-                // renewal). A node frozen in that span (a client pause, a
-                // stall) gets 3 ms after it resumes; a held request or a
-                // partition freezes nothing: the timer fires regardless.
-                if let (true, Some(Published::Leader { epoch: p, .. }), Some((l, deadline_us))) =
-                    (built.at_deadline, previous_published, previous_lease)
-                {
-                    let excused = frozen_since(deadline_us / 1000);
-                    if l == p && t_us >= deadline_us + 3000 && !excused && e.time <= built.sampled_until {
-                        why.push(format!(
-                            "epoch {p} stayed published as leader until {t_us}µs, past its lease's deadline at {deadline_us}µs"
-                        ));
-                    }
-                }
-                if let Some((_, sent_us, deadline_us)) = lease {
-                    if deadline_us.abs_diff(sent_us + usable_us) > 1 {
-                        why.push(format!(
-                            "leader_lease() ends at {deadline_us}µs for a renewal sent at {sent_us}µs; send + lease − drift is {}µs",
-                            sent_us + usable_us
-                        ));
-                    }
-                }
-                if let Some((l, sent_us, _)) = lease {
-                    match node.renewal {
-                        Some((prev_epoch, prev_sent, seen)) if prev_epoch == *l && prev_sent != *sent_us => {
-                            let renew_us = built.renew_ms * 1000;
-                            let due = prev_sent + renew_us;
-                            let calm = !disturbed(e.process.as_str(), prev_sent / 1000, sent_us / 1000);
-                            if *sent_us < due {
-                                why.push(format!(
-                                    "a renewal of epoch {l} was sent at {sent_us}µs, before it was due at {due}µs"
-                                ));
-                            } else if calm && seen * 1000 < due && *sent_us != due {
-                                why.push(format!(
-                                    "a renewal of epoch {l} was sent at {sent_us}µs; the one before was sent at {prev_sent}µs and answered by {}µs, so this one was due at {due}µs",
-                                    seen * 1000
-                                ));
-                            }
-                        }
-                        _ => {}
-                    }
-                    if node.renewal.is_none_or(|(pe, ps, _)| pe != *l || ps != *sent_us) {
-                        node.renewal = Some((*l, *sent_us, e.time));
-                    }
-                }
-                let lease_epoch = lease.map(|l| l.0);
-                match published {
-                    Published::Leader { epoch: p, elected_at_ms } => {
-                        if lease_epoch != Some(*p) {
-                            why.push(format!(
-                                "leadership() is Leader {{ epoch: {p} }} while leader_lease() is {lease:?}"
-                            ));
-                        }
-                        // The first view of a term comes right after its
-                        // publication, unless the node froze in between (a
-                        // stall right after `on_elected`): then both rules
-                        // below would judge the freeze, not the library.
-                        if !node.published.contains_key(p) && frozen_since(*elected_at_ms) {
-                            node.published.insert(*p, e.time);
-                        } else if !node.published.contains_key(p) {
-                            node.published.insert(*p, e.time);
-                            if let Some((_, _, deadline_us)) = lease.filter(|l| l.0 == *p && built.at_deadline) {
-                                if deadline_us <= t_us {
-                                    why.push(format!(
-                                        "epoch {p} was first published as leader at {t_us}µs on a lease whose deadline had passed at {deadline_us}µs"
-                                    ));
-                                }
-                            }
-                            if *elected_at_ms > e.time || e.time - elected_at_ms > 2 {
-                                why.push(format!(
-                                    "epoch {p} was first published at {}ms with elected_at = {elected_at_ms}ms",
-                                    e.time
-                                ));
-                            }
-                        }
-                    }
-                    Published::Follower { demoted } | Published::Stopped { demoted } => {
-                        if lease.is_some() {
-                            why.push(format!("leadership() is {published:?} while leader_lease() is {lease:?}"));
-                        }
-                        if let Some(d) = demoted {
-                            node.demoted.entry(*d).or_insert(e.time);
-                        }
-                    }
-                }
-                let should = match (built.at_deadline, lease, published) {
-                    (true, Some((l, _, deadline_us)), Published::Leader { epoch: p, .. }) if l == p => {
-                        (t_us < *deadline_us).then_some(*l)
-                    }
-                    (true, ..) => None,
-                    (false, ..) => lease_epoch,
-                };
-                if *epoch != should {
-                    why.push(match (built.at_deadline, lease) {
-                        (true, Some((_, _, d))) => format!("epoch() is {epoch:?} at {t_us}µs with the lease's deadline at {d}µs; it must be {should:?}"),
-                        _ => format!("epoch() is {epoch:?} while leader_lease() is {lease:?}; it must be {should:?}"),
-                    });
-                }
-                if !why.is_empty() {
-                    out.push(wrong(why.join("; ")));
                 }
             }
             _ => {}
         }
+        if node.renewal.is_none_or(|(pe, ps, _)| pe != l || ps != sent_us) {
+            node.renewal = Some((l, sent_us, e.time));
+        }
+        why
     }
-    for (process, n) in &nodes {
+
+    /// A published leader holds its lease, first seen when it was elected
+    /// and not on a lease past its deadline; a follower or stopped node
+    /// holds none.
+    fn published_lease(&self, node: &mut Node, e: &Event, v: &View<'_>) -> Vec<String> {
+        let t_us = e.time * 1000;
+        let lease = v.lease;
+        let lease_epoch = lease.map(|l| l.0);
+        let mut why = Vec::new();
+        match v.published {
+            Published::Leader { epoch: p, elected_at_ms } => {
+                if lease_epoch != Some(p) {
+                    why.push(format!("leadership() is Leader {{ epoch: {p} }} while leader_lease() is {lease:?}"));
+                }
+                // The first view of a term comes right after its
+                // publication, unless the node froze in between (a
+                // stall right after `on_elected`): then both rules
+                // below would judge the freeze, not the library.
+                if let Entry::Vacant(first) = node.published.entry(p) {
+                    first.insert(e.time);
+                    if self.frozen_since(e, elected_at_ms) {
+                        return why;
+                    }
+                    if let Some((_, _, deadline_us)) = lease.filter(|l| l.0 == p && self.built.at_deadline) {
+                        if deadline_us <= t_us {
+                            why.push(format!(
+                                "epoch {p} was first published as leader at {t_us}µs on a lease whose deadline had passed at {deadline_us}µs"
+                            ));
+                        }
+                    }
+                    if elected_at_ms > e.time || e.time - elected_at_ms > 2 {
+                        why.push(format!(
+                            "epoch {p} was first published at {}ms with elected_at = {elected_at_ms}ms",
+                            e.time
+                        ));
+                    }
+                }
+            }
+            Published::Follower { demoted } | Published::Stopped { demoted } => {
+                if lease.is_some() {
+                    why.push(format!("leadership() is {:?} while leader_lease() is {lease:?}", v.published));
+                }
+                if let Some(d) = demoted {
+                    node.demoted.entry(d).or_insert(e.time);
+                }
+            }
+        }
+        why
+    }
+
+    /// `epoch()`: under `AtDeadline`, `Some(e)` exactly while the published
+    /// leader's lease is `e`'s and its deadline is ahead; under
+    /// `OnRenewTick`, the lease's.
+    fn epoch(&self, e: &Event, v: &View<'_>) -> Option<String> {
+        let t_us = e.time * 1000;
+        let lease = v.lease;
+        let lease_epoch = lease.map(|l| l.0);
+        let should = match (self.built.at_deadline, lease, v.published) {
+            (true, Some((l, _, deadline_us)), Published::Leader { epoch: p, .. }) if l == p => {
+                (t_us < deadline_us).then_some(l)
+            }
+            (true, ..) => None,
+            (false, ..) => lease_epoch,
+        };
+        (v.epoch != should).then(|| match (self.built.at_deadline, lease) {
+            (true, Some((_, _, d))) => {
+                format!(
+                    "epoch() is {:?} at {t_us}µs with the lease's deadline at {d}µs; it must be {should:?}",
+                    v.epoch
+                )
+            }
+            _ => format!("epoch() is {:?} while leader_lease() is {lease:?}; it must be {should:?}", v.epoch),
+        })
+    }
+
+    /// What is wrong with a node's whole run: callbacks against published
+    /// terms, and how it stopped.
+    fn node_summary(&self, n: &Node) -> Vec<String> {
+        let built = self.built;
         let published: BTreeSet<u64> = n.published.keys().copied().collect();
         // A term that began and ended within one millisecond (elected on
         // resuming from a pause, demoted by its first renewal) may never be
@@ -389,21 +524,26 @@ pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
                 ));
             }
         }
-        match (n.run_id, n.stop_done, n.run_done) {
-            (Some(_), Some(stop), Some(run)) if stop < run => {
-                why.push(format!("stop() returned at {stop}ms, before run() finished at {run}ms"))
-            }
-            (Some(_), Some(stop), None) => why.push(format!("stop() returned at {stop}ms while run() never finished")),
-            _ => {}
-        }
-        if n.stop_done.is_some() && !matches!(n.last_published, Some(Published::Stopped { .. })) {
-            why.push(format!("stopped, but leadership() last said {:?}", n.last_published));
-        }
-        if !why.is_empty() {
-            out.push(Violation::new(ELECTION_VIEWS, None, format!("{process}: {}", why.join("; "))));
-        }
+        why.extend(stopped(n));
+        why
     }
-    out
+}
+
+/// `stop()` returns only once `run()` has finished, and a stopped node
+/// says so.
+fn stopped(n: &Node) -> Vec<String> {
+    let mut why = Vec::new();
+    match (n.run_id, n.stop_done, n.run_done) {
+        (Some(_), Some(stop), Some(run)) if stop < run => {
+            why.push(format!("stop() returned at {stop}ms, before run() finished at {run}ms"))
+        }
+        (Some(_), Some(stop), None) => why.push(format!("stop() returned at {stop}ms while run() never finished")),
+        _ => {}
+    }
+    if n.stop_done.is_some() && !matches!(n.last_published, Some(Published::Stopped { .. })) {
+        why.push(format!("stopped, but leadership() last said {:?}", n.last_published));
+    }
+    why
 }
 
 /// Where one node's callbacks for `epoch` (in the order they ran) do not

@@ -490,7 +490,7 @@ fn role(leader: bool) -> String {
 /// campaign), `None` when the read fails.
 async fn counter(actor: &Actor, node: usize, name: &str) -> Option<u64> {
     let mut conn = actor.connection(node);
-    let fence = super::election::keys_of(actor, name).1;
+    let fence = super::node::keys_of(actor, name).1;
     let value: Option<u64> = redis::cmd("GET").arg(fence).query_async(&mut conn).await.ok()?;
     Some(value.unwrap_or(0))
 }
@@ -516,7 +516,7 @@ async fn old_lease(actor: &Actor, node: usize, name: &str, old: u64) -> Option<S
 
 /// The key an election on `name` keeps its lease at.
 fn key(actor: &Actor, name: &str) -> String {
-    super::election::keys_of(actor, name).0
+    super::node::keys_of(actor, name).0
 }
 
 /// Sleeps until simulated time `at` (at once if it has passed).

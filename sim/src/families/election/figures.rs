@@ -1,0 +1,179 @@
+//! The reference's three election figures (cases 25, 26, 27: hand-over,
+//! failover, split-brain window) measured in simulated time, for
+//! `rp-sim report`.
+
+use core::time::Duration;
+use serde::Serialize;
+
+use super::aimed::Aimed;
+use super::checks::terms;
+use super::markers::Marker;
+use super::plan::{ElectionPlan, LeaderStall};
+use super::run::{measure, run_plan};
+use super::{Variant, CAMPAIGN_MS, ELECTION_NAME, LEASE_MS, RENEW_MS, RESOURCE};
+use crate::history::Op;
+use crate::history::WriteResult;
+use crate::nemesis::Schedule;
+use crate::servers::{Servers, SetupError};
+use crate::stats::{self, Histograms};
+use crate::world::WorldConfig;
+
+/// Introduction printed above the figures table.
+pub const FIGURES_INTRO: &str = "Two nodes, the reference's settings (lease 400 ms, renew 100 ms, campaign 25 ms), \
+1 ms one-way links, no nemesis; node-0 leads, then at 1000 + 7k ms (k = 0..runs, so the fault \
+falls at every phase of the renew cycle) it either calls stop() (clean hand-over, case 25), \
+freezes for 5000 ms (failover, case 26), or freezes for 1500 ms (split-brain window, case 27). \
+The split-brain window is how long both nodes believed they led: under self-fencing \
+(`election`) the stalled leader stops believing at its lease's local deadline, before anyone \
+else can be elected, so there is none; under the reference's renew-tick demotion \
+(`election-renew-only`) it believes until its first renewal after the stall is refused. \
+In both, the stalled leader's late write carries the old epoch and the fenced store refuses it. \
+The reference bounds failover between ttl - renew and ttl + campaign (300..425 ms here): the \
+reference's own runs stalled right after a renewal, hence its narrow 406..415 ms.";
+
+/// One row of the figures table.
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureRow {
+    /// `election` or `election-renew-only`.
+    pub variant: String,
+    /// Which figure.
+    pub figure: String,
+    /// Runs measured.
+    pub runs: u64,
+    /// Smallest (ms); `None` if no run produced the figure.
+    pub min: Option<u64>,
+    /// Median (ms).
+    pub median: Option<u64>,
+    /// Largest (ms).
+    pub max: Option<u64>,
+    /// Every run's value (ms; 0 = none), in run order.
+    pub values: Vec<u64>,
+    /// The reference's figure.
+    pub reference: String,
+    /// Stale writes refused by the fenced store, over all runs (case 27 only).
+    pub stale_writes_refused: u64,
+    /// `election` checker violations over all runs (must be 0).
+    pub violations: u64,
+}
+
+/// Which of the three figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Case 25: `stop()` on the leader; time until the other leads.
+    HandOver,
+    /// Case 26: the leader stalls 5 s; time until the other leads.
+    Failover,
+    /// Case 27: the leader stalls 1.5 s; how long both believed they led.
+    SplitBrain,
+}
+
+impl Figure {
+    fn label(self) -> &'static str {
+        match self {
+            Figure::HandOver => "clean hand-over (case 25)",
+            Figure::Failover => "failover, stall 5000 ms (case 26)",
+            Figure::SplitBrain => "split-brain window, stall 1500 ms (case 27)",
+        }
+    }
+
+    fn reference(self) -> &'static str {
+        match self {
+            Figure::HandOver => "25 / 26 / 28 ms",
+            Figure::Failover => "406 / 410 / 415 ms",
+            Figure::SplitBrain => "1091 / 1192 / 1198 ms",
+        }
+    }
+}
+
+/// The measurement of one figure run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FigureRun {
+    /// The figure's value in simulated ms (0 when there is no window).
+    pub value: Option<u64>,
+    /// Stale (lower-epoch) writes the fenced store refused.
+    pub refused: u64,
+    /// Election violations (must be none).
+    pub violations: usize,
+    /// The history digest.
+    pub digest: crate::history::Digest,
+}
+
+/// Runs figure `figure` for `variant`, run number `k`.
+pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u64) -> Result<FigureRun, SetupError> {
+    let at = 1000 + 7 * k;
+    let (stall, stop, end) = match figure {
+        Figure::HandOver => (None, Some(at), at + 600),
+        Figure::Failover => (Some((at, 5000)), None, at + 5500),
+        Figure::SplitBrain => (Some((at, 1500)), None, at + 2000),
+    };
+    let plan = ElectionPlan {
+        nodes: 2,
+        lease_ms: LEASE_MS,
+        renew_ms: RENEW_MS,
+        campaign_ms: CAMPAIGN_MS,
+        length_ms: end,
+        stagger_ms: 10,
+        stall: stall.map(|(at, ms)| LeaderStall { at, ms }),
+        stall_mid_write: false,
+        epoch_base: None,
+        stop_at: stop,
+        slow_first_campaign: false,
+        slow_renewals: None,
+    };
+    let config = WorldConfig::new(k).latency(Duration::from_millis(1), Duration::from_millis(1));
+    let (run, markers) = run_plan(servers, k, variant, &plan, config, Schedule::none(), Aimed::default())?;
+    let events = run.history.events();
+    let mut h = Histograms::new();
+    let (failovers, handovers) = measure(&events, &markers, LEASE_MS, &mut h);
+    let value = match figure {
+        Figure::HandOver => handovers.first().copied(),
+        Figure::Failover => failovers.first().copied(),
+        Figure::SplitBrain => {
+            if markers.iter().any(|m| matches!(m, Marker::Stall { .. })) {
+                Some(stats::record_split_brain(&events, ELECTION_NAME, &mut h).into_iter().max().unwrap_or(0))
+            } else {
+                None
+            }
+        }
+    };
+    let refused =
+        events.iter().filter(|e| matches!(e.op, Op::Write { result: Some(WriteResult::Rejected { .. }), .. })).count()
+            as u64;
+    let violations = terms::check(&events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly).len();
+    Ok(FigureRun { value, refused, violations, digest: run.history.digest() })
+}
+
+/// All six rows (two variants × three figures), `runs` runs each.
+pub fn figure_rows(servers: &mut Servers, runs: u64) -> Result<Vec<FigureRow>, SetupError> {
+    let mut rows = Vec::new();
+    for variant in [Variant::Election, Variant::RenewOnly] {
+        for figure in [Figure::HandOver, Figure::Failover, Figure::SplitBrain] {
+            let mut values = Vec::new();
+            let mut refused = 0;
+            let mut violations = 0;
+            for k in 0..runs {
+                let r = figure_run(servers, variant, figure, k)?;
+                refused += r.refused;
+                violations += r.violations as u64;
+                if let Some(v) = r.value {
+                    values.push(v);
+                }
+            }
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            rows.push(FigureRow {
+                variant: variant.scenario().to_string(),
+                figure: figure.label().to_string(),
+                runs,
+                min: sorted.first().copied(),
+                median: sorted.get(sorted.len() / 2).copied(),
+                max: sorted.last().copied(),
+                values,
+                reference: figure.reference().to_string(),
+                stale_writes_refused: if figure == Figure::SplitBrain { refused } else { 0 },
+                violations,
+            });
+        }
+    }
+    Ok(rows)
+}
