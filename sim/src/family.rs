@@ -243,7 +243,7 @@ impl<F: Family> Runner for F {
     }
 }
 
-/// A family's workloads, with its type erased: what a [`Space`] holds.
+/// A family's workloads, with its type erased: what a [`crate::Space`] holds.
 ///
 /// Each value is a plan (as a [`Workload`]) and the faults its shape
 /// places itself (a client slow from the start, a restart at a fixed

@@ -64,38 +64,37 @@
 //! the nemesis's [`Fault`]s and [`Schedule`]s with the [`FaultSpace`] they are
 //! drawn from, [`Histograms`], [`Plan`]s and the [`Family`] trait for a family
 //! of one's own, and [`explore()`] (one job) or [`explore_with()`] (a shard,
-//! several jobs at once). Five modules stay public because they are
+//! several jobs at once). Six modules stay public because they are
 //! vocabularies or tools rather than single types: [`history`] (the events
 //! and operations a history records), [`checker`] (the built-in invariants,
-//! one module each), [`scenarios`] (the registry and the built-in families),
-//! [`search`] (the property search) and [`cli`] (the `rp-sim` command line).
-//! Every other module is private; their files, for a reader of the source:
+//! one module each), [`families`] (the built-in primitive families, one
+//! folder each), [`scenarios`] (the registry of their variants), [`search`]
+//! (the property search) and [`cli`] (the `rp-sim` command line). Every
+//! other module is private. Dependencies run one way, in the layers of ADR
+//! 0009 (`sim/tests/harness/modules.rs` fails on a cycle); the files, for a
+//! reader of the source, from the bottom up:
 //!
 //! | file | concept |
 //! |---|---|
-//! | `servers.rs` | real redis-server processes with the clock library preloaded; killed on drop, panic and Ctrl-C |
-//! | `placement.rs` | the simulation thread and its servers on one core: a ping-pong costs a context switch, not two wake-ups |
+//! | `time.rs`, `api.rs` | simulated milliseconds; the public library operations a workload calls |
+//! | `nemesis.rs`, `fault_record.rs` | fault schedules as data, each fault with its named undo; a fault as the history records it |
+//! | `history/` | the events and operations of a run, the recorder, the digest |
+//! | `stats.rs`, `determinism.rs`, `error.rs` | HdrHistograms in simulated ms; comparing two histories; why a run could not happen |
 //! | `clock.rs` | the memory-mapped control file of the `LD_PRELOAD` clock library (`sim/clock/rp_clock.c`) |
-//! | `bridge.rs` | a turmoil host per Redis node: simulated TCP in, the real server out, clock pinned per command |
-//! | `net.rs` | client connections over simulated TCP: connect and response timeouts, reconnect layer |
-//! | `pause.rs` | freezing an actor (a process pause): every future it runs, its connection driver included |
-//! | `nemesis.rs` | fault schedules as data; each fault with its named undo |
-//! | `world.rs` | one simulation: servers, bridges, actors, the schedule; the scenarios' API |
-//! | `plan.rs` | a run spelled out (workload + schedule), for replay and shrinking |
-//! | `space.rs` | what a run may draw: the one generator of plans (seeds and the search) |
-//! | `stats.rs` | HdrHistograms in simulated milliseconds |
-//! | `family.rs` | a primitive family: its plan, space, strategy, run, checkers and shrinking hints, behind one trait |
-//! | `explore.rs` | many seeds of one scenario |
-//! | `jobs.rs` | an exploration's seeds on several cores at once (`--jobs`), each job with a pool of its own |
-//! | `shard.rs` | an exploration split across machines (`--shard`, `--out`) and merged (`rp-sim merge`) |
-//! | `mutation.rs` | the search's mutation table (`rp-sim report`) |
-//! | `mutants.rs` | `rp-sim mutants`: mutated library scripts, and which the checkers kill |
-//! | `rust_mutants.rs` | what `cargo mutants` found in the library's Rust code, read back and judged |
-//! | `progress.rs` | progress of long runs on stderr: an `indicatif` bar on a terminal, plain lines otherwise |
-//! | `report.rs` | `rp-sim report`: Markdown + JSON under `reports/` |
-//! | `plot.rs` | SVG charts of the histograms, every variant of a family on one chart (`plotters`) |
-//! | `timeline.rs` | one run as a self-contained HTML page: lanes, operation bars, leases, faults, violations |
-//! | `baseline.rs` | `rp-sim check`: the pinned seed sets against `reports/baseline.json` (timing regressions) |
+//! | `servers.rs`, `placement.rs` | real redis-server processes with the clock library preloaded, killed on drop, panic and Ctrl-C; on one core with the simulation |
+//! | `bridge.rs`, `net.rs`, `pause.rs` | a turmoil host per Redis node; client connections over simulated TCP; freezing an actor |
+//! | `world/` | one simulation: servers, bridges, actors, applying the schedule |
+//! | `checker/` | the built-in invariants, one module each |
+//! | `outcome.rs`, `fault_space.rs`, `family.rs` | what a run produced and the situations it reached; what faults a run may draw; the `Family` trait |
+//! | `probes/` | probes several families share: configuration edges, acknowledged calls |
+//! | `families/` | one folder per primitive family: variants, plan and space, actors, probes, checks, situations |
+//! | `scenarios/` | the registry: every scenario, what it must find, what it declares it reaches |
+//! | `plan.rs`, `space.rs` | a run spelled out (scenario, seed, workload, schedule); the one generator of plans |
+//! | `search/` | the property search: its targets and properties, runner, shrinking, persistence |
+//! | `explore.rs`, `exploration.rs`, `jobs.rs`, `shard.rs` | many seeds of one scenario, what they found, on several cores, across machines |
+//! | `mutation.rs`, `mutants.rs`, `rust_mutants.rs` | the search's mutation table; mutated library scripts; what `cargo mutants` found |
+//! | `progress.rs`, `plot.rs`, `timeline.rs`, `report.rs`, `baseline.rs` | progress on stderr; SVG charts; one run as HTML; `rp-sim report`; `rp-sim check` |
+//! | `cli/` | the `rp-sim` command line, one file per command family |
 #![deny(missing_docs)]
 
 mod api;
@@ -123,7 +122,7 @@ mod pause;
 mod placement;
 mod plan;
 mod plot;
-pub mod probes;
+mod probes;
 mod progress;
 mod report;
 mod rust_mutants;

@@ -342,7 +342,7 @@ pub enum Role {
     Resigned,
 }
 
-/// How a guarded body ended ([`Op::Guarded`]).
+/// How a guarded body ended ([`Op::Guarded`](super::Op::Guarded)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GuardedResult {
     /// The lock was held by someone else; the body did not run.
