@@ -26,7 +26,7 @@ pub enum Variant {
     /// [`NaiveElection`](redis_primitives::naive::NaiveElection): no epoch, unfenced writes.
     NoEpoch,
     /// `election-failover`: [`Election`](redis_primitives::election::Election) on a primary whose replica is
-    /// promoted after a replication cut (`scenarios/lock_failover.rs` has
+    /// promoted after a replication cut (`families/lock/variants/failover.rs` has
     /// the story): epochs are reissued.
     Failover,
     /// `election-failover-acknowledged`: the same, campaigns acknowledged
