@@ -136,6 +136,7 @@ mod time;
 mod timeline;
 mod world;
 
+pub use api::Api;
 pub use baseline::{Baseline, BaselineError, Drift, ScenarioFigures, Tolerance};
 pub use bridge::Execution;
 pub use checker::Violation;
@@ -144,8 +145,9 @@ pub use determinism::{compare_histories, Divergence};
 pub use exploration::{replay_command, Exploration, SeedReport, SeedRun};
 pub use explore::{explore, explore_with, ExploreOptions};
 pub use family::{Family, Runner, Workload, Workloads};
-pub use fault_space::{rng, FaultSpace, WorkloadFault};
-pub use history::{Api, Digest, Event, EventKind, FaultRecord, History, Millis, NamedTarget, NemesisStep, Op, OpId};
+pub use fault_record::{FaultRecord, NamedTarget, NemesisStep};
+pub use fault_space::{rng, FaultSpace, WorkloadFault, CLIENT_SIDE};
+pub use history::{Digest, Event, EventKind, History, Op, OpId};
 pub use jobs::{Jobs, JobsError};
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
@@ -157,6 +159,7 @@ pub use servers::{check_clock_library, clock_library, KeyAtEnd, ServerNode, Serv
 pub use shard::{merge, Shard, ShardError, ShardFile};
 pub use space::Space;
 pub use stats::{Bound, Histograms, Metric, Percentiles, Summary, Unit};
+pub use time::Millis;
 pub use timeline::Timeline;
 pub use world::{
     derive_seed, together, Actor, ActorResult, Process, RestartMode, RunOutcome, SimError, World, WorldConfig,

@@ -41,9 +41,10 @@ use serde::{Deserialize, Serialize};
 pub use self::digest::{digest_events, render_timeline, Digest, Fnv1a};
 pub use self::op::Op;
 pub use self::values::*;
-pub use crate::api::Api;
-pub use crate::fault_record::{FaultRecord, NamedTarget, NemesisStep};
-pub use crate::time::Millis;
+// Also at the crate root, their one public path; here for the crate.
+pub(crate) use crate::api::Api;
+pub(crate) use crate::fault_record::{FaultRecord, NamedTarget, NemesisStep};
+pub(crate) use crate::time::Millis;
 
 /// Pairs an invocation with its completion. Allocated by [`History::invoke`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

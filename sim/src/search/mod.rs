@@ -51,10 +51,12 @@ mod runner;
 pub mod space;
 mod targets;
 
+pub(crate) use crate::fault_space::{rng, FaultSpace, CLIENT_SIDE};
+pub(crate) use crate::space::Space;
 pub use minimize::*;
 pub use persistence::*;
 pub use runner::*;
-pub use space::{rng, FaultSpace, Space, CLIENT_SIDE};
+pub use space::{election, lock, lock_with, rate_limit, redlock};
 pub use targets::*;
 
 #[cfg(test)]

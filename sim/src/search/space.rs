@@ -3,10 +3,8 @@
 //! with a nemesis fault space, built through the one generator
 //! ([`crate::Space`]) that seeds draw from too.
 
-pub use crate::family::Workloads;
-pub use crate::fault_space::CLIENT_SIDE;
-pub use crate::fault_space::{rng, FaultSpace};
-pub use crate::space::Space;
+use crate::fault_space::{FaultSpace, CLIENT_SIDE};
+use crate::space::Space;
 
 use crate::families::election::{self, ElectionSpace};
 use crate::families::lock::{self, LockSpace};
