@@ -156,7 +156,7 @@ impl Baseline {
 
 /// One way a run differs from its baseline.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Drift {
+pub enum Departure {
     /// A violation the baseline does not have.
     NewViolation {
         /// Scenario.
@@ -208,16 +208,16 @@ pub enum Drift {
     },
 }
 
-impl fmt::Display for Drift {
+impl fmt::Display for Departure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Drift::NewViolation { scenario, seed, invariant } => {
+            Departure::NewViolation { scenario, seed, invariant } => {
                 write!(f, "{scenario} seed {seed}: new violation of {invariant} (replay: rp-sim replay --scenario {scenario} --seed {seed})")
             }
-            Drift::LostViolation { scenario, seed, invariant } => {
+            Departure::LostViolation { scenario, seed, invariant } => {
                 write!(f, "{scenario} seed {seed}: no longer violates {invariant} (the harness stopped catching it)")
             }
-            Drift::Moved { scenario, histogram, figure, from, to, unit } => {
+            Departure::Moved { scenario, histogram, figure, from, to, unit } => {
                 let pct = if *from == 0 {
                     String::new()
                 } else {
@@ -225,13 +225,13 @@ impl fmt::Display for Drift {
                 };
                 write!(f, "{scenario} {histogram} {figure}: {from} → {to} {unit}{pct}")
             }
-            Drift::Histogram { scenario, histogram, appeared: true } => {
+            Departure::Histogram { scenario, histogram, appeared: true } => {
                 write!(f, "{scenario}: new histogram {histogram}")
             }
-            Drift::Histogram { scenario, histogram, appeared: false } => {
+            Departure::Histogram { scenario, histogram, appeared: false } => {
                 write!(f, "{scenario}: histogram {histogram} is gone")
             }
-            Drift::Scenario { scenario, what } => write!(f, "{scenario}: {what}"),
+            Departure::Scenario { scenario, what } => write!(f, "{scenario}: {what}"),
         }
     }
 }
@@ -239,22 +239,26 @@ impl fmt::Display for Drift {
 /// Every way `now` differs from `base` beyond `base`'s tolerance, for the
 /// scenarios `now` measured; `expect` says which invariant each broken
 /// variant must keep violating.
-pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<&'static str>) -> Vec<Drift> {
+pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<&'static str>) -> Vec<Departure> {
     let mut out = Vec::new();
     for (name, n) in &now.scenarios {
         let scenario = name.clone();
         let Some(b) = base.scenarios.get(name) else {
-            out.push(Drift::Scenario { scenario, what: "not in the baseline".into() });
+            out.push(Departure::Scenario { scenario, what: "not in the baseline".into() });
             continue;
         };
         if b.seeds != n.seeds {
-            out.push(Drift::Scenario { scenario, what: format!("seed set {:?}, baseline {:?}", n.seeds, b.seeds) });
+            out.push(Departure::Scenario { scenario, what: format!("seed set {:?}, baseline {:?}", n.seeds, b.seeds) });
             continue;
         }
         for (seed, invariants) in &n.violations {
             for inv in invariants {
                 if !b.violations.get(seed).is_some_and(|v| v.contains(inv)) {
-                    out.push(Drift::NewViolation { scenario: scenario.clone(), seed: *seed, invariant: inv.clone() });
+                    out.push(Departure::NewViolation {
+                        scenario: scenario.clone(),
+                        seed: *seed,
+                        invariant: inv.clone(),
+                    });
                 }
             }
         }
@@ -263,7 +267,7 @@ pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<
                 let had = invariants.iter().any(|i| i == expected);
                 let has = n.violations.get(seed).is_some_and(|v| v.iter().any(|i| i == expected));
                 if had && !has {
-                    out.push(Drift::LostViolation {
+                    out.push(Departure::LostViolation {
                         scenario: scenario.clone(),
                         seed: *seed,
                         invariant: expected.into(),
@@ -273,7 +277,7 @@ pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<
         }
         for (h, bs) in &b.histograms {
             let Some(ns) = n.histograms.get(h) else {
-                out.push(Drift::Histogram { scenario: scenario.clone(), histogram: h.clone(), appeared: false });
+                out.push(Departure::Histogram { scenario: scenario.clone(), histogram: h.clone(), appeared: false });
                 continue;
             };
             let figures = [
@@ -285,7 +289,7 @@ pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<
             ];
             for (figure, from, to) in figures {
                 if !base.tolerance.allows(from, to) {
-                    out.push(Drift::Moved {
+                    out.push(Departure::Moved {
                         scenario: scenario.clone(),
                         histogram: h.clone(),
                         figure,
@@ -297,7 +301,7 @@ pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<
             }
         }
         for h in n.histograms.keys().filter(|h| !b.histograms.contains_key(*h)) {
-            out.push(Drift::Histogram { scenario: scenario.clone(), histogram: h.clone(), appeared: true });
+            out.push(Departure::Histogram { scenario: scenario.clone(), histogram: h.clone(), appeared: true });
         }
     }
     out

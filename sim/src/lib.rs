@@ -137,7 +137,7 @@ mod timeline;
 mod world;
 
 pub use api::Api;
-pub use baseline::{Baseline, BaselineError, Drift, ScenarioFigures, Tolerance};
+pub use baseline::{Baseline, BaselineError, Departure, ScenarioFigures, Tolerance};
 pub use bridge::Execution;
 pub use checker::Violation;
 pub use clock::{ServerClock, CLOCK_FILE_ENV};

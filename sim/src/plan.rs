@@ -216,7 +216,7 @@ mod tests {
         Plan {
             scenario: "lock".into(),
             seed: 7,
-            workload: Workload::of::<crate::families::lock::Variant>(&LockPlan {
+            workload: Workload::of::<crate::families::lock::LockVariant>(&LockPlan {
                 clients: 2,
                 ttl_ms: 300,
                 hold_ms: (20, 450),
@@ -247,7 +247,7 @@ mod tests {
                 f(300, 1, FaultKind::ServerPause, Target::Node(0)),
             ]
         );
-        let w = p.workload.plan::<crate::families::lock::Variant>().unwrap();
+        let w = p.workload.plan::<crate::families::lock::LockVariant>().unwrap();
         assert_eq!(w.stall.map(|s| s.client), Some(1));
         p.validate().unwrap();
         assert_eq!(p.size(), 3 + 1 + 2);

@@ -72,7 +72,7 @@ pub struct Overlap {
 
 /// What the checker found.
 #[derive(Debug, Clone, Default)]
-pub struct Report {
+pub struct Exclusion {
     /// Every hold, by start time.
     pub holds: Vec<Hold>,
     /// Every overlap with a positive believed length.
@@ -158,7 +158,7 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
 }
 
 /// Measures overlaps and applies `policy`.
-pub fn check(events: &[Event], policy: Policy) -> Report {
+pub fn check(events: &[Event], policy: Policy) -> Exclusion {
     let holds = holds(events);
     let mut overlaps = Vec::new();
     for (i, a) in holds.iter().enumerate() {
@@ -210,7 +210,7 @@ pub fn check(events: &[Event], policy: Policy) -> Report {
             ));
         }
     }
-    Report { holds, overlaps, violations }
+    Exclusion { holds, overlaps, violations }
 }
 
 fn fmt_token(t: Option<u64>) -> String {

@@ -125,7 +125,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: lock::OPERATIONS,
         scripts: &["lock_acquire", "lock_release", "lock_extend", "fenced_write"],
         invariants: &[],
-        runs: &lock::Variant::Lock,
+        runs: &lock::LockVariant::Lock,
         pinned_seeds: &[],
     },
     Scenario {
@@ -136,7 +136,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &lock::Variant::Naive,
+        runs: &lock::LockVariant::Naive,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -147,7 +147,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[FENCED_STORE_WRITE, FENCED_STORE_READ],
         scripts: &["lock_acquire", "fenced_write"],
         invariants: &[],
-        runs: &lock::Variant::Fencing,
+        runs: &lock::LockVariant::Fencing,
         pinned_seeds: &[],
     },
     Scenario {
@@ -158,7 +158,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &lock::Variant::Unfenced,
+        runs: &lock::LockVariant::Unfenced,
         pinned_seeds: &[0, 3, 4],
     },
     Scenario {
@@ -169,7 +169,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[LOG_CHECK, LOG_CHECK_AT],
         scripts: &["sliding_log"],
         invariants: &[],
-        runs: &rate_limit::Variant::Log,
+        runs: &rate_limit::RateLimitVariant::Log,
         pinned_seeds: &[],
     },
     Scenario {
@@ -180,7 +180,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[COUNTER_CHECK, COUNTER_CHECK_AT],
         scripts: &["sliding_counter"],
         invariants: &[],
-        runs: &rate_limit::Variant::Counter,
+        runs: &rate_limit::RateLimitVariant::Counter,
         pinned_seeds: &[],
     },
     Scenario {
@@ -191,7 +191,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &rate_limit::Variant::FixedWindow,
+        runs: &rate_limit::RateLimitVariant::FixedWindow,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -202,7 +202,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &rate_limit::Variant::ClientSide,
+        runs: &rate_limit::RateLimitVariant::ClientSide,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -213,7 +213,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &rate_limit::Variant::WatchMulti,
+        runs: &rate_limit::RateLimitVariant::WatchMulti,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -224,7 +224,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[ELECTION_RUN, ELECTION_STOP],
         scripts: &["lock_acquire", "lock_release", "lock_extend", "fenced_write"],
         invariants: &[],
-        runs: &election::Variant::Election,
+        runs: &election::ElectionVariant::Election,
         pinned_seeds: &[],
     },
     Scenario {
@@ -235,7 +235,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[ELECTION_RUN, ELECTION_STOP],
         scripts: &[],
         invariants: &[],
-        runs: &election::Variant::RenewOnly,
+        runs: &election::ElectionVariant::RenewOnly,
         pinned_seeds: &[],
     },
     Scenario {
@@ -246,7 +246,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &election::Variant::NoEpoch,
+        runs: &election::ElectionVariant::NoEpoch,
         pinned_seeds: &[1, 2, 4],
     },
     Scenario {
@@ -257,7 +257,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &election::Variant::Failover,
+        runs: &election::ElectionVariant::Failover,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -268,7 +268,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[ELECTION_RUN, ELECTION_STOP, FENCED_STORE_WRITE],
         scripts: &["lock_acquire", "lock_release", "lock_extend", "fenced_write"],
         invariants: crate::checker::acknowledged_writes::DECLARED,
-        runs: &election::Variant::FailoverAcknowledged,
+        runs: &election::ElectionVariant::FailoverAcknowledged,
         pinned_seeds: &[],
     },
     Scenario {
@@ -279,7 +279,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[ELECTION_RUN, ELECTION_STOP],
         scripts: &["lock_acquire_floored", "lock_release", "lock_extend", "fenced_write"],
         invariants: &[],
-        runs: &election::Variant::FailoverFloored,
+        runs: &election::ElectionVariant::FailoverFloored,
         pinned_seeds: &[],
     },
     Scenario {
@@ -290,7 +290,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &lock::Variant::CounterLoss,
+        runs: &lock::LockVariant::CounterLoss,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -301,7 +301,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: lock::OPERATIONS,
         scripts: &["lock_acquire_floored", "lock_release", "lock_extend", "fenced_write"],
         invariants: &[],
-        runs: &lock::Variant::Floored,
+        runs: &lock::LockVariant::Floored,
         pinned_seeds: &[],
     },
     Scenario {
@@ -312,7 +312,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire_floored", "lock_release", "fenced_write"],
         invariants: &[],
-        runs: &lock::Variant::CounterLossFloored,
+        runs: &lock::LockVariant::CounterLossFloored,
         pinned_seeds: &[],
     },
     Scenario {
@@ -323,7 +323,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &lock::Variant::Failover,
+        runs: &lock::LockVariant::Failover,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -334,7 +334,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire", "lock_release", "fenced_write"],
         invariants: crate::checker::acknowledged_writes::DECLARED,
-        runs: &lock::Variant::FailoverAcknowledged,
+        runs: &lock::LockVariant::FailoverAcknowledged,
         pinned_seeds: &[],
     },
     Scenario {
@@ -345,7 +345,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[LOCK_ACQUIRE, LOCK_RELEASE, FENCED_STORE_WRITE],
         scripts: &["lock_acquire_floored", "lock_release", "fenced_write"],
         invariants: &[],
-        runs: &lock::Variant::FailoverFloored,
+        runs: &lock::LockVariant::FailoverFloored,
         pinned_seeds: &[],
     },
     Scenario {
@@ -356,7 +356,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &lock::Variant::FailoverClockBack,
+        runs: &lock::LockVariant::FailoverClockBack,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -367,7 +367,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[REDLOCK_CONNECT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_EXTEND, REDLOCK_RELEASE],
         scripts: &["lock_release", "lock_extend"],
         invariants: &[],
-        runs: &redlock::Variant::Correct,
+        runs: &redlock::RedlockVariant::Correct,
         pinned_seeds: &[],
     },
     Scenario {
@@ -378,7 +378,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &redlock::Variant::NoValidity,
+        runs: &redlock::RedlockVariant::NoValidity,
         pinned_seeds: &[2, 3, 4],
     },
     Scenario {
@@ -389,7 +389,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: &[],
-        runs: &redlock::Variant::ClockJump,
+        runs: &redlock::RedlockVariant::ClockJump,
         pinned_seeds: &[1, 2, 3],
     },
     Scenario {
@@ -400,7 +400,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: job_queue::OPERATIONS,
         scripts: job_queue::SCRIPTS,
         invariants: job_queue::INVARIANTS,
-        runs: &job_queue::Variant::Fenced,
+        runs: &job_queue::JobQueueVariant::Fenced,
         pinned_seeds: &[],
     },
     Scenario {
@@ -411,7 +411,7 @@ pub const SCENARIOS: &[Scenario] = &[
         operations: &[],
         scripts: &[],
         invariants: job_queue::INVARIANTS,
-        runs: &job_queue::Variant::Naive,
+        runs: &job_queue::JobQueueVariant::Naive,
         pinned_seeds: &[0, 1, 2],
     },
 ];

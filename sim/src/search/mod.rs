@@ -104,7 +104,7 @@ mod tests {
         assert!(after.schedule.faults.is_empty(), "{after}");
         assert_eq!(after.actors(), 1, "{after}");
         assert!(after.size() < before.size());
-        let w = after.workload.plan::<lock::Variant>().unwrap();
+        let w = after.workload.plan::<lock::LockVariant>().unwrap();
         assert_eq!(w.stall, None);
         assert_eq!(w.ttl_ms, 150);
     }

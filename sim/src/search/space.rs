@@ -21,7 +21,7 @@ pub fn lock(scenario: &'static str, classes: &[FaultClass]) -> Space {
 
 /// A lock-family scenario over `workload`, up to 3 faults of `classes`.
 pub fn lock_with(scenario: &'static str, classes: &[FaultClass], workload: LockSpace) -> Space {
-    Space::of::<lock::Variant>(scenario, FaultSpace::new(classes, 3), &workload)
+    Space::of::<lock::LockVariant>(scenario, FaultSpace::new(classes, 3), &workload)
 }
 
 /// A rate-limit scenario over `workload` ([`RateLimitSpace::search`]: 1–4
@@ -36,7 +36,7 @@ pub fn rate_limit(scenario: &'static str, workload: RateLimitSpace) -> Space {
         FaultClass::ServerPause,
     ];
     let faults = FaultSpace { duration_ms: (50, 600), latency_ms: (5, 100), ..FaultSpace::new(&classes, 2) };
-    Space::of::<rate_limit::Variant>(scenario, faults, &workload)
+    Space::of::<rate_limit::RateLimitVariant>(scenario, faults, &workload)
 }
 
 /// An election scenario over `workload` ([`ElectionSpace::search`]: 1–4
@@ -44,7 +44,7 @@ pub fn rate_limit(scenario: &'static str, workload: RateLimitSpace) -> Space {
 /// `stop()`), up to 2 client-side faults.
 pub fn election(scenario: &'static str, workload: ElectionSpace) -> Space {
     let faults = FaultSpace { duration_ms: (50, 800), ..FaultSpace::new(CLIENT_SIDE, 2) };
-    Space::of::<election::Variant>(scenario, faults, &workload)
+    Space::of::<election::ElectionVariant>(scenario, faults, &workload)
 }
 
 /// A Redlock scenario over 5 masters and `workload`
@@ -59,5 +59,5 @@ pub fn redlock(scenario: &'static str, classes: &[FaultClass], workload: Redlock
         links: true,
         ..FaultSpace::new(classes, 4)
     };
-    Space::of::<redlock::Variant>(scenario, faults, &workload)
+    Space::of::<redlock::RedlockVariant>(scenario, faults, &workload)
 }

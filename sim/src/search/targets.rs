@@ -53,8 +53,8 @@ pub struct SearchTarget {
 /// The search space of `job-queue-naive`: the job queue's search
 /// workloads, up to three client-side faults or server pauses.
 pub fn job_queue_naive_space() -> Space {
-    use crate::families::job_queue::{JobSpace, Variant};
-    Space::of::<Variant>("job-queue-naive", FaultSpace::new(CLIENT_SIDE, 3), &JobSpace::search())
+    use crate::families::job_queue::{JobQueueVariant, JobSpace};
+    Space::of::<JobQueueVariant>("job-queue-naive", FaultSpace::new(CLIENT_SIDE, 3), &JobSpace::search())
 }
 /// The search space of `lock-naive`.
 pub fn lock_naive_space() -> Space {

@@ -39,13 +39,13 @@ fn replay_plan_reproduces_in_another_process() {
     let mut p = Plan::from_seed(s.name, 2).unwrap();
     // Edit the plan: no nemesis faults, two clients. It is still a run.
     p.schedule.faults.clear();
-    let mut w = p.workload.plan::<lock::Variant>().unwrap();
+    let mut w = p.workload.plan::<lock::LockVariant>().unwrap();
     w.clients = 2;
     w.stall = w.stall.map(|mut st| {
         st.client %= 2;
         st
     });
-    p.workload = Workload::of::<lock::Variant>(&w);
+    p.workload = Workload::of::<lock::LockVariant>(&w);
     let here = p.run(&mut servers).unwrap();
     let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().expect("rp-sim runs");
     let json = p.to_json();

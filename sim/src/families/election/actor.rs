@@ -20,7 +20,7 @@ use super::markers::Marker;
 use super::node::{build_node, check_subscriber, lease_key, Node};
 use super::plan::{ElectionPlan, LeaderStall, SLOW_RENEWALS_MS};
 use super::situations::{CAMPAIGN_HELD_AT_STOP, HAND_BACK_HELD, RENEWAL_TIMED_OUT};
-use super::{Variant, ELECTION_NAME};
+use super::{ElectionVariant, ELECTION_NAME};
 use crate::history::{FaultRecord, Millis, Op, Published, Role};
 use crate::world::Actor;
 
@@ -40,7 +40,7 @@ fn stall_leader(actor: &Actor, markers: &Mutex<Vec<Marker>>, duration: u64, when
 /// The body of one node actor.
 pub(super) async fn node_actor(
     actor: Actor,
-    variant: Variant,
+    variant: ElectionVariant,
     plan: ElectionPlan,
     aimed: Aimed,
     markers: Arc<Mutex<Vec<Marker>>>,
@@ -79,12 +79,12 @@ pub(super) async fn node_actor(
 /// Waits for the node's turn (node i starts at `i * stagger_ms`), builds it
 /// and records its configuration; presets the fence counter when the plan
 /// asks for epochs from a base.
-async fn start(actor: &Actor, variant: Variant, plan: &ElectionPlan) -> turmoil::Result<Node> {
+async fn start(actor: &Actor, variant: ElectionVariant, plan: &ElectionPlan) -> turmoil::Result<Node> {
     let start_at = actor.index() as u64 * plan.stagger_ms;
     if start_at > 0 {
         sleep(Duration::from_millis(start_at)).await;
     }
-    if variant != Variant::NoEpoch && actor.index() == 0 {
+    if variant != ElectionVariant::NoEpoch && actor.index() == 0 {
         crate::probes::validation::election(actor, &actor.connection(0))?;
     }
     let node = build_node(variant, actor.connection(0), actor, (plan.lease_ms, plan.renew_ms, plan.campaign_ms))?;
@@ -167,7 +167,7 @@ fn spawn_writer(
 struct Observer<'a> {
     actor: &'a Actor,
     node: &'a Arc<Node>,
-    variant: Variant,
+    variant: ElectionVariant,
     plan: &'a ElectionPlan,
     markers: &'a Arc<Mutex<Vec<Marker>>>,
     pending_stall: &'a Rc<Cell<Option<u64>>>,
@@ -191,7 +191,7 @@ impl<'a> Observer<'a> {
     fn new(
         actor: &'a Actor,
         node: &'a Arc<Node>,
-        variant: Variant,
+        variant: ElectionVariant,
         plan: &'a ElectionPlan,
         markers: &'a Arc<Mutex<Vec<Marker>>>,
         pending_stall: &'a Rc<Cell<Option<u64>>>,
@@ -389,7 +389,7 @@ impl<'a> Observer<'a> {
     /// 25 ms) time to win while a node that got the order wrong still says
     /// leader. How long, ms (0: not held).
     fn hand_back_held_ms(&self) -> u64 {
-        if self.variant != Variant::Election {
+        if self.variant != ElectionVariant::Election {
             return 0;
         }
         let mut rng = self.actor.rng_for("hand-back-held");
@@ -410,7 +410,7 @@ impl<'a> Observer<'a> {
                 let _ = task.await;
             }
             None => {
-                if self.variant == Variant::Election && self.last.is_none() {
+                if self.variant == ElectionVariant::Election && self.last.is_none() {
                     stop_mid_campaign(actor, self.plan).await;
                 }
                 node.stop(actor).await

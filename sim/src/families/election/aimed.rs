@@ -11,7 +11,7 @@ use super::node::lease_key;
 use super::plan::{ElectionPlan, SLOWED_SPAN_MS};
 use super::situations::LEASE_KEY_TAKEN;
 use super::space::{quiet_start, QUIET_TAIL_MS, STOP_SPAN_MS};
-use super::{Variant, LIVENESS_SLACK_MS};
+use super::{ElectionVariant, LIVENESS_SLACK_MS};
 use crate::history::Millis;
 use crate::world::Actor;
 
@@ -38,14 +38,14 @@ pub(super) fn timed_out_span(plan: &ElectionPlan, response_ms: u64) -> u64 {
 /// Drawn from the seed's own stream, so the plans are unchanged.
 fn renewal_timed_out_at(
     seed: u64,
-    variant: Variant,
+    variant: ElectionVariant,
     plan: &ElectionPlan,
     faults: &[(u64, u64)],
     response_ms: u64,
 ) -> Option<Millis> {
     // The hold must outlast the response timeout, or the renewal is only
     // slow and the term may rightly go on.
-    if !matches!(variant, Variant::Election | Variant::RenewOnly) || TIMED_OUT_HOLD_MS <= response_ms {
+    if !matches!(variant, ElectionVariant::Election | ElectionVariant::RenewOnly) || TIMED_OUT_HOLD_MS <= response_ms {
         return None;
     }
     let mut rng =
@@ -99,12 +99,12 @@ fn taken_away_span(plan: &ElectionPlan) -> u64 {
 /// own stream, so the plans are unchanged.
 fn lease_key_taken_at(
     seed: u64,
-    variant: Variant,
+    variant: ElectionVariant,
     plan: &ElectionPlan,
     faults: &[(u64, u64)],
     timed_out: Option<(u64, u64)>,
 ) -> Option<Millis> {
-    if !matches!(variant, Variant::Election | Variant::RenewOnly) {
+    if !matches!(variant, ElectionVariant::Election | ElectionVariant::RenewOnly) {
         return None;
     }
     let mut rng =
@@ -145,7 +145,7 @@ pub(super) async fn take_lease_key(actor: Actor, plan: ElectionPlan, markers: Ar
 /// clear of it.
 pub(super) fn aim(
     seed: u64,
-    variant: Variant,
+    variant: ElectionVariant,
     planned: &ElectionPlan,
     faults: &[(u64, u64)],
     response_ms: u64,

@@ -10,7 +10,7 @@ use super::checks::terms;
 use super::markers::Marker;
 use super::plan::{ElectionPlan, LeaderStall};
 use super::run::{measure, run_plan};
-use super::{Variant, CAMPAIGN_MS, ELECTION_NAME, LEASE_MS, RENEW_MS, RESOURCE};
+use super::{ElectionVariant, CAMPAIGN_MS, ELECTION_NAME, LEASE_MS, RENEW_MS, RESOURCE};
 use crate::history::Op;
 use crate::history::WriteResult;
 use crate::nemesis::Schedule;
@@ -99,7 +99,12 @@ pub struct FigureRun {
 }
 
 /// Runs figure `figure` for `variant`, run number `k`.
-pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u64) -> Result<FigureRun, SetupError> {
+pub fn figure_run(
+    servers: &mut Servers,
+    variant: ElectionVariant,
+    figure: Figure,
+    k: u64,
+) -> Result<FigureRun, SetupError> {
     let at = 1000 + 7 * k;
     let (stall, stop, end) = match figure {
         Figure::HandOver => (None, Some(at), at + 600),
@@ -139,14 +144,14 @@ pub fn figure_run(servers: &mut Servers, variant: Variant, figure: Figure, k: u6
     let refused =
         events.iter().filter(|e| matches!(e.op, Op::Write { result: Some(WriteResult::Rejected { .. }), .. })).count()
             as u64;
-    let violations = terms::check(&events, ELECTION_NAME, RESOURCE, variant != Variant::RenewOnly).len();
+    let violations = terms::check(&events, ELECTION_NAME, RESOURCE, variant != ElectionVariant::RenewOnly).len();
     Ok(FigureRun { value, refused, violations, digest: run.history.digest() })
 }
 
 /// All six rows (two variants × three figures), `runs` runs each.
 pub fn figure_rows(servers: &mut Servers, runs: u64) -> Result<Vec<FigureRow>, SetupError> {
     let mut rows = Vec::new();
-    for variant in [Variant::Election, Variant::RenewOnly] {
+    for variant in [ElectionVariant::Election, ElectionVariant::RenewOnly] {
         for figure in [Figure::HandOver, Figure::Failover, Figure::SplitBrain] {
             let mut values = Vec::new();
             let mut refused = 0;

@@ -6,7 +6,7 @@ use super::aimed::TIMED_OUT_HOLD_MS;
 use super::checks::{liveness, self_fencing, terms, views};
 use super::markers::Marker;
 use super::plan::ElectionPlan;
-use super::{Variant, ELECTION_NAME, LIVENESS_SLACK_MS, RESOURCE};
+use super::{ElectionVariant, ELECTION_NAME, LIVENESS_SLACK_MS, RESOURCE};
 use crate::checker::key_lifetimes::{Life, Rule};
 use crate::checker::{self, Violation};
 use crate::history::{Event, Millis};
@@ -23,7 +23,7 @@ pub(super) struct Evidence<'a> {
     /// The plan it ran.
     pub(super) plan: &'a ElectionPlan,
     /// The election under test.
-    pub(super) variant: Variant,
+    pub(super) variant: ElectionVariant,
     /// The nemesis faults' spans.
     pub(super) schedule_spans: &'a [(Millis, Millis)],
     /// Those, and the spans of the requests the workload held.
@@ -39,7 +39,7 @@ pub(super) struct Evidence<'a> {
 /// Every violation the family's checks find in the run, in a fixed order.
 pub(super) fn judge(x: &Evidence<'_>) -> Vec<Violation> {
     let mut violations = safety(x);
-    if x.variant != Variant::NoEpoch {
+    if x.variant != ElectionVariant::NoEpoch {
         violations.extend(views_and_keys(x));
     }
     if x.variant.at_deadline() {
@@ -48,11 +48,11 @@ pub(super) fn judge(x: &Evidence<'_>) -> Vec<Violation> {
     }
     violations.extend(timed_out_renewals(x));
     violations.extend(taken_away_keys(x));
-    if matches!(x.variant, Variant::Election | Variant::RenewOnly) {
+    if matches!(x.variant, ElectionVariant::Election | ElectionVariant::RenewOnly) {
         violations.extend(superseded(x));
     }
     violations.extend(liveness(x));
-    if x.variant != Variant::NoEpoch {
+    if x.variant != ElectionVariant::NoEpoch {
         violations.extend(handovers(x));
     }
     violations
@@ -62,9 +62,9 @@ pub(super) fn judge(x: &Evidence<'_>) -> Vec<Violation> {
 /// `election-failover-acknowledged` the acknowledged writes.
 fn safety(x: &Evidence<'_>) -> Vec<Violation> {
     let (events, run) = (x.events, x.run);
-    let mut violations = terms::check(events, ELECTION_NAME, RESOURCE, x.variant != Variant::RenewOnly);
+    let mut violations = terms::check(events, ELECTION_NAME, RESOURCE, x.variant != ElectionVariant::RenewOnly);
     violations.extend(checker::stale_overwrite::check(events));
-    if x.variant == Variant::FailoverAcknowledged {
+    if x.variant == ElectionVariant::FailoverAcknowledged {
         violations.extend(checker::acknowledged_writes::check(events, &run.schedule.unreplicated_spans(0)));
         violations.extend(checker::acknowledged_writes::check_refusals(events, &run.schedule.unlinked_spans(0)));
     }
@@ -141,7 +141,7 @@ fn self_fencing(x: &Evidence<'_>) -> Vec<Violation> {
     // deadline). That overlap is the floor's documented limit, measured
     // in the split-brain histogram; the fenced store still refuses the
     // older epoch (the `election` invariant, judged above).
-    if x.variant != Variant::FailoverFloored {
+    if x.variant != ElectionVariant::FailoverFloored {
         violations.extend(self_fencing::check_self_fencing(x.events, ELECTION_NAME));
     }
     violations.extend(self_fencing::check_deadlines(

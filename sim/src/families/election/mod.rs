@@ -73,7 +73,7 @@ pub use situations::{
     ACKNOWLEDGED_FAILOVER_SITUATIONS, FAILOVER_SITUATIONS, NO_EPOCH_SITUATIONS, RENEW_ONLY_SITUATIONS, SITUATIONS,
 };
 pub use space::{seed_faults, ElectionSpace, LeaderFaults};
-pub use variant::Variant;
+pub use variant::ElectionVariant;
 
 /// Election name used by every scenario.
 pub const ELECTION_NAME: &str = "leader";

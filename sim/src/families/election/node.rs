@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::situations::WRITE_NOT_ACKNOWLEDGED;
-use super::{Variant, ELECTION_NAME, RESOURCE};
+use super::{ElectionVariant, ELECTION_NAME, RESOURCE};
 use crate::api::{
     ELECTION_RUN, ELECTION_STOP, FENCED_STORE_WRITE, NAIVE_ELECTION_RUN, NAIVE_ELECTION_STOP, NAIVE_ELECTION_WRITE,
 };
@@ -203,7 +203,7 @@ impl Node {
 }
 
 pub(super) fn build_node(
-    variant: Variant,
+    variant: ElectionVariant,
     conn: SimConnection,
     actor: &Actor,
     (lease_ms, renew_ms, campaign_ms): (u64, u64, u64),
@@ -214,7 +214,7 @@ pub(super) fn build_node(
         .campaign_interval(Duration::from_millis(campaign_ms))
         .owners(OwnerSource::seeded(actor.seed()));
     // The callbacks record themselves (judged by election-views).
-    let builder = if variant == Variant::NoEpoch {
+    let builder = if variant == ElectionVariant::NoEpoch {
         builder
     } else {
         let (h, who) = (actor.history().clone(), actor.name().to_string());
@@ -229,27 +229,27 @@ pub(super) fn build_node(
             })
     };
     Ok(match variant {
-        Variant::Election | Variant::Failover => {
+        ElectionVariant::Election | ElectionVariant::Failover => {
             Node::Fenced { election: builder.build()?, store: FencedStore::new(conn) }
         }
         // The store shares the election's node (and its replica): its
         // writes wait for the replica too, so that one made during the cut
         // is reported unconfirmed rather than lost at the failover unseen
         // (`acknowledged-writes`).
-        Variant::FailoverAcknowledged => {
+        ElectionVariant::FailoverAcknowledged => {
             let ack = Acknowledgement::new(1, Duration::from_millis(crate::families::lock::ACK_TIMEOUT_MS))?;
             Node::Fenced {
                 election: builder.acknowledged(ack).build()?,
                 store: FencedStore::new(conn).acknowledged(ack),
             }
         }
-        Variant::FailoverFloored => {
+        ElectionVariant::FailoverFloored => {
             Node::Fenced { election: builder.tokens(Tokens::TimeFloored).build()?, store: FencedStore::new(conn) }
         }
-        Variant::RenewOnly => {
+        ElectionVariant::RenewOnly => {
             Node::Fenced { election: builder.demotion(Demotion::OnRenewTick).build()?, store: FencedStore::new(conn) }
         }
-        Variant::NoEpoch => Node::Naive(NaiveElection::new(builder)?),
+        ElectionVariant::NoEpoch => Node::Naive(NaiveElection::new(builder)?),
     })
 }
 

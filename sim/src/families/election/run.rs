@@ -11,14 +11,14 @@ use super::markers::Marker;
 use super::plan::{ElectionPlan, LeaderStall, SLOW_RENEWALS_MS};
 use super::reader::final_read;
 use super::situations::{reach_after_failover, reach_from_history};
-use super::{Variant, ELECTION_NAME};
+use super::{ElectionVariant, ELECTION_NAME};
 use crate::nemesis::Schedule;
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{self, Histograms};
 use crate::world::{RunOutcome, World, WorldConfig};
 
-fn world_config(seed: u64, variant: Variant) -> WorldConfig {
+fn world_config(seed: u64, variant: ElectionVariant) -> WorldConfig {
     let config = WorldConfig::new(seed);
     if variant.fails_over() {
         config.replicas(0, 1)
@@ -31,7 +31,7 @@ fn world_config(seed: u64, variant: Variant) -> WorldConfig {
 pub(super) fn run_plan(
     servers: &mut Servers,
     seed: u64,
-    variant: Variant,
+    variant: ElectionVariant,
     plan: &ElectionPlan,
     config: WorldConfig,
     schedule: Schedule,
@@ -44,11 +44,11 @@ pub(super) fn run_plan(
         let markers = Arc::clone(&markers);
         world.actor(format!("node-{i}"), move |actor| node_actor(actor, variant, plan, aimed, markers));
     }
-    if variant != Variant::NoEpoch {
+    if variant != ElectionVariant::NoEpoch {
         let read_at = plan.length_ms + 200;
         // The reader's index: it comes after the nodes.
         let faults = schedule.spans_reaching(plan.nodes);
-        let ack_at = (variant == Variant::FailoverAcknowledged)
+        let ack_at = (variant == ElectionVariant::FailoverAcknowledged)
             .then(|| crate::probes::ack::send_at(&schedule, 0, Some(plan.nodes), crate::families::lock::ACK_TIMEOUT_MS))
             .flatten();
         world.actor("reader", move |actor| final_read(actor, read_at, faults, ack_at));
@@ -101,7 +101,7 @@ pub(super) fn measure(
 
 /// Runs an explicit plan of an election scenario.
 pub fn run_planned(
-    variant: Variant,
+    variant: ElectionVariant,
     servers: &mut Servers,
     seed: u64,
     planned: &ElectionPlan,

@@ -3,7 +3,7 @@
 //! they happen).
 
 use super::markers::Marker;
-use super::{Variant, ELECTION_NAME};
+use super::{ElectionVariant, ELECTION_NAME};
 use crate::history::{Op, Role, WriteResult};
 use crate::nemesis::FaultClass;
 use crate::outcome::{Outcome, Situation};
@@ -131,7 +131,7 @@ fn fault_spans_of_failover(outcome: &Outcome) -> Option<u64> {
 /// Situations recognised in the finished history.
 pub(super) fn reach_from_history(
     outcome: &mut Outcome,
-    variant: Variant,
+    variant: ElectionVariant,
     failovers: &[u64],
     handovers: &[u64],
     markers: &[Marker],

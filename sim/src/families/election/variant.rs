@@ -16,7 +16,7 @@ use crate::servers::{Servers, SetupError};
 
 /// Which election is under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Variant {
+pub enum ElectionVariant {
     /// [`Election`](redis_primitives::election::Election) with self-fencing
     /// ([`Demotion::AtDeadline`](redis_primitives::election::Demotion::AtDeadline)) and fenced writes.
     Election,
@@ -36,32 +36,41 @@ pub enum Variant {
     FailoverFloored,
 }
 
-impl Variant {
+impl ElectionVariant {
     /// The scenario name.
     pub fn scenario(self) -> &'static str {
         match self {
-            Variant::Election => "election",
-            Variant::RenewOnly => "election-renew-only",
-            Variant::NoEpoch => "election-no-epoch",
-            Variant::Failover => "election-failover",
-            Variant::FailoverAcknowledged => "election-failover-acknowledged",
-            Variant::FailoverFloored => "election-failover-floored",
+            ElectionVariant::Election => "election",
+            ElectionVariant::RenewOnly => "election-renew-only",
+            ElectionVariant::NoEpoch => "election-no-epoch",
+            ElectionVariant::Failover => "election-failover",
+            ElectionVariant::FailoverAcknowledged => "election-failover-acknowledged",
+            ElectionVariant::FailoverFloored => "election-failover-floored",
         }
     }
 
     /// Whether nodes demote themselves at the lease's deadline
     /// ([`Demotion::AtDeadline`](redis_primitives::election::Demotion::AtDeadline), and what is judged of it).
     pub(super) fn at_deadline(self) -> bool {
-        matches!(self, Variant::Election | Variant::Failover | Variant::FailoverAcknowledged | Variant::FailoverFloored)
+        matches!(
+            self,
+            ElectionVariant::Election
+                | ElectionVariant::Failover
+                | ElectionVariant::FailoverAcknowledged
+                | ElectionVariant::FailoverFloored
+        )
     }
 
     /// Whether the election's node has a replica, cut and failed over.
     pub(super) fn fails_over(self) -> bool {
-        matches!(self, Variant::Failover | Variant::FailoverAcknowledged | Variant::FailoverFloored)
+        matches!(
+            self,
+            ElectionVariant::Failover | ElectionVariant::FailoverAcknowledged | ElectionVariant::FailoverFloored
+        )
     }
 }
 
-impl Family for Variant {
+impl Family for ElectionVariant {
     type Plan = ElectionPlan;
     type Space = ElectionSpace;
     const NAME: &'static str = "election";

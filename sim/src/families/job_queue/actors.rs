@@ -9,13 +9,13 @@ use redis_primitives::{JobQueue, Ttl};
 use super::calls::{claim, complete, enqueue, extend, queue, reap, Held, Queue};
 use super::plan::JobPlan;
 use super::record::{record, sim_ms, state_name, JobCall};
-use super::{Variant, QUEUE, STATE};
+use super::{JobQueueVariant, QUEUE, STATE};
 use crate::api::JOB_STATE;
 use crate::history::Millis;
 use crate::world::{Actor, ActorResult};
 
 /// Enqueues the plan's jobs, one at a time.
-pub(super) async fn producer(actor: Actor, variant: Variant, plan: JobPlan) -> ActorResult {
+pub(super) async fn producer(actor: Actor, variant: JobQueueVariant, plan: JobPlan) -> ActorResult {
     let q = queue(&actor, variant)?;
     for j in 0..plan.jobs {
         enqueue(&actor, &q, &format!("job-{j}")).await;
@@ -26,7 +26,7 @@ pub(super) async fn producer(actor: Actor, variant: Variant, plan: JobPlan) -> A
 
 /// Claims, works (extending when the work is long or it stalls) and
 /// completes until `end`.
-pub(super) async fn worker(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> ActorResult {
+pub(super) async fn worker(actor: Actor, variant: JobQueueVariant, plan: JobPlan, end: Millis) -> ActorResult {
     let q = queue(&actor, variant)?;
     let lease = Ttl::from_millis(plan.lease_ms)?;
     let mut rng = actor.rng();
@@ -124,7 +124,7 @@ pub(super) async fn edge(actor: Actor, i: u64, lease_ms: u64) -> ActorResult {
 }
 
 /// Reaps every `reap_every_ms` until `end`.
-pub(super) async fn reaper(actor: Actor, variant: Variant, plan: JobPlan, end: Millis) -> ActorResult {
+pub(super) async fn reaper(actor: Actor, variant: JobQueueVariant, plan: JobPlan, end: Millis) -> ActorResult {
     let q = queue(&actor, variant)?;
     while actor.now() < end {
         tokio::time::sleep(Duration::from_millis(plan.reap_every_ms)).await;

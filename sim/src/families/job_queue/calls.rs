@@ -6,7 +6,7 @@ use redis_primitives::naive::NaiveJobQueue;
 use redis_primitives::{Completion, Enqueued, JobQueue, Ttl};
 
 use super::record::{payload_of, record, sim_ms, state_name, JobCall};
-use super::{Variant, CLAIM, COMPLETE, ENQUEUE, EXTEND, QUEUE, REAP};
+use super::{JobQueueVariant, CLAIM, COMPLETE, ENQUEUE, EXTEND, QUEUE, REAP};
 use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP};
 use crate::checker::lease_views::Allowance;
 use crate::world::Actor;
@@ -40,11 +40,11 @@ impl Held {
     }
 }
 
-pub(super) fn queue(actor: &Actor, variant: Variant) -> Result<Queue, redis_primitives::Error> {
+pub(super) fn queue(actor: &Actor, variant: JobQueueVariant) -> Result<Queue, redis_primitives::Error> {
     let conn = actor.connection(0);
     Ok(match variant {
-        Variant::Fenced => Queue::Fenced(JobQueue::new(conn, QUEUE)?),
-        Variant::Naive => Queue::Naive(NaiveJobQueue::new(conn, QUEUE)?),
+        JobQueueVariant::Fenced => Queue::Fenced(JobQueue::new(conn, QUEUE)?),
+        JobQueueVariant::Naive => Queue::Naive(NaiveJobQueue::new(conn, QUEUE)?),
     })
 }
 

@@ -7,7 +7,7 @@ use proptest::strategy::BoxedStrategy;
 use super::actors::{auditor, edge, producer, reaper, worker, EDGES};
 use super::checks::check;
 use super::plan::{template, JobPlan, JobSpace};
-use super::{probe, Variant, DOUBLE_RUNS, PRODUCER, SIDE};
+use super::{probe, JobQueueVariant, DOUBLE_RUNS, PRODUCER, SIDE};
 use crate::family::Family;
 use crate::fault_space::FaultSpace;
 use crate::history::Op;
@@ -19,7 +19,7 @@ use crate::world::{together, Process, World, WorldConfig};
 
 /// Runs an explicit plan of a job-queue scenario.
 fn run_planned(
-    variant: Variant,
+    variant: JobQueueVariant,
     servers: &mut Servers,
     seed: u64,
     plan: &JobPlan,
@@ -39,7 +39,7 @@ fn run_planned(
             Box::pin(producer(actor.alias(PRODUCER), variant, p.clone())),
             Box::pin(reaper(actor.alias("reaper"), variant, p.clone(), end)),
         ];
-        if variant == Variant::Fenced {
+        if variant == JobQueueVariant::Fenced {
             processes.push(Box::pin(auditor(actor.alias("auditor"), p.clone(), end)));
             processes.push(Box::pin(probe::probe(actor.alias("prober"))));
             for i in 0..EDGES {
@@ -60,7 +60,7 @@ fn run_planned(
         })
         .collect();
     let mut outcome = outcome_from(&run, stalls);
-    let judged = check(&outcome.history, variant == Variant::Fenced, plan.lease_ms, &run.executions[0]);
+    let judged = check(&outcome.history, variant == JobQueueVariant::Fenced, plan.lease_ms, &run.executions[0]);
     outcome.violations.extend(judged.violations);
     for s in judged.reached {
         outcome.reach(s);
@@ -74,7 +74,7 @@ fn run_planned(
     Ok(outcome)
 }
 
-impl Family for Variant {
+impl Family for JobQueueVariant {
     type Plan = JobPlan;
     type Space = JobSpace;
     const NAME: &'static str = "job-queue";

@@ -75,7 +75,7 @@ const STATE: &str = "job-state";
 
 /// Which queue a scenario runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
+pub enum JobQueueVariant {
     /// `job-queue`: [`JobQueue`](redis_primitives::JobQueue), fenced by the job's attempt counter.
     Fenced,
     /// `job-queue-naive`: [`NaiveJobQueue`](redis_primitives::naive::NaiveJobQueue), no lease and no fence.

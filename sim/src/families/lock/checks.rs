@@ -9,7 +9,7 @@ use super::variants;
 use super::workload::DRIFT;
 use super::{situation, LockKind, LockWorkload, Protection};
 use crate::checker::key_lifetimes::{self, Life, Rule};
-use crate::checker::mutual_exclusion::{self, Report};
+use crate::checker::mutual_exclusion::{self, Exclusion};
 use crate::checker::{
     acknowledged_writes, corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies,
     stale_overwrite,
@@ -109,7 +109,7 @@ impl LockWorkload {
 
 /// The run's histograms: acquire latency, and how long each overlap of
 /// believed leases lasted (`unsafe-window`).
-fn histograms(outcome: &Outcome, me: &Report) -> Histograms {
+fn histograms(outcome: &Outcome, me: &Exclusion) -> Histograms {
     let mut h = Histograms::new();
     stats::record_acquire_latency(&outcome.history, &mut h);
     h.declare(UNSAFE);

@@ -3,7 +3,7 @@
 //! process pauses, server pauses, partitions, held links and latency. Its
 //! variants (`lock`, `lock-naive`, `fencing`, `fencing-unfenced`,
 //! `counter-loss`, `lock-floored`, the `lock-failover` ones) are one
-//! workload with different settings ([`LockWorkload`], [`Variant`]).
+//! workload with different settings ([`LockWorkload`], [`LockVariant`]).
 //!
 //! This folder is also the **template** for a family. The shape every
 //! scenario follows:
@@ -42,7 +42,7 @@
 //! | `record.rs` | lock calls recorded alike by the workload and the probes |
 //! | `checks.rs` | which checkers judge a run, and what only the whole history shows |
 //! | `situations.rs` | the situations and operations the family declares |
-//! | `variants/` | [`Variant`], its [`Family`](crate::Family) impl, one file per variant's settings |
+//! | `variants/` | [`LockVariant`], its [`Family`](crate::Family) impl, one file per variant's settings |
 
 mod checks;
 mod client;
@@ -58,5 +58,5 @@ mod workload;
 
 pub use plan::{LockPlan, LockSpace, Stall};
 pub use situations::{situation, FENCING_SITUATIONS, OPERATIONS, SITUATIONS};
-pub use variants::Variant;
+pub use variants::LockVariant;
 pub use workload::{LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};

@@ -11,13 +11,13 @@ use redis_primitives::rate_limit::Limit;
 use super::limiter::{one_request, Limiter, Setup};
 use super::plan::Burst;
 use super::probes::{lowered_limit, mass_expiry, pinned_ahead, probe, skewed_clocks};
-use super::{Variant, MASS_LIMIT, NAME};
+use super::{RateLimitVariant, MASS_LIMIT, NAME};
 use crate::history::Millis;
 use crate::world::{Actor, ActorResult};
 
 pub(super) async fn client(
     actor: Actor,
-    variant: Variant,
+    variant: RateLimitVariant,
     bursts: Vec<Burst>,
     setup: Setup,
     flush_at: Option<Millis>,
@@ -26,7 +26,7 @@ pub(super) async fn client(
     // One multiplexed connection per actor, shared by all its requests.
     let limiter = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
     limiter.report(&actor, setup)?;
-    let prober = if actor.index() == 0 && matches!(variant, Variant::Log | Variant::Counter) {
+    let prober = if actor.index() == 0 && matches!(variant, RateLimitVariant::Log | RateLimitVariant::Counter) {
         // Its own connection (and limiter), so its sequential pinned
         // requests never queue behind a burst.
         let own = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
@@ -34,7 +34,7 @@ pub(super) async fn client(
     } else {
         None
     };
-    let mass = if actor.index() == 0 && matches!(variant, Variant::Log | Variant::Counter) {
+    let mass = if actor.index() == 0 && matches!(variant, RateLimitVariant::Log | RateLimitVariant::Counter) {
         let base = setup;
         let setup = Setup { max: MASS_LIMIT, ..setup };
         let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;

@@ -13,7 +13,7 @@ use super::limiter::Setup;
 use super::plan::{seed_faults, Burst, RateLimitPlan, RateLimitSpace};
 use super::probes::second_edge;
 use super::situations::reached;
-use super::{Variant, DRAIN_MS};
+use super::{RateLimitVariant, DRAIN_MS};
 use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::family::Family;
 use crate::fault_space::FaultSpace;
@@ -26,7 +26,7 @@ use crate::world::{derive_seed, World, WorldConfig};
 
 /// Runs an explicit plan of a rate-limit scenario.
 pub fn run_planned(
-    variant: Variant,
+    variant: RateLimitVariant,
     servers: &mut Servers,
     seed: u64,
     plan: &RateLimitPlan,
@@ -35,7 +35,7 @@ pub fn run_planned(
     let config = WorldConfig::new(seed);
     let epoch_ms = config.epoch_unix_ms;
     let setup = Setup { epoch_ms, max: plan.limit, window_ms: plan.window_ms };
-    let correct = matches!(variant, Variant::Log | Variant::Counter);
+    let correct = matches!(variant, RateLimitVariant::Log | RateLimitVariant::Counter);
     // One SCRIPT FLUSH at a seeded moment (correct limiters only: the naive
     // ones run no script), by the second client if there is one.
     let flush_at =
@@ -58,7 +58,7 @@ pub fn run_planned(
     let allowance = match variant {
         // The bound documented (and proved) in src/rate_limit/sliding_counter.rs,
         // `SlidingWindowCounter::worst_case_admissions`.
-        Variant::Counter => Allowance::UpTo((2 * plan.limit).saturating_sub(1)),
+        RateLimitVariant::Counter => Allowance::UpTo((2 * plan.limit).saturating_sub(1)),
         _ => Allowance::Exact,
     };
     // The windowed count judges the shared limited name. The prober's keys
@@ -78,7 +78,7 @@ pub fn run_planned(
     outcome.violations.extend(report.violations);
     if correct {
         let algorithm = match variant {
-            Variant::Counter => exact::Algorithm::Counter { epoch_ms },
+            RateLimitVariant::Counter => exact::Algorithm::Counter { epoch_ms },
             _ => exact::Algorithm::Log,
         };
         let config = exact::Config { algorithm, last_heal_ms: last_heal, drain_ms: DRAIN_MS, epoch_ms };
@@ -89,7 +89,7 @@ pub fn run_planned(
         // entry leaves the window after W, the counter's bucket matters
         // until the end of the next one.
         let rule = match variant {
-            Variant::Counter => Rule {
+            RateLimitVariant::Counter => Rule {
                 prefix: "rate-counter:{",
                 suffix: "}",
                 life: Life::AtMost(2 * plan.window_ms),
@@ -108,7 +108,7 @@ pub fn run_planned(
     Ok(outcome)
 }
 
-impl Family for Variant {
+impl Family for RateLimitVariant {
     type Plan = RateLimitPlan;
     type Space = RateLimitSpace;
     const NAME: &'static str = "rate-limit";

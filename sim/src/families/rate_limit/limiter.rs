@@ -8,7 +8,7 @@ use redis_primitives::naive::{ClientSideWindow, NaiveFixedWindow, WatchMultiLimi
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
 use redis_primitives::{OwnerSource, Ttl};
 
-use super::{Variant, NAME};
+use super::{RateLimitVariant, NAME};
 use crate::api::{
     CLIENT_SIDE_CHECK, CLIENT_SIDE_CHECK_AT, COUNTER_CHECK, COUNTER_CHECK_AT, FIXED_WINDOW_CHECK,
     FIXED_WINDOW_CHECK_AT, LOG_CHECK, LOG_CHECK_AT, WATCH_MULTI_CHECK,
@@ -26,17 +26,17 @@ pub(super) enum Limiter {
 }
 
 impl Limiter {
-    pub(super) fn new(variant: Variant, conn: SimConnection, limit: Limit, seed: u64) -> Limiter {
+    pub(super) fn new(variant: RateLimitVariant, conn: SimConnection, limit: Limit, seed: u64) -> Limiter {
         match variant {
-            Variant::Log => Limiter::Log(SlidingWindowLog::new(conn, limit)),
-            Variant::Counter => Limiter::Counter(SlidingWindowCounter::new(conn, limit)),
-            Variant::FixedWindow => Limiter::Fixed(NaiveFixedWindow::new(conn, limit)),
-            Variant::ClientSide => {
+            RateLimitVariant::Log => Limiter::Log(SlidingWindowLog::new(conn, limit)),
+            RateLimitVariant::Counter => Limiter::Counter(SlidingWindowCounter::new(conn, limit)),
+            RateLimitVariant::FixedWindow => Limiter::Fixed(NaiveFixedWindow::new(conn, limit)),
+            RateLimitVariant::ClientSide => {
                 Limiter::ClientSide(ClientSideWindow::new(conn, limit).members(OwnerSource::seeded(seed)))
             }
             // A bounded number of retries: on a connection of its own a loser
             // goes round again, and the simulation must end.
-            Variant::WatchMulti => Limiter::WatchMulti(
+            RateLimitVariant::WatchMulti => Limiter::WatchMulti(
                 WatchMultiLimiter::new(conn, limit).members(OwnerSource::seeded(seed)).max_retries(50),
             ),
         }

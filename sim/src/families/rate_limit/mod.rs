@@ -92,7 +92,7 @@ const MASS_SECOND: u32 = 40;
 
 /// Which limiter is under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
+pub enum RateLimitVariant {
     /// [`SlidingWindowLog`](redis_primitives::rate_limit::SlidingWindowLog): exact.
     Log,
     /// [`SlidingWindowCounter`](redis_primitives::rate_limit::SlidingWindowCounter): approximate, bounded by `2 × max − 1`.

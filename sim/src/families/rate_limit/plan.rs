@@ -190,13 +190,13 @@ impl core::fmt::Display for RateLimitPlan {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Variant;
+    use super::super::RateLimitVariant;
 
     #[test]
     fn seed_bursts_straddle_every_boundary() {
         for seed in 0..20 {
             let plan = crate::scenarios::find("rate-limit").unwrap().space().draw(seed).unwrap();
-            let p = plan.workload.plan::<Variant>().unwrap();
+            let p = plan.workload.plan::<RateLimitVariant>().unwrap();
             for boundary in [1000u64, 2000] {
                 assert!(p.bursts.iter().any(|b| b.at < boundary && b.at + 150 >= boundary), "{p}");
                 assert!(p.bursts.iter().any(|b| b.at >= boundary && b.at <= boundary + 150), "{p}");

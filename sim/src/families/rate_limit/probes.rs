@@ -11,7 +11,7 @@ use rand::Rng;
 use redis_primitives::rate_limit::{Decision, Limit};
 
 use super::limiter::{one_request, Limiter, Setup};
-use super::{until, Variant, MASS_LIMIT, MASS_SECOND, PROBE_END_MS};
+use super::{until, RateLimitVariant, MASS_LIMIT, MASS_SECOND, PROBE_END_MS};
 use crate::history::Millis;
 use crate::world::{Actor, ActorResult};
 
@@ -84,7 +84,7 @@ async fn burst_then_expiry(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) 
 /// clock the bridge ran the script under. It is an actor of its own
 /// (`clock-prober`), so that every script its host sends is one of these
 /// requests and each reported `now` can be matched to its execution.
-pub(super) async fn second_edge(actor: Actor, variant: Variant, setup: Setup) -> ActorResult {
+pub(super) async fn second_edge(actor: Actor, variant: RateLimitVariant, setup: Setup) -> ActorResult {
     // Requests on one connection arrive in order, so their executions
     // bunch up behind a slow one; four connections spread them out.
     let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use super::attempts::{correct_attempt, naive_attempt};
 use super::plan::RedlockStart;
 use super::timing::{net_for, Timing};
-use super::{refusal, trust, Variant, MASTERS, NAME};
+use super::{refusal, trust, RedlockVariant, MASTERS, NAME};
 use crate::api::{NAIVE_REDLOCK_CONNECT, REDLOCK_CONNECT};
 use crate::history::Op;
 use crate::net::SimConnection;
@@ -32,13 +32,15 @@ enum Client {
 /// `redlock`), waits for its start, then attempts until the run's end.
 pub(super) async fn client(
     actor: Actor,
-    variant: Variant,
+    variant: RedlockVariant,
     start: RedlockStart,
     first_grant: Arc<AtomicBool>,
     timing: Timing,
 ) -> ActorResult {
     let masters: Vec<SimConnection> = match variant {
-        Variant::Correct => (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect(),
+        RedlockVariant::Correct => {
+            (0..MASTERS).map(|i| actor.connection_with(i, net_for(timing.master_timeout_ms))).collect()
+        }
         _ => (0..MASTERS).map(|i| actor.connection(i)).collect(),
     };
     let config = RedlockConfig::new(Ttl::from_millis(timing.ttl_ms)?)
@@ -48,14 +50,14 @@ pub(super) async fn client(
     // workload, on connections of its own (the same links, so the same
     // faults): their waits on slow links must not take phase 1's time from
     // client-0's rounds.
-    let probe = (variant == Variant::Correct && actor.index() == 0).then(|| spawn_probes(&actor, timing));
+    let probe = (variant == RedlockVariant::Correct && actor.index() == 0).then(|| spawn_probes(&actor, timing));
     let client = connect(&actor, variant, masters, config, timing).await?;
     let mut rng = actor.rng_for("redlock-work");
     wait_for_start(&actor, start, &first_grant).await;
     // Extends, retries, pauses and late releases: the production Redlock in
     // `redlock` only (the broken and non-guarantee variants keep the plain
     // acquire–work–release that their pinned seeds were found with).
-    let full = variant == Variant::Correct;
+    let full = variant == RedlockVariant::Correct;
     let attempts = NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN);
     let Some(retry) =
         crate::probes::validation::retry(&actor, attempts, Duration::from_millis(10), Duration::from_millis(40))
@@ -119,14 +121,14 @@ fn spawn_probes(actor: &Actor, timing: Timing) -> JoinHandle<Result<(), Error>> 
 /// verify; the production Redlock's settings are read back.
 async fn connect(
     actor: &Actor,
-    variant: Variant,
+    variant: RedlockVariant,
     masters: Vec<SimConnection>,
     config: RedlockConfig,
     timing: Timing,
 ) -> turmoil::Result<Client> {
     let connect_op = |unverified| Op::RedlockConnect { masters: MASTERS as u32, unverified };
     let (api, client) = match variant {
-        Variant::NoValidity => (NAIVE_REDLOCK_CONNECT, None),
+        RedlockVariant::NoValidity => (NAIVE_REDLOCK_CONNECT, None),
         _ => (REDLOCK_CONNECT, Some(())),
     };
     let id = actor.call(api, connect_op(None));

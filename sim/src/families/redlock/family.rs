@@ -15,7 +15,7 @@ use super::checks::{liveness, mutual_exclusion, rounds, validity, votes};
 use super::client::client;
 use super::plan::{seed_faults, RedlockPlan, RedlockSpace};
 use super::timing::Timing;
-use super::{refusal, Variant, LIVENESS_SLACK_MS, MASTERS};
+use super::{refusal, RedlockVariant, LIVENESS_SLACK_MS, MASTERS};
 use crate::checker::key_lifetimes::{Life, Rule};
 use crate::family::Family;
 use crate::fault_space::FaultSpace;
@@ -27,7 +27,7 @@ use crate::world::{World, WorldConfig};
 
 /// What the Redlock checkers need to know about a run of `plan` under
 /// `schedule`.
-fn setup_of(variant: Variant, plan: &RedlockPlan, schedule: &Schedule) -> RedlockSetup {
+fn setup_of(variant: RedlockVariant, plan: &RedlockPlan, schedule: &Schedule) -> RedlockSetup {
     let ttl = Duration::from_millis(plan.ttl_ms);
     let mut setup = RedlockSetup::new(MASTERS as u32, plan.ttl_ms, Drift::DEFAULT.allowance(ttl).as_millis() as u64);
     let timeout = |i: usize| plan.master_timeouts_ms.get(i).copied().unwrap_or(plan.master_timeout_ms);
@@ -47,7 +47,7 @@ fn setup_of(variant: Variant, plan: &RedlockPlan, schedule: &Schedule) -> Redloc
     }
     setup.clocks_trusted =
         !schedule.faults.iter().any(|f| matches!(f.kind.class(), FaultClass::ClockStep | FaultClass::ServerRestart));
-    if variant == Variant::Correct && setup.clocks_trusted {
+    if variant == RedlockVariant::Correct && setup.clocks_trusted {
         let heal_at = schedule.faults.iter().map(Fault::end).max().unwrap_or(0);
         let longest = (0..plan.starts.len()).map(timeout).max().unwrap_or(plan.master_timeout_ms);
         let bound = plan.ttl_ms + longest + LIVENESS_SLACK_MS;
@@ -61,7 +61,7 @@ fn setup_of(variant: Variant, plan: &RedlockPlan, schedule: &Schedule) -> Redloc
 
 /// Runs an explicit plan of a Redlock scenario.
 pub fn run_planned(
-    variant: Variant,
+    variant: RedlockVariant,
     servers: &mut Servers,
     seed: u64,
     plan: &RedlockPlan,
@@ -90,7 +90,7 @@ pub fn run_planned(
     violations.extend(votes::check(events, &setup));
     violations.extend(rounds::check(events, &setup));
     violations.extend(liveness::check(events, &setup));
-    if variant == Variant::Correct {
+    if variant == RedlockVariant::Correct {
         let rule = Rule { prefix: "redlock:{", suffix: "}", life: Life::AtMost(plan.ttl_ms), what: "Redlock key" };
         for (node, keys) in run.keys_at_end.iter().enumerate() {
             let rules = [rule, refusal::KEY_RULE];
@@ -104,7 +104,7 @@ pub fn run_planned(
     Ok(outcome)
 }
 
-impl Family for Variant {
+impl Family for RedlockVariant {
     type Plan = RedlockPlan;
     type Space = RedlockSpace;
     const NAME: &'static str = "redlock";

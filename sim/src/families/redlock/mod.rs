@@ -86,7 +86,7 @@ const LIVENESS_SLACK_MS: u64 = 300;
 
 /// Which Redlock, under which faults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
+pub enum RedlockVariant {
     /// The production Redlock.
     Correct,
     /// `NaiveRedlock`: no validity gate.

@@ -8,7 +8,8 @@ use proptest::strategy::BoxedStrategy;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Variant, CLIENTS, CORRECT_LENGTH_MS, CORRECT_MASTER_TIMEOUTS_MS, LENGTH_MS, MASTERS, MASTER_TIMEOUT_MS, TTL_MS,
+    RedlockVariant, CLIENTS, CORRECT_LENGTH_MS, CORRECT_MASTER_TIMEOUTS_MS, LENGTH_MS, MASTERS, MASTER_TIMEOUT_MS,
+    TTL_MS,
 };
 use crate::fault_space::FaultSpace;
 use crate::history::Millis;
@@ -133,12 +134,12 @@ impl RedlockSpace {
     }
 
     /// What `variant`'s seeds draw.
-    pub fn seeds(variant: Variant) -> RedlockSpace {
+    pub fn seeds(variant: RedlockVariant) -> RedlockSpace {
         let fixed = |v| (v, v);
         let (length_ms, master_timeouts_ms, shape) = match variant {
-            Variant::Correct => (CORRECT_LENGTH_MS, CORRECT_MASTER_TIMEOUTS_MS.to_vec(), RedlockShape::Gates),
-            Variant::NoValidity => (LENGTH_MS, Vec::new(), RedlockShape::SlowFirst),
-            Variant::ClockJump => (LENGTH_MS, Vec::new(), RedlockShape::ClockJump),
+            RedlockVariant::Correct => (CORRECT_LENGTH_MS, CORRECT_MASTER_TIMEOUTS_MS.to_vec(), RedlockShape::Gates),
+            RedlockVariant::NoValidity => (LENGTH_MS, Vec::new(), RedlockShape::SlowFirst),
+            RedlockVariant::ClockJump => (LENGTH_MS, Vec::new(), RedlockShape::ClockJump),
         };
         RedlockSpace {
             clients: (CLIENTS as u32, CLIENTS as u32),
@@ -245,7 +246,7 @@ fn after_first(delays: &[u64]) -> Vec<RedlockStart> {
 /// allowed): for `redlock`, up to two faults of 50–400 ms in 1.9–2.35 s,
 /// after its gates' phases; for `redlock-no-validity`, up to two of
 /// 50–600 ms after client-0's slow phase; none for `redlock-clock-jump`.
-pub fn seed_faults(variant: Variant) -> FaultSpace {
+pub fn seed_faults(variant: RedlockVariant) -> FaultSpace {
     let mut classes = vec![
         FaultClass::Partition,
         FaultClass::Hold,
@@ -254,17 +255,17 @@ pub fn seed_faults(variant: Variant) -> FaultSpace {
         FaultClass::ServerPause,
     ];
     match variant {
-        Variant::Correct => {
+        RedlockVariant::Correct => {
             classes.insert(1, FaultClass::PartitionOneWay);
             FaultSpace { count: (0, 2), duration_ms: (50, 400), links: true, ..FaultSpace::new(&classes, 2) }
                 .within(1900, 2350)
                 .swarm()
         }
-        Variant::NoValidity => {
+        RedlockVariant::NoValidity => {
             FaultSpace { count: (0, 2), duration_ms: (50, 600), links: true, ..FaultSpace::new(&classes, 2) }
                 .within(1600, LENGTH_MS - 100)
                 .swarm()
         }
-        Variant::ClockJump => FaultSpace::none(),
+        RedlockVariant::ClockJump => FaultSpace::none(),
     }
 }

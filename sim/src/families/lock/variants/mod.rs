@@ -1,4 +1,4 @@
-//! The lock family's variants ([`Variant`], one registry row each) and
+//! The lock family's variants ([`LockVariant`], one registry row each) and
 //! the [`Family`] impl they share. Each file below is one variant's set of
 //! [`LockWorkload`] settings (a lock, a store, a fault every seed gets)
 //! and says what that variant breaks or holds; `lock` and `lock-floored`
@@ -21,7 +21,7 @@ use crate::servers::{Servers, SetupError};
 
 /// Which lock-family scenario: one set of [`LockWorkload`] settings each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
+pub enum LockVariant {
     /// `lock`: `Lock`, fenced store, careful holders, every public operation.
     Lock,
     /// `lock-naive`: `NaiveLock` (bare `DEL` release), unfenced store.
@@ -48,26 +48,26 @@ pub enum Variant {
     FailoverClockBack,
 }
 
-impl Variant {
+impl LockVariant {
     /// The variant's settings.
     pub fn workload(self) -> LockWorkload {
         match self {
-            Variant::Lock => LockWorkload::lock(),
-            Variant::Naive => naive::workload(),
-            Variant::Fencing => fencing::workload(),
-            Variant::Unfenced => unfenced::workload(),
-            Variant::CounterLoss => counter_loss::workload(),
-            Variant::CounterLossFloored => counter_loss::floored(),
-            Variant::Floored => LockWorkload { protection: Protection::TimeFloored, ..LockWorkload::lock() },
-            Variant::Failover => failover::workload(),
-            Variant::FailoverAcknowledged => failover::acknowledged(),
-            Variant::FailoverFloored => failover::floored(),
-            Variant::FailoverClockBack => failover::clock_back(),
+            LockVariant::Lock => LockWorkload::lock(),
+            LockVariant::Naive => naive::workload(),
+            LockVariant::Fencing => fencing::workload(),
+            LockVariant::Unfenced => unfenced::workload(),
+            LockVariant::CounterLoss => counter_loss::workload(),
+            LockVariant::CounterLossFloored => counter_loss::floored(),
+            LockVariant::Floored => LockWorkload { protection: Protection::TimeFloored, ..LockWorkload::lock() },
+            LockVariant::Failover => failover::workload(),
+            LockVariant::FailoverAcknowledged => failover::acknowledged(),
+            LockVariant::FailoverFloored => failover::floored(),
+            LockVariant::FailoverClockBack => failover::clock_back(),
         }
     }
 }
 
-impl Family for Variant {
+impl Family for LockVariant {
     type Plan = LockPlan;
     type Space = LockSpace;
     const NAME: &'static str = "lock";

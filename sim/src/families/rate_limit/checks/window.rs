@@ -56,7 +56,7 @@ impl KeyReport {
 
 /// What the checker found.
 #[derive(Debug, Clone, Default)]
-pub struct Report {
+pub struct Windows {
     /// Per limiter key.
     pub keys: BTreeMap<String, KeyReport>,
     /// Windows over the allowance.
@@ -64,7 +64,7 @@ pub struct Report {
 }
 
 /// Checks every limiter key in `events` against `allowance`.
-pub fn check(events: &[Event], allowance: Allowance) -> Report {
+pub fn check(events: &[Event], allowance: Allowance) -> Windows {
     let mut keys: BTreeMap<String, (KeyReport, Vec<Millis>)> = BTreeMap::new();
     for c in completed(events) {
         let Op::RateLimit { key, limit, window_ms, admission, server_ms, .. } = &c.done.op else { continue };
@@ -91,7 +91,7 @@ pub fn check(events: &[Event], allowance: Allowance) -> Report {
             _ => r.unknown += 1,
         }
     }
-    let mut report = Report::default();
+    let mut report = Windows::default();
     for (key, (mut r, mut ts)) in keys {
         ts.sort_unstable();
         let allowed = match allowance {

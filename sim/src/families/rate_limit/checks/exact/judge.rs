@@ -3,7 +3,7 @@
 //! outcomes, keys that may have expired early), by the sliding log's and
 //! the sliding counter's rules.
 
-use super::{describe, Algorithm, Config, Decided, Key, Report};
+use super::{describe, Algorithm, Config, Decided, ExactWindows, Key};
 use crate::history::Millis;
 
 /// The general judgement (concurrent requests, unknown outcomes): the key's
@@ -11,7 +11,7 @@ use crate::history::Millis;
 /// may precede it, counted from the start or from any decision before
 /// which the key may have expired. The first decision no such count
 /// justifies, if any.
-pub(super) fn first_unjustified(k: &mut Key, config: Config, report: &mut Report) -> Option<(Millis, String)> {
+pub(super) fn first_unjustified(k: &mut Key, config: Config, report: &mut ExactWindows) -> Option<(Millis, String)> {
     k.decided.sort_by_key(|d| (d.t, !d.admitted, d.count));
     report.decisions += k.decided.len() as u64;
     let (resets, lenient) = possible_expiries(k, config.algorithm);

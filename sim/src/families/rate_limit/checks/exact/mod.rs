@@ -106,7 +106,7 @@ pub struct Config {
 
 /// What the checker found, with how much it could judge.
 #[derive(Debug, Clone, Default)]
-pub struct Report {
+pub struct ExactWindows {
     /// Unjustified decisions (at most one per key).
     pub violations: Vec<Violation>,
     /// Decisions judged.
@@ -143,8 +143,8 @@ pub(super) struct Key {
 
 /// Checks every limiter key in `events`; `executions` is the limiter
 /// node's execution log (see the module docs).
-pub fn check(events: &[Event], executions: &[Execution], config: Config) -> Report {
-    let mut report = Report::default();
+pub fn check(events: &[Event], executions: &[Execution], config: Config) -> ExactWindows {
+    let mut report = ExactWindows::default();
     for (name, mut k) in read_keys(events, config) {
         if let Some((at, why)) = wrong_clock(&k, executions, config) {
             report.decisions += k.decided.len() as u64;
