@@ -32,10 +32,12 @@ use serde::{Deserialize, Serialize};
 use proptest::strategy::{BoxedStrategy, Strategy};
 
 use crate::fault_space::FaultSpace;
+use crate::history::Event;
 use crate::nemesis::{Fault, Schedule};
 use crate::outcome::Outcome;
 use crate::servers::{Servers, SetupError};
 use crate::stats::Bound;
+use crate::timeline::Tenure;
 
 /// One family of scenarios, implemented on its variant type (see the
 /// module docs).
@@ -103,6 +105,12 @@ pub trait Family: fmt::Debug + Sync + 'static {
     /// Bounds this variant's seeds promise for its histograms (a limiter's
     /// limit): drawn as lines on the report's plots.
     fn bounds(&self) -> Vec<Bound> {
+        Vec::new()
+    }
+
+    /// Who held what in `events` (leases, leaderships), read from this
+    /// family's own operations: the bands a timeline draws.
+    fn tenures(&self, _events: &[Event]) -> Vec<Tenure> {
         Vec::new()
     }
 }
@@ -178,6 +186,10 @@ pub trait Runner: fmt::Debug + Sync {
     fn smaller(&self, workload: &Workload) -> Vec<Workload>;
     /// The bounds its plots draw.
     fn bounds(&self) -> Vec<Bound>;
+    /// Who held what in `events`, for the timeline.
+    fn tenures(&self, _events: &[Event]) -> Vec<Tenure> {
+        Vec::new()
+    }
 }
 
 impl<F: Family> Runner for F {
@@ -240,6 +252,10 @@ impl<F: Family> Runner for F {
 
     fn bounds(&self) -> Vec<Bound> {
         Family::bounds(self)
+    }
+
+    fn tenures(&self, events: &[Event]) -> Vec<Tenure> {
+        Family::tenures(self, events)
     }
 }
 

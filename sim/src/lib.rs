@@ -160,7 +160,7 @@ pub use shard::{merge, Shard, ShardError, ShardFile};
 pub use space::Space;
 pub use stats::{Bound, Histograms, Metric, Percentiles, Summary, Unit};
 pub use time::Millis;
-pub use timeline::Timeline;
+pub use timeline::{Tenure, Timeline};
 pub use world::{
     derive_seed, together, Actor, ActorResult, Process, RestartMode, RunOutcome, SimError, World, WorldConfig,
     DEFAULT_EPOCH_UNIX_MS,

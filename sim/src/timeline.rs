@@ -22,10 +22,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::checker::mutual_exclusion;
 use crate::checker::Violation;
-use crate::history::{Event, EventKind, FaultRecord, Millis, NemesisStep, Op, Role};
-use crate::stats::reigns;
+use crate::history::{Event, EventKind, FaultRecord, Millis, NemesisStep, Op};
 
 /// One run to draw: what it is, how to reproduce it, and what happened.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +44,27 @@ pub struct Timeline<'a> {
     pub events: &'a [Event],
     /// What the checkers found.
     pub violations: &'a [Violation],
+    /// Who held what, when: drawn as bands under the holders' operations
+    /// (a family's [`crate::Family::tenures`]).
+    pub tenures: &'a [Tenure],
+}
+
+/// One holder's time with something only one may hold (a lease, a
+/// leadership): from when it got it, trusted until its deadline, believed
+/// until it let go or learnt it had lost it. A family computes these from
+/// its own operations; the timeline only draws them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenure {
+    /// The holder's lane.
+    pub process: String,
+    /// When it started holding.
+    pub from: Millis,
+    /// Until when it could trust the hold (its local deadline; at most `to`).
+    pub trusted: Millis,
+    /// When it stopped believing it held (or the run ended).
+    pub to: Millis,
+    /// The band's tooltip, in words.
+    pub title: String,
 }
 
 /// How an operation bar ended.
@@ -93,7 +112,7 @@ impl Timeline<'_> {
     pub fn html(&self) -> String {
         let (events, violations) = (self.events, self.violations);
         let lanes = lanes(events, self.nodes);
-        let marks = marks(events);
+        let marks = marks(events, self.tenures);
         let spans = spans(events, &lanes);
         let end = self.simulated_ms.max(events.last().map_or(0, |e| e.time)).max(1);
         let svg = svg(&lanes, &marks, &spans, violations, end);
@@ -189,7 +208,7 @@ fn lanes(events: &[Event], nodes: u32) -> Vec<String> {
 }
 
 /// Every lane's operations, observations and holds.
-fn marks(events: &[Event]) -> BTreeMap<String, Vec<Mark>> {
+fn marks(events: &[Event], tenures: &[Tenure]) -> BTreeMap<String, Vec<Mark>> {
     let mut out: BTreeMap<String, Vec<Mark>> = BTreeMap::new();
     let mut invoked: BTreeMap<u64, &Event> = BTreeMap::new();
     let end = events.last().map_or(0, |e| e.time);
@@ -220,75 +239,12 @@ fn marks(events: &[Event]) -> BTreeMap<String, Vec<Mark>> {
             Mark::Op { from: i.time, to: end, ending: Ending::Pending, title: format!("{i}\n(never completed)") };
         out.entry(i.process.clone()).or_default().push(mark);
     }
-    for h in mutual_exclusion::holds(events) {
-        let token = h.token.map_or("no token".to_string(), |t| format!("token {t}"));
-        let trusted = h.trusted_until.clamp(h.from, h.to);
-        let title = format!("{} held {} ({token}) from {} ms to {} ms", h.process, h.name, h.from, h.to);
-        out.entry(h.process).or_default().push(Mark::Hold { from: h.from, trusted, to: h.to, title });
+    for t in tenures {
+        let mark =
+            Mark::Hold { from: t.from, trusted: t.trusted.clamp(t.from, t.to), to: t.to, title: t.title.clone() };
+        out.entry(t.process.clone()).or_default().push(mark);
     }
-    let mut elections: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match &e.op {
-            Op::Role { election, role: Role::Leader, .. } => Some(election.as_str()),
-            _ => None,
-        })
-        .collect();
-    elections.sort_unstable();
-    elections.dedup();
-    for election in elections {
-        for r in reigns(events, election) {
-            let epoch = r.epoch.map_or("no epoch".to_string(), |e| format!("epoch {e}"));
-            let title = format!("{} led {election} ({epoch}) from {} ms to {} ms", r.process, r.from, r.to);
-            out.entry(r.process).or_default().push(Mark::Hold { from: r.from, trusted: r.to, to: r.to, title });
-        }
-    }
-    redlock_holds(events, &mut out);
     out
-}
-
-/// Redlock leases: trusted from the acquire's invoke for its validity,
-/// believed until the holder's release is sent (or the run ends).
-fn redlock_holds(events: &[Event], out: &mut BTreeMap<String, Vec<Mark>>) {
-    let end = events.last().map_or(0, |e| e.time);
-    let mut invoked: BTreeMap<u64, Millis> = BTreeMap::new();
-    let mut open: BTreeMap<(String, String), (Millis, Millis)> = BTreeMap::new();
-    let close =
-        |out: &mut BTreeMap<String, Vec<Mark>>, process: &str, name: &str, at: Millis, open: (Millis, Millis)| {
-            let (from, valid_until) = open;
-            let to = at.max(from);
-            let title =
-                format!("{process} held Redlock {name} from {from} ms to {to} ms (valid until {valid_until} ms)");
-            out.entry(process.to_string()).or_default().push(Mark::Hold {
-                from,
-                trusted: valid_until.clamp(from, to),
-                to,
-                title,
-            });
-        };
-    for e in events {
-        match (&e.op, e.kind) {
-            (Op::RedlockAcquire { .. }, EventKind::Invoke) => {
-                invoked.insert(e.op_id.0, e.time);
-            }
-            (Op::RedlockAcquire { name, validity_ms: Some(v), .. }, EventKind::Ok) => {
-                let start = invoked.remove(&e.op_id.0).unwrap_or(e.time);
-                let key = (e.process.clone(), name.clone());
-                if let Some(prev) = open.remove(&key) {
-                    close(out, &e.process, name, e.time, prev);
-                }
-                open.insert(key, (e.time, start + v));
-            }
-            (Op::RedlockRelease { name, .. }, EventKind::Invoke) => {
-                if let Some(prev) = open.remove(&(e.process.clone(), name.clone())) {
-                    close(out, &e.process, name, e.time, prev);
-                }
-            }
-            _ => {}
-        }
-    }
-    for ((process, name), prev) in open {
-        close(out, &process, &name, end, prev);
-    }
 }
 
 /// The faults as spans: each nemesis start paired with its undo (the same
@@ -591,12 +547,12 @@ mod tests {
 
     fn run() -> (Vec<Event>, Vec<Violation>) {
         let h = History::new();
-        let acquire = |token, deadline| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline };
-        let a = h.invoke_at(0, "client-0", acquire(None, None));
-        h.ok(a, "client-0", acquire(Some(1), Some(100)));
+        let acquire = || Op::Note { text: "acquire l".into() };
+        let a = h.invoke_at(0, "client-0", acquire());
+        h.ok(a, "client-0", acquire());
         h.fault_at(20, FaultRecord::on_client(FaultKind::ClientPause, "client-0", false, 200));
-        let b = h.invoke_at(50, "client-1", acquire(None, None));
-        h.fail(b, "client-1", acquire(None, None));
+        let b = h.invoke_at(50, "client-1", acquire());
+        h.fail(b, "client-1", acquire());
         h.fault_at(220, FaultRecord::on_client(FaultKind::ClientPause, "client-0", true, 200));
         h.fault_at(230, FaultRecord::on_node(FaultKind::ServerRestart, "redis-0", false, 10));
         let w = h.invoke_at(240, "client-0", Op::Note { text: "write <x> & \"y\"".into() });
@@ -614,8 +570,13 @@ mod tests {
             digest: "0123",
             events,
             violations,
+            tenures: &[],
         }
         .html()
+    }
+
+    fn tenure() -> Tenure {
+        Tenure { process: "client-0".into(), from: 0, trusted: 100, to: 240, title: "client-0 held l".into() }
     }
 
     #[test]
@@ -631,16 +592,14 @@ mod tests {
     }
 
     #[test]
-    fn every_operation_is_a_bar_and_the_hold_is_trusted_to_its_deadline() {
+    fn every_operation_is_a_bar_and_a_tenure_is_trusted_to_its_deadline() {
         let (events, _) = run();
-        let marks = marks(&events);
+        let beyond = Tenure { process: "client-1".into(), from: 50, trusted: 900, to: 60, title: "c1".into() };
+        let marks = marks(&events, &[tenure(), beyond]);
         let c0 = &marks["client-0"];
-        assert!(c0.contains(&Mark::Hold {
-            from: 0,
-            trusted: 100,
-            to: 240,
-            title: "client-0 held l (token 1) from 0 ms to 240 ms".into()
-        }));
+        assert!(c0.contains(&Mark::Hold { from: 0, trusted: 100, to: 240, title: "client-0 held l".into() }));
+        // A deadline past the tenure's end is drawn to its end.
+        assert!(marks["client-1"].contains(&Mark::Hold { from: 50, trusted: 60, to: 60, title: "c1".into() }));
         let endings: Vec<Ending> = c0
             .iter()
             .filter_map(|m| match m {

@@ -31,6 +31,7 @@
 mod digest;
 mod op;
 mod op_text;
+mod operation;
 mod values;
 
 use core::fmt;
@@ -40,6 +41,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::digest::{digest_events, render_timeline, Digest, Fnv1a};
 pub use self::op::Op;
+pub use self::operation::{FamilyOp, Operation};
 pub use self::values::*;
 // Also at the crate root, their one public path; here for the crate.
 pub(crate) use crate::api::Api;
@@ -185,29 +187,29 @@ impl History {
         sim_now().unwrap_or(inner.last_time).max(inner.last_time)
     }
 
-    fn push(inner: &mut Inner, time: Millis, process: &str, kind: EventKind, op_id: OpId, op: Op) {
+    fn push(inner: &mut Inner, time: Millis, process: &str, kind: EventKind, op_id: OpId, op: impl Into<Op>) {
         let time = time.max(inner.last_time);
         inner.last_time = time;
         let index = inner.events.len() as u64;
-        inner.events.push(Event { index, time, process: process.to_string(), kind, op_id, op, api: None });
+        inner.events.push(Event { index, time, process: process.to_string(), kind, op_id, op: op.into(), api: None });
     }
 
     /// Records an invocation now; returns the id to complete it with.
-    pub fn invoke(&self, process: &str, op: Op) -> OpId {
+    pub fn invoke(&self, process: &str, op: impl Into<Op>) -> OpId {
         let mut inner = self.lock();
         let t = Self::now(&inner);
         Self::invoke_locked(&mut inner, t, process, op)
     }
 
     /// Records an invocation at an explicit time.
-    pub fn invoke_at(&self, time: Millis, process: &str, op: Op) -> OpId {
+    pub fn invoke_at(&self, time: Millis, process: &str, op: impl Into<Op>) -> OpId {
         let mut inner = self.lock();
         Self::invoke_locked(&mut inner, time, process, op)
     }
 
     /// Records an invocation of the public library operation `api` now
     /// (see [`Event::api`]).
-    pub fn call(&self, process: &str, api: Api, op: Op) -> OpId {
+    pub fn call(&self, process: &str, api: Api, op: impl Into<Op>) -> OpId {
         let mut inner = self.lock();
         let t = Self::now(&inner);
         let id = Self::invoke_locked(&mut inner, t, process, op);
@@ -233,7 +235,7 @@ impl History {
         }
     }
 
-    fn invoke_locked(inner: &mut Inner, time: Millis, process: &str, op: Op) -> OpId {
+    fn invoke_locked(inner: &mut Inner, time: Millis, process: &str, op: impl Into<Op>) -> OpId {
         let id = OpId(inner.next_op);
         inner.next_op += 1;
         Self::push(inner, time, process, EventKind::Invoke, id, op);
@@ -242,42 +244,42 @@ impl History {
 
     /// Completes `id` now with `kind` (`Ok`/`Fail`/`Info`) and the op as it
     /// finished (results filled in).
-    pub fn complete(&self, id: OpId, process: &str, kind: EventKind, op: Op) {
+    pub fn complete(&self, id: OpId, process: &str, kind: EventKind, op: impl Into<Op>) {
         let mut inner = self.lock();
         let t = Self::now(&inner);
         Self::push(&mut inner, t, process, kind, id, op);
     }
 
     /// Completes `id` at an explicit time.
-    pub fn complete_at(&self, time: Millis, id: OpId, process: &str, kind: EventKind, op: Op) {
+    pub fn complete_at(&self, time: Millis, id: OpId, process: &str, kind: EventKind, op: impl Into<Op>) {
         let mut inner = self.lock();
         Self::push(&mut inner, time, process, kind, id, op);
     }
 
     /// Shorthand: `complete(id, process, Ok, op)`.
-    pub fn ok(&self, id: OpId, process: &str, op: Op) {
+    pub fn ok(&self, id: OpId, process: &str, op: impl Into<Op>) {
         self.complete(id, process, EventKind::Ok, op)
     }
 
     /// Shorthand: `complete(id, process, Fail, op)`.
-    pub fn fail(&self, id: OpId, process: &str, op: Op) {
+    pub fn fail(&self, id: OpId, process: &str, op: impl Into<Op>) {
         self.complete(id, process, EventKind::Fail, op)
     }
 
     /// Shorthand: `complete(id, process, Info, op)` — outcome unknown.
-    pub fn info(&self, id: OpId, process: &str, op: Op) {
+    pub fn info(&self, id: OpId, process: &str, op: impl Into<Op>) {
         self.complete(id, process, EventKind::Info, op)
     }
 
     /// Records an observation (no invoke) now, as a single `Ok` event.
-    pub fn observe(&self, process: &str, op: Op) {
+    pub fn observe(&self, process: &str, op: impl Into<Op>) {
         let mut inner = self.lock();
         let t = Self::now(&inner);
         Self::observe_locked(&mut inner, t, process, EventKind::Ok, op);
     }
 
     /// Records an observation at an explicit time.
-    pub fn observe_at(&self, time: Millis, process: &str, op: Op) {
+    pub fn observe_at(&self, time: Millis, process: &str, op: impl Into<Op>) {
         let mut inner = self.lock();
         Self::observe_locked(&mut inner, time, process, EventKind::Ok, op);
     }
@@ -296,7 +298,7 @@ impl History {
         Self::observe_locked(&mut inner, t, "nemesis", EventKind::Info, Op::Fault(fault));
     }
 
-    fn observe_locked(inner: &mut Inner, time: Millis, process: &str, kind: EventKind, op: Op) {
+    fn observe_locked(inner: &mut Inner, time: Millis, process: &str, kind: EventKind, op: impl Into<Op>) {
         let id = OpId(inner.next_op);
         inner.next_op += 1;
         Self::push(inner, time, process, kind, id, op);
@@ -333,24 +335,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_custom_op_reads_back_typed_and_digests_stably() {
-        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    fn a_family_op_reads_back_typed_and_digests_stably() {
+        #[derive(Debug, Clone, PartialEq, Serialize)]
         struct Claimed {
             id: String,
             attempt: Option<u64>,
         }
-        let op = Op::custom("job-claim", &Claimed { id: "j1".into(), attempt: Some(3) });
-        assert_eq!(op.to_string(), r#"job-claim {"attempt":3,"id":"j1"}"#);
-        assert_eq!(op.custom_data::<Claimed>("job-claim"), Some(Claimed { id: "j1".into(), attempt: Some(3) }));
-        assert_eq!(op.custom_data::<Claimed>("job-complete"), None);
-        assert_eq!(op.custom_data::<u64>("job-claim"), None);
-        let digest = |op: &Op| {
+        impl fmt::Display for Claimed {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "claimed {}", self.id)
+            }
+        }
+        impl Operation for Claimed {
+            fn verb(&self) -> &'static str {
+                "job-claim"
+            }
+        }
+        let claimed = |attempt| Claimed { id: "j1".into(), attempt: Some(attempt) };
+        let op = Op::from(claimed(3));
+        assert_eq!(op.to_string(), "claimed j1");
+        assert_eq!(op.verb(), "job-claim");
+        assert_eq!(op.family::<Claimed>(), Some(&claimed(3)));
+        assert_eq!(op.family::<JobLike>(), None);
+        let digest = |op: Op| {
             let h = History::new();
-            h.observe_at(1, "w", op.clone());
+            h.observe_at(1, "w", op);
             digest_events(&h.events())
         };
-        assert_eq!(digest(&op), digest(&Op::custom("job-claim", &Claimed { id: "j1".into(), attempt: Some(3) })));
-        assert_ne!(digest(&op), digest(&Op::custom("job-claim", &Claimed { id: "j1".into(), attempt: Some(4) })));
+        assert_eq!(digest(claimed(3).into()), digest(claimed(3).into()));
+        assert_ne!(digest(claimed(3).into()), digest(claimed(4).into()));
+        let h = History::new();
+        h.observe_at(1, "w", claimed(3));
+        assert!(serde_json::to_string(&h.events()[0]).unwrap().contains(r#""op":{"id":"j1","attempt":3}"#));
+    }
+
+    #[derive(Debug, PartialEq, Serialize)]
+    struct JobLike;
+    impl fmt::Display for JobLike {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "job")
+        }
+    }
+    impl Operation for JobLike {
+        fn verb(&self) -> &'static str {
+            "job"
+        }
     }
 
     fn sample() -> History {

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::operation::{FamilyOp, Operation};
 use super::values::*;
 use super::FaultRecord;
 use crate::time::Millis;
@@ -414,39 +415,22 @@ pub enum Op {
         /// The keys afterwards (`None`: the read-back failed).
         after: Option<ProbeAfter>,
     },
-    /// An operation of a primitive this enum has no variant for (a family
-    /// added through the public API, a user's own primitive): its verb and
-    /// its arguments and result as JSON. Record it with [`Op::custom`], read
-    /// it back with [`Op::custom_data`]; its checkers are its family's own.
-    Custom {
-        /// What it does, in kebab case (`job-claim`).
-        verb: String,
-        /// Its arguments and (on a completion) result.
-        data: serde_json::Value,
-    },
     /// Anything else a scenario wants in the timeline.
     Note {
         /// Free text.
         text: String,
     },
+    /// An operation of a family's own type (see [`Operation`]): serialised
+    /// as that type's JSON, read back typed with [`Op::family`].
+    #[serde(untagged)]
+    Family(FamilyOp),
 }
 
 impl Op {
-    /// An [`Op::Custom`] of `verb` carrying `data` (any plain serde data:
-    /// a struct of strings, integers and options).
-    pub fn custom(verb: &str, data: &impl Serialize) -> Op {
-        // Plain data serialises; if it ever did not, keep the error in the
-        // history rather than lose the operation.
-        let data =
-            serde_json::to_value(data).unwrap_or_else(|e| serde_json::Value::String(format!("unserialisable: {e}")));
-        Op::Custom { verb: verb.to_string(), data }
-    }
-
-    /// The data of an [`Op::Custom`] of `verb`, typed; `None` for any other
-    /// op, another verb, or data of another shape.
-    pub fn custom_data<T: serde::de::DeserializeOwned>(&self, verb: &str) -> Option<T> {
+    /// A family's operation of type `T`, if this is one.
+    pub fn family<T: Operation>(&self) -> Option<&T> {
         match self {
-            Op::Custom { verb: v, data } if v == verb => serde_json::from_value(data.clone()).ok(),
+            Op::Family(op) => op.get::<T>(),
             _ => None,
         }
     }
@@ -488,8 +472,14 @@ impl Op {
             Op::EpochCheck { .. } => "epoch-check",
             Op::SubscriberView { .. } => "subscriber-view",
             Op::ElectionConfig { .. } => "election-config",
-            Op::Custom { .. } => "custom",
+            Op::Family(op) => op.verb(),
             Op::Note { .. } => "note",
         }
+    }
+}
+
+impl<T: Operation> From<T> for Op {
+    fn from(op: T) -> Op {
+        Op::Family(FamilyOp::new(op))
     }
 }

@@ -52,8 +52,8 @@ impl fmt::Display for Op {
             | Op::Validated { .. }
             | Op::Configured { .. }
             | Op::StateProbe { .. }
-            | Op::Custom { .. }
             | Op::Note { .. } => harness(self, f),
+            Op::Family(op) => write!(f, "{op}"),
         }
     }
 }
@@ -266,7 +266,6 @@ fn harness(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             Ok(())
         }
         Op::StateProbe { planted, reply, after } => write!(f, "state-probe {planted:?} -> {reply:?}, after {after:?}"),
-        Op::Custom { verb, data } => write!(f, "{verb} {data}"),
         Op::Note { text } => write!(f, "note: {text}"),
 
         // Not this group's: `Display` routes each operation to its group.

@@ -87,6 +87,7 @@ impl Scenario {
             digest: &digest,
             events: &outcome.history,
             violations: &outcome.violations,
+            tenures: &self.runs.tenures(&outcome.history),
         }
         .html()
     }

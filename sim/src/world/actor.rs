@@ -185,14 +185,14 @@ impl Actor {
     }
 
     /// Records an invocation by this actor.
-    pub fn invoke(&self, op: Op) -> OpId {
+    pub fn invoke(&self, op: impl Into<Op>) -> OpId {
         self.history.invoke(&self.name, op)
     }
 
     /// Records an invocation of the public library operation `api`
     /// (`Lock::extend`): what the operations table counts. Prefer it to
     /// [`Actor::invoke`] whenever the operation is a library call.
-    pub fn call(&self, api: Api, op: Op) -> OpId {
+    pub fn call(&self, api: Api, op: impl Into<Op>) -> OpId {
         self.history.call(&self.name, api, op)
     }
 
@@ -203,17 +203,17 @@ impl Actor {
     }
 
     /// Completes an operation: it happened.
-    pub fn ok(&self, id: OpId, op: Op) {
+    pub fn ok(&self, id: OpId, op: impl Into<Op>) {
         self.history.complete(id, &self.name, EventKind::Ok, op)
     }
 
     /// Completes an operation: it definitely did not happen.
-    pub fn fail(&self, id: OpId, op: Op) {
+    pub fn fail(&self, id: OpId, op: impl Into<Op>) {
         self.history.complete(id, &self.name, EventKind::Fail, op)
     }
 
     /// Completes an operation: outcome unknown (timeout, dropped connection).
-    pub fn info(&self, id: OpId, op: Op) {
+    pub fn info(&self, id: OpId, op: impl Into<Op>) {
         self.history.complete(id, &self.name, EventKind::Info, op)
     }
 
@@ -223,7 +223,7 @@ impl Actor {
     /// corrupt state, a reply of the wrong shape, a script error), also as
     /// an [`Op::LibraryError`], which `unexpected-errors` convicts: a
     /// correct primitive whose keys nobody corrupted never returns one.
-    pub fn errored(&self, id: OpId, op: Op, e: &redis_primitives::Error) {
+    pub fn errored(&self, id: OpId, op: impl Into<Op>, e: &redis_primitives::Error) {
         self.info(id, op);
         if !e.outcome_is_unknown() {
             self.observe(Op::LibraryError { message: e.to_string() });
@@ -310,7 +310,7 @@ impl Actor {
     }
 
     /// Records an observation (no invoke).
-    pub fn observe(&self, op: Op) {
+    pub fn observe(&self, op: impl Into<Op>) {
         self.history.observe(&self.name, op)
     }
 

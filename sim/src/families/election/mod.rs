@@ -64,6 +64,7 @@ mod reader;
 mod run;
 mod situations;
 mod space;
+mod tenures;
 mod variant;
 
 pub use figures::{figure_rows, figure_run, Figure, FigureRow, FigureRun, FIGURES_INTRO};

@@ -143,4 +143,8 @@ impl Family for ElectionVariant {
         }
         out
     }
+
+    fn tenures(&self, events: &[crate::history::Event]) -> Vec<crate::timeline::Tenure> {
+        super::tenures::of(events)
+    }
 }

@@ -36,7 +36,7 @@ mod situations;
 
 pub use checks::{check, Judged};
 pub use plan::{JobPlan, JobSpace, Stall};
-pub use record::JobCall;
+pub use record::{JobCall, JobOp, JobVerb};
 pub use situations::SITUATIONS;
 
 use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
@@ -66,12 +66,12 @@ const PRODUCER: &str = "producer";
 const SIDE: &str = "queue-side";
 /// Extra runs per job (its claims − 1): work done twice, measured.
 const DOUBLE_RUNS: Metric = Metric::new("job-double-run-count", Unit::Count);
-const ENQUEUE: &str = "job-enqueue";
-const CLAIM: &str = "job-claim";
-const EXTEND: &str = "job-extend";
-const COMPLETE: &str = "job-complete";
-const REAP: &str = "job-reap";
-const STATE: &str = "job-state";
+const ENQUEUE: JobVerb = JobVerb::Enqueue;
+const CLAIM: JobVerb = JobVerb::Claim;
+const EXTEND: JobVerb = JobVerb::Extend;
+const COMPLETE: JobVerb = JobVerb::Complete;
+const REAP: JobVerb = JobVerb::Reap;
+const STATE: JobVerb = JobVerb::State;
 
 /// Which queue a scenario runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,9 +20,6 @@ use crate::checker::lease_views::Allowance;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
-/// The verb of a probe record.
-pub const PROBE: &str = "job-probe";
-
 /// One probed case: what was expected, what came back, and whether the
 /// keys were left as they were (when that was promised).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,7 +114,7 @@ impl Case<'_> {
             None => None,
         };
         let p = Probed { case: case.to_string(), expected, got, before, after };
-        self.actor.observe(crate::history::Op::custom(PROBE, &p));
+        self.actor.observe(super::JobOp::Probe(p));
     }
 
     async fn before(&mut self) -> Option<String> {

@@ -1,11 +1,14 @@
-//! What a job call records in the history: one shape for every verb
-//! ([`JobCall`], an `Op::Custom` record), and the conversions its fields
-//! share.
+//! What the job-queue family records in the history: [`JobOp`], its
+//! operation type (a call of one of the queue's verbs, or a probed case),
+//! and the conversions its fields share.
 
 use redis_primitives::JobState;
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Millis, Op};
+use core::fmt;
+
+use super::probe::Probed;
+use crate::history::{Millis, Operation};
 use crate::world::DEFAULT_EPOCH_UNIX_MS;
 
 /// What every job operation records (one shape for all verbs; absent
@@ -39,13 +42,100 @@ pub struct JobCall {
     pub lease_ms: Option<u64>,
 }
 
+/// Which of the queue's calls an operation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum JobVerb {
+    /// `JobQueue::enqueue`.
+    Enqueue,
+    /// `JobQueue::claim`.
+    Claim,
+    /// `JobQueue::extend`.
+    Extend,
+    /// `JobQueue::complete`.
+    Complete,
+    /// `JobQueue::reap`.
+    Reap,
+    /// `JobQueue::state`.
+    State,
+}
+
+impl JobVerb {
+    /// Its kebab-case name (`job-claim`), for timelines.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobVerb::Enqueue => "job-enqueue",
+            JobVerb::Claim => "job-claim",
+            JobVerb::Extend => "job-extend",
+            JobVerb::Complete => "job-complete",
+            JobVerb::Reap => "job-reap",
+            JobVerb::State => "job-state",
+        }
+    }
+}
+
+/// The job-queue family's operations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum JobOp {
+    /// A call of `verb`, with its arguments and (on a completion) result.
+    Call {
+        /// Which call.
+        verb: JobVerb,
+        /// Its arguments and result.
+        call: JobCall,
+    },
+    /// A case of the corruption probe (`probe.rs`).
+    Probe(Probed),
+}
+
+impl Operation for JobOp {
+    fn verb(&self) -> &'static str {
+        match self {
+            JobOp::Call { verb, .. } => verb.name(),
+            JobOp::Probe(_) => "job-probe",
+        }
+    }
+}
+
+impl fmt::Display for JobOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JobOp::Call { verb, call } => {
+                write!(f, "{}", verb.name())?;
+                if let Some(id) = &call.id {
+                    write!(f, " {id}")?;
+                }
+                if let Some(a) = call.attempt {
+                    write!(f, " attempt={a}")?;
+                }
+                if let Some(a) = call.accepted {
+                    write!(f, " accepted={a}")?;
+                }
+                if let Some(u) = call.lease_until {
+                    write!(f, " lease-until={u}ms")?;
+                }
+                if let Some(s) = &call.state {
+                    write!(f, " state={s}")?;
+                }
+                if !call.ids.is_empty() {
+                    write!(f, " ids={}", call.ids.join(","))?;
+                }
+                if let Some(ms) = call.lease_ms {
+                    write!(f, " lease={ms}ms")?;
+                }
+                Ok(())
+            }
+            JobOp::Probe(p) => write!(f, "job-probe `{}`: expected {}, got {}", p.case, p.expected, p.got),
+        }
+    }
+}
+
 /// The payload the producer enqueues with `id`.
 pub(super) fn payload_of(id: &str) -> String {
     format!("payload of {id}")
 }
 
-pub(super) fn record(verb: &str, call: JobCall) -> Op {
-    Op::custom(verb, &call)
+pub(super) fn record(verb: JobVerb, call: JobCall) -> JobOp {
+    JobOp::Call { verb, call }
 }
 
 pub(super) fn state_name(s: Option<JobState>) -> String {

@@ -53,6 +53,7 @@ mod reader;
 mod record;
 mod run;
 mod situations;
+mod tenures;
 pub mod variants;
 mod workload;
 

@@ -158,4 +158,8 @@ impl Family for RedlockVariant {
             })
             .collect()
     }
+
+    fn tenures(&self, events: &[crate::history::Event]) -> Vec<crate::timeline::Tenure> {
+        super::tenures::of(events)
+    }
 }

@@ -59,6 +59,7 @@ mod plan;
 mod record;
 pub mod refusal;
 mod situations;
+mod tenures;
 mod timing;
 pub mod trust;
 

@@ -4,7 +4,7 @@
 
 use super::{Call, Claimed};
 use crate::checker::{Violation, LIVENESS};
-use crate::families::job_queue::record::payload_of;
+use crate::families::job_queue::record::{payload_of, JobVerb};
 use crate::families::job_queue::{CLAIM, COMPLETE, ENQUEUE, EXTEND, JOB_QUEUE, PRODUCER, REAP, STATE};
 use crate::history::{EventKind, Millis};
 
@@ -350,7 +350,7 @@ impl<'a> Job<'a> {
 }
 
 /// The calls of `verb` on job `id`.
-fn of<'a>(calls: &'a [Call<'a>], verb: &str, id: &str) -> Vec<&'a Call<'a>> {
+fn of<'a>(calls: &'a [Call<'a>], verb: JobVerb, id: &str) -> Vec<&'a Call<'a>> {
     calls
         .iter()
         .filter(|c| c.verb == verb && c.args.id.as_deref().or(c.ok().and_then(|(_, d)| d.id.as_deref())) == Some(id))

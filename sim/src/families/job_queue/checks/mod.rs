@@ -10,16 +10,16 @@ use std::collections::BTreeMap;
 use job::Job;
 use order::claimed_in_order;
 
-use super::probe::{Probed, PROBE, UNKNOWN};
-use super::record::{sim_ms, JobCall};
+use super::probe::UNKNOWN;
+use super::record::{sim_ms, JobCall, JobOp, JobVerb};
 use super::{CLAIM, COMPLETE, ENQUEUE, EXTEND, JOB_QUEUE, REAP};
 use crate::bridge::Execution;
 use crate::checker::Violation;
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::history::{Event, EventKind, Millis};
 
 /// One job operation of the history, paired.
 struct Call<'a> {
-    verb: &'a str,
+    verb: JobVerb,
     process: &'a str,
     invoked: Millis,
     /// `(kind, time, data)` of its completion.
@@ -69,7 +69,7 @@ struct Claimed<'a> {
 /// one queue, whose name the history does not carry): what tells its
 /// execution from another script the same process had in flight. `None`
 /// for a call that runs none.
-fn script_key_end(verb: &str, args: &JobCall) -> Option<String> {
+fn script_key_end(verb: JobVerb, args: &JobCall) -> Option<String> {
     match verb {
         CLAIM => Some("}:pending".into()),
         REAP => Some("}:active".into()),
@@ -160,8 +160,8 @@ fn pair_calls<'a>(events: &'a [Event], executions: &[Execution]) -> (Vec<Call<'a
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
-        let Op::Custom { verb, .. } = &e.op else { continue };
-        if let Some(p) = e.op.custom_data::<Probed>(PROBE) {
+        let Some(op) = e.op.family::<JobOp>() else { continue };
+        if let JobOp::Probe(p) = op {
             // A fault may cut a probe short: an unknown answer, or keys that
             // could not be read back, judge nothing.
             if p.got == UNKNOWN || (p.before.is_some() && p.after.is_none()) {
@@ -185,7 +185,8 @@ fn pair_calls<'a>(events: &'a [Event], executions: &[Execution]) -> (Vec<Call<'a
             }
             continue;
         }
-        let Some(data) = e.op.custom_data::<JobCall>(verb) else { continue };
+        let JobOp::Call { verb, call } = op else { continue };
+        let (verb, data) = (*verb, call.clone());
         if e.kind == EventKind::Invoke {
             open.insert(e.op_id.0, calls.len());
             let key_end = script_key_end(verb, &data);
@@ -219,7 +220,7 @@ mod tests {
     use crate::history::History;
     use crate::world::DEFAULT_EPOCH_UNIX_MS;
 
-    fn call(h: &History, at: Millis, done: Millis, who: &str, verb: &str, args: JobCall, result: JobCall) {
+    fn call(h: &History, at: Millis, done: Millis, who: &str, verb: JobVerb, args: JobCall, result: JobCall) {
         let id = h.invoke_at(at, who, record(verb, args));
         h.complete_at(done, id, who, EventKind::Ok, record(verb, result));
     }

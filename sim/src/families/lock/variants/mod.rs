@@ -136,4 +136,8 @@ impl Family for LockVariant {
         }
         out
     }
+
+    fn tenures(&self, events: &[crate::history::Event]) -> Vec<crate::timeline::Tenure> {
+        super::tenures::of(events)
+    }
 }
