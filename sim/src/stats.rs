@@ -286,12 +286,13 @@ pub fn summarize(unit: Unit, h: &Histogram<u64>) -> Summary {
 // ---------------------------------------------------------------------------
 // Measurements derived from a history. Scenarios call the ones that apply.
 
-/// Acquire latency: invoke → `Ok` of every `Acquire` and `RedlockAcquire`.
-pub fn record_acquire_latency(events: &[Event], out: &mut Histograms) {
-    out.declare(ACQUIRE_LATENCY);
+/// Latency of the operations `is_call` picks: invoke → `Ok`, recorded as
+/// `metric` (a family's acquire latency).
+pub fn record_latency(events: &[Event], metric: Metric, is_call: impl Fn(&Op) -> bool, out: &mut Histograms) {
+    out.declare(metric);
     let mut invoked: BTreeMap<u64, u64> = BTreeMap::new();
     for e in events {
-        if !matches!(e.op, Op::Acquire { .. } | Op::RedlockAcquire { .. }) {
+        if !is_call(&e.op) {
             continue;
         }
         match e.kind {
@@ -300,7 +301,7 @@ pub fn record_acquire_latency(events: &[Event], out: &mut Histograms) {
             }
             EventKind::Ok => {
                 if let Some(t0) = invoked.remove(&e.op_id.0) {
-                    out.record(ACQUIRE_LATENCY, e.time.saturating_sub(t0));
+                    out.record(metric, e.time.saturating_sub(t0));
                 }
             }
             _ => {

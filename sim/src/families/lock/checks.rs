@@ -111,7 +111,7 @@ impl LockWorkload {
 /// believed leases lasted (`unsafe-window`).
 fn histograms(outcome: &Outcome, me: &Exclusion) -> Histograms {
     let mut h = Histograms::new();
-    stats::record_acquire_latency(&outcome.history, &mut h);
+    stats::record_latency(&outcome.history, stats::ACQUIRE_LATENCY, |op| matches!(op, Op::Acquire { .. }), &mut h);
     h.declare(UNSAFE);
     for o in &me.overlaps {
         h.record(UNSAFE, o.believed_ms);

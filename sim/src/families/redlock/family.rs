@@ -99,7 +99,12 @@ pub fn run_planned(
     }
     outcome.violations.extend(violations);
     let mut h = Histograms::new();
-    stats::record_acquire_latency(&outcome.history, &mut h);
+    stats::record_latency(
+        &outcome.history,
+        stats::ACQUIRE_LATENCY,
+        |op| matches!(op, crate::history::Op::RedlockAcquire { .. }),
+        &mut h,
+    );
     outcome.histograms = h;
     Ok(outcome)
 }
