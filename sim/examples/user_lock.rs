@@ -29,6 +29,7 @@ use core::time::Duration;
 use rand::Rng;
 use redis::aio::ConnectionLike;
 use redis_primitives_sim::checker::mutual_exclusion::{self, Policy};
+use redis_primitives_sim::checker::Invariant;
 
 use redis_primitives_sim::{
     Actor, ActorResult, Event, EventKind, FaultClass, FaultSpace, Millis, Op, Servers, Violation, World, WorldConfig,
@@ -67,6 +68,8 @@ impl<C: ConnectionLike + Clone> MyLock<C> {
 const NAME: &str = "my-lock";
 const TTL_MS: u64 = 200;
 const RUN_MS: Millis = 3000;
+/// This example's own invariant, judged by `no_grant_over_trusted_lease`.
+const NO_GRANT_OVER_A_TRUSTED_LEASE: Invariant = Invariant::new("no-grant-over-a-trusted-lease");
 
 /// One client: acquire, hold for a while (sometimes past the TTL, or
 /// paused), release; recorded as it goes.
@@ -128,7 +131,7 @@ fn no_grant_over_a_trusted_lease(events: &[Event]) -> Vec<Violation> {
                 held.retain(|&(_, until)| until > e.time);
                 if let Some((other, until_other)) = held.iter().find(|(p, _)| *p != e.process) {
                     out.push(Violation::new(
-                        "no-grant-over-a-trusted-lease",
+                        NO_GRANT_OVER_A_TRUSTED_LEASE,
                         Some(e.time),
                         format!(
                             "{} was granted {NAME} at {}ms while {other} trusted it until {until_other}ms",

@@ -5,46 +5,34 @@
 //! serialised.
 
 use core::fmt;
-use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
+
+use crate::name::Name;
 
 /// A public library operation an invocation calls (`Lock::extend`): what
 /// the operations table counts and what a checker finds a call by. Each is
 /// a constant where its family declares its operations; compared as a
 /// value, printed and serialised as its name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Api(Cow<'static, str>);
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Api(Name);
 
 impl Api {
     /// The operation `Type::method`.
     pub const fn new(name: &'static str) -> Api {
-        Api(Cow::Borrowed(name))
+        Api(Name::new(name))
     }
 
     /// Its name, `Type::method`.
     pub fn name(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 }
 
 impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&self.0)
-    }
-}
-
-impl Serialize for Api {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Api {
-    /// A name read back from a shard file: the same operation as the
-    /// constant of that name.
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Api, D::Error> {
-        String::deserialize(deserializer).map(|name| Api(Cow::Owned(name)))
+        fmt::Display::fmt(&self.0, f)
     }
 }
 

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checker::Invariant;
 use crate::progress::{Meter, Progress};
 use crate::scenarios::{Expect, Scenario};
 use crate::servers::{Servers, SetupError};
@@ -60,7 +61,7 @@ pub struct ScenarioFigures {
     /// The seeds run.
     pub seeds: Vec<u64>,
     /// Seed → the invariants it violated (only violating seeds).
-    pub violations: BTreeMap<u64, Vec<String>>,
+    pub violations: BTreeMap<u64, Vec<Invariant>>,
     /// Histogram summaries of every seed merged.
     pub histograms: BTreeMap<String, Summary>,
 }
@@ -122,7 +123,7 @@ pub fn measure(servers: &mut Servers, scenarios: &[&'static Scenario]) -> Result
             meter.step(!o.violations.is_empty());
             histograms.merge(&o.histograms);
             if !o.violations.is_empty() {
-                let mut names: Vec<String> = o.violations.iter().map(|v| v.invariant.clone()).collect();
+                let mut names: Vec<Invariant> = o.violations.iter().map(|v| v.invariant.clone()).collect();
                 names.sort();
                 names.dedup();
                 violations.insert(seed, names);
@@ -164,7 +165,7 @@ pub enum Departure {
         /// Seed.
         seed: u64,
         /// Invariant.
-        invariant: String,
+        invariant: Invariant,
     },
     /// A broken variant's expected violation that the run lost.
     LostViolation {
@@ -173,7 +174,7 @@ pub enum Departure {
         /// Seed.
         seed: u64,
         /// Invariant.
-        invariant: String,
+        invariant: Invariant,
     },
     /// A histogram figure moved past the tolerance.
     Moved {
@@ -239,7 +240,7 @@ impl fmt::Display for Departure {
 /// Every way `now` differs from `base` beyond `base`'s tolerance, for the
 /// scenarios `now` measured; `expect` says which invariant each broken
 /// variant must keep violating.
-pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<&'static str>) -> Vec<Departure> {
+pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<&'static Invariant>) -> Vec<Departure> {
     let mut out = Vec::new();
     for (name, n) in &now.scenarios {
         let scenario = name.clone();
@@ -265,12 +266,12 @@ pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<
         if let Some(expected) = expect(name) {
             for (seed, invariants) in &b.violations {
                 let had = invariants.iter().any(|i| i == expected);
-                let has = n.violations.get(seed).is_some_and(|v| v.iter().any(|i| i == expected));
+                let has = n.violations.get(seed).is_some_and(|v| v.contains(expected));
                 if had && !has {
                     out.push(Departure::LostViolation {
                         scenario: scenario.clone(),
                         seed: *seed,
-                        invariant: expected.into(),
+                        invariant: expected.clone(),
                     });
                 }
             }
@@ -310,12 +311,15 @@ pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checker::{ELECTION, LIVENESS};
 
-    fn figures(p99: u64, violations: &[(u64, &str)]) -> Baseline {
+    static EXPECTED: Invariant = ELECTION;
+
+    fn figures(p99: u64, violations: &[(u64, Invariant)]) -> Baseline {
         let summary = Summary { count: 40, min: 1, p50: 20, p90: 80, p99, max: p99 + 10, unit: crate::stats::Unit::Ms };
         let scenario = ScenarioFigures {
             seeds: vec![1, 2],
-            violations: violations.iter().map(|(s, i)| (*s, vec![i.to_string()])).collect(),
+            violations: violations.iter().map(|(s, i)| (*s, vec![i.clone()])).collect(),
             histograms: BTreeMap::from([("failover".to_string(), summary)]),
         };
         Baseline { format: 1, tolerance: Tolerance::DEFAULT, scenarios: BTreeMap::from([("x".to_string(), scenario)]) }
@@ -323,14 +327,14 @@ mod tests {
 
     #[test]
     fn moves_within_tolerance_pass_and_beyond_fail_readably() {
-        let base = figures(100, &[(1, "election")]);
-        assert!(compare(&base, &figures(109, &[(1, "election")]), |_| Some("election")).is_empty());
-        let drift = compare(&base, &figures(250, &[(1, "election")]), |_| Some("election"));
+        let base = figures(100, &[(1, ELECTION)]);
+        assert!(compare(&base, &figures(109, &[(1, ELECTION)]), |_| Some(&EXPECTED)).is_empty());
+        let drift = compare(&base, &figures(250, &[(1, ELECTION)]), |_| Some(&EXPECTED));
         let text: Vec<String> = drift.iter().map(|d| d.to_string()).collect();
         assert_eq!(text, ["x failover p99: 100 → 250 ms (+150 %)", "x failover max: 110 → 260 ms (+136 %)"]);
-        let lost = compare(&base, &figures(100, &[]), |_| Some("election"));
+        let lost = compare(&base, &figures(100, &[]), |_| Some(&EXPECTED));
         assert_eq!(lost[0].to_string(), "x seed 1: no longer violates election (the harness stopped catching it)");
-        let new = compare(&base, &figures(100, &[(1, "election"), (2, "liveness")]), |_| Some("election"));
+        let new = compare(&base, &figures(100, &[(1, ELECTION), (2, LIVENESS)]), |_| Some(&EXPECTED));
         assert!(new[0].to_string().starts_with("x seed 2: new violation of liveness"), "{new:?}");
         // Small figures get the absolute floor: 2 ms may become 7 ms.
         assert!(Tolerance::DEFAULT.allows(2, 7) && !Tolerance::DEFAULT.allows(2, 8));

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checker::Violation;
+use crate::checker::{Invariant, Violation};
 use crate::history::{Api, Digest};
 use crate::scenarios::{Outcome, Scenario};
 use crate::stats::{Histograms, Summary};
@@ -101,8 +101,8 @@ impl Exploration {
     }
 
     /// Number of violations of `invariant` over every seed.
-    pub fn count_of(&self, invariant: &str) -> usize {
-        self.violating.iter().flat_map(|s| &s.violations).filter(|v| v.invariant == invariant).count()
+    pub fn count_of(&self, invariant: &Invariant) -> usize {
+        self.violating.iter().flat_map(|s| &s.violations).filter(|v| v.invariant == *invariant).count()
     }
 }
 
@@ -189,7 +189,7 @@ pub struct ViolationJson {
     /// The seed.
     pub seed: u64,
     /// Invariant name.
-    pub invariant: String,
+    pub invariant: Invariant,
     /// Short explanation.
     pub detail: String,
     /// The replay command.

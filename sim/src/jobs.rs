@@ -306,7 +306,11 @@ mod tests {
         let mut o = Outcome::new(Vec::new());
         o.simulated_ms = 10;
         if violating {
-            o.violations.push(crate::checker::Violation::new("mutual-exclusion", Some(1), "planted by the test"));
+            o.violations.push(crate::checker::Violation::new(
+                crate::checker::MUTUAL_EXCLUSION,
+                Some(1),
+                "planted by the test",
+            ));
         }
         Ok(o)
     }

@@ -115,6 +115,7 @@ pub mod history;
 mod jobs;
 mod mutants;
 mod mutation;
+mod name;
 mod nemesis;
 mod net;
 mod outcome;

@@ -144,12 +144,12 @@ fn row(s: &Scenario, ex: &Exploration) -> ScenarioRow {
     let mut violations = BTreeMap::new();
     for sr in &ex.violating {
         for v in &sr.violations {
-            *violations.entry(v.invariant.clone()).or_insert(0) += 1;
+            *violations.entry(v.invariant.to_string()).or_insert(0) += 1;
         }
     }
     let as_expected = match s.expect {
         Expect::Clean => ex.violating.is_empty(),
-        Expect::Violates(inv) => violations.contains_key(inv),
+        Expect::Violates(inv) => violations.contains_key(inv.name()),
     };
     ScenarioRow {
         scenario: s.name.to_string(),

@@ -145,7 +145,7 @@ code {{ background: #f3f3f3; padding: 0 .3em; }}
             page.push_str("<ul class=\"violation\">\n");
             for v in violations {
                 let at = v.at.map_or(String::new(), |t| format!(" at {t} ms"));
-                let _ = writeln!(page, "<li><b>[{}]</b>{at}: {}</li>", esc(&v.invariant), esc(&v.detail));
+                let _ = writeln!(page, "<li><b>[{}]</b>{at}: {}</li>", esc(v.invariant.name()), esc(&v.detail));
             }
             page.push_str("</ul>\n");
         }
@@ -518,22 +518,22 @@ fn draw_violations(violations: &[Violation], px: f64, height: f64) -> String {
         let Some(at) = v.at else { continue };
         // One mark per invariant and instant; the list above the chart
         // has every violation's detail.
-        if drawn.contains(&(v.invariant.as_str(), at)) {
+        if drawn.contains(&(v.invariant.name(), at)) {
             continue;
         }
-        drawn.push((v.invariant.as_str(), at));
+        drawn.push((v.invariant.name(), at));
         let x = LABEL_W + at as f64 * px;
         let row = free_from.iter().position(|f| *f <= x).unwrap_or(LABEL_ROWS - 1);
-        free_from[row] = x + 3.0 + v.invariant.len() as f64 * 6.5 + 8.0;
+        free_from[row] = x + 3.0 + v.invariant.name().len() as f64 * 6.5 + 8.0;
         let text_y = 11.0 + row as f64 * 11.0;
         let _ = writeln!(
             marks_v,
             r#"<g class="violation"><title>[{}] at {at} ms: {}</title><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{height:.1}"/><text x="{:.1}" y="{text_y:.1}">{}</text></g>"#,
-            esc(&v.invariant),
+            esc(v.invariant.name()),
             esc(&v.detail),
             text_y - 9.0,
             x + 3.0,
-            esc(&v.invariant)
+            esc(v.invariant.name())
         );
     }
     marks_v
@@ -557,7 +557,7 @@ mod tests {
         h.fault_at(230, FaultRecord::on_node(FaultKind::ServerRestart, "redis-0", false, 10));
         let w = h.invoke_at(240, "client-0", Op::Note { text: "write <x> & \"y\"".into() });
         h.info(w, "client-0", Op::Note { text: "timed out".into() });
-        (h.events(), vec![Violation::new("mutual-exclusion", Some(150), "two <holders>")])
+        (h.events(), vec![Violation::new(crate::checker::MUTUAL_EXCLUSION, Some(150), "two <holders>")])
     }
 
     fn page_of(events: &[Event], violations: &[Violation]) -> String {

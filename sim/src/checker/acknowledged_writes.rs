@@ -27,11 +27,11 @@
 //! that needs one replica too many, or counts the wrong connection's writes,
 //! refuses every acquire and the name stays free for nobody.
 
-use super::{completed, Violation, ACKNOWLEDGED_WRITES};
+use super::{completed, Invariant, Violation, ACKNOWLEDGED_WRITES};
 use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 
 /// The invariant, for the registry rows of the scenarios that judge it.
-pub const DECLARED: &[(&str, &str)] = &[(
+pub const DECLARED: &[(Invariant, &str)] = &[(
     ACKNOWLEDGED_WRITES,
     "an acknowledgement is honest both ways: never a write reported accepted that no replica received (one made while replication was cut), never an acquire or write refused NotAcknowledged while every replica was linked",
 )];

@@ -21,6 +21,7 @@ pub mod corrupt_state;
 pub mod fencing_tokens;
 pub mod guarded_body;
 pub mod input_validation;
+mod invariant;
 pub mod key_lifetimes;
 pub mod lease_views;
 pub mod lock_liveness;
@@ -30,80 +31,82 @@ pub mod order;
 pub mod stale_overwrite;
 pub mod unexpected_errors;
 
+pub use invariant::Invariant;
+
 /// Name of the fencing-token invariant.
-pub const FENCING_TOKENS_INCREASE: &str = "fencing-tokens-increase";
+pub const FENCING_TOKENS_INCREASE: Invariant = Invariant::new("fencing-tokens-increase");
 /// Name of the no-stale-overwrite invariant.
-pub const NO_STALE_OVERWRITE: &str = "no-stale-overwrite";
+pub const NO_STALE_OVERWRITE: Invariant = Invariant::new("no-stale-overwrite");
 /// Name of the acknowledged-writes invariant (declared by the scenarios
 /// that write through `FencedStore::acknowledged`).
-pub const ACKNOWLEDGED_WRITES: &str = "acknowledged-writes";
+pub const ACKNOWLEDGED_WRITES: Invariant = Invariant::new("acknowledged-writes");
 /// Name of the mutual-exclusion invariant.
-pub const MUTUAL_EXCLUSION: &str = "mutual-exclusion";
+pub const MUTUAL_EXCLUSION: Invariant = Invariant::new("mutual-exclusion");
 /// Name of the rate-limit invariant.
-pub const RATE_LIMIT: &str = "rate-limit";
+pub const RATE_LIMIT: Invariant = Invariant::new("rate-limit");
 /// Name of the exact rate-limit invariant: every decision (admit or deny,
 /// count, remaining, retry-after) is the one the limiter's algorithm gives
 /// for the admissions of the history.
-pub const RATE_LIMIT_EXACT: &str = "rate-limit-exact";
+pub const RATE_LIMIT_EXACT: Invariant = Invariant::new("rate-limit-exact");
 /// Name of the election invariant.
-pub const ELECTION: &str = "election";
+pub const ELECTION: Invariant = Invariant::new("election");
 /// Name of the Redlock mutual-exclusion invariant.
-pub const REDLOCK_MUTUAL_EXCLUSION: &str = "redlock-mutual-exclusion";
+pub const REDLOCK_MUTUAL_EXCLUSION: Invariant = Invariant::new("redlock-mutual-exclusion");
 
 /// Name of the Redlock validity invariant.
-pub const REDLOCK_VALIDITY: &str = "redlock-validity";
+pub const REDLOCK_VALIDITY: Invariant = Invariant::new("redlock-validity");
 /// Name of the Redlock votes invariant.
-pub const REDLOCK_VOTES: &str = "redlock-votes";
+pub const REDLOCK_VOTES: Invariant = Invariant::new("redlock-votes");
 /// Name of the Redlock rounds invariant.
-pub const REDLOCK_ROUNDS: &str = "redlock-rounds";
+pub const REDLOCK_ROUNDS: Invariant = Invariant::new("redlock-rounds");
 
 /// Name of the self-fencing invariant: a holder that trusts its lease only
 /// until its local deadline never overlaps another holder.
-pub const SELF_FENCING: &str = "self-fencing";
+pub const SELF_FENCING: Invariant = Invariant::new("self-fencing");
 
 /// Name of the liveness property: after the faults heal, every primitive
 /// makes progress within a stated bound.
-pub const LIVENESS: &str = "liveness";
+pub const LIVENESS: Invariant = Invariant::new("liveness");
 
 /// Name of the corrupt-state invariant: a key holding what the library
 /// never writes is refused with a typed error naming it, and nothing
 /// changes; a counter it can advance gives the exact next token.
-pub const CORRUPT_STATE: &str = "corrupt-state";
+pub const CORRUPT_STATE: Invariant = Invariant::new("corrupt-state");
 
 /// Name of the input-validation invariant: configuration is accepted or
 /// refused (as `InvalidInput`) exactly at the documented edges.
-pub const INPUT_VALIDATION: &str = "input-validation";
+pub const INPUT_VALIDATION: Invariant = Invariant::new("input-validation");
 
 /// Name of the configuration invariant: accessors report what a primitive
 /// was built with.
-pub const CONFIGURATION: &str = "configuration";
+pub const CONFIGURATION: Invariant = Invariant::new("configuration");
 
 /// Name of the election-views invariant: an election's accessors and
 /// callbacks agree with each other, its configuration and the clock.
-pub const ELECTION_VIEWS: &str = "election-views";
+pub const ELECTION_VIEWS: Invariant = Invariant::new("election-views");
 
 /// Name of the lease-views invariant: a lease's local deadline runs from
 /// its request's send, and its accessors say what it was granted.
-pub const LEASE_VIEWS: &str = "lease-views";
+pub const LEASE_VIEWS: Invariant = Invariant::new("lease-views");
 
 /// Name of the key-lifetimes invariant: keys a correct primitive leaves
 /// behind expire as documented (leases and limiter keys within their bound,
 /// fence counters and fenced entries never).
-pub const KEY_LIFETIMES: &str = "key-lifetimes";
+pub const KEY_LIFETIMES: Invariant = Invariant::new("key-lifetimes");
 
 /// Name of the unexpected-errors invariant: Redis never answers a correct
 /// primitive with an error reply, and the library never returns an error
 /// that no fault explains.
-pub const UNEXPECTED_ERRORS: &str = "unexpected-errors";
+pub const UNEXPECTED_ERRORS: Invariant = Invariant::new("unexpected-errors");
 
 /// Name of the lock-replies invariant: every `Lock` answer (acquire,
 /// extend, release, current_token, remaining_ttl, `Retry::run`) is
 /// justified by the history, in both directions.
-pub const LOCK_REPLIES: &str = "lock-replies";
+pub const LOCK_REPLIES: Invariant = Invariant::new("lock-replies");
 
 /// Every invariant name with its one-line meaning (for `--help`, the report
 /// and the README).
-pub const INVARIANTS: &[(&str, &str)] = &[
+pub const INVARIANTS: &[(Invariant, &str)] = &[
     (
         FENCING_TOKENS_INCREASE,
         "per lock name, tokens are unique and an acquire that starts after another completed gets a larger token",
@@ -189,8 +192,8 @@ pub const INVARIANTS: &[(&str, &str)] = &[
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
-    /// The invariant's name (one of the constants above).
-    pub invariant: String,
+    /// The invariant it breaks.
+    pub invariant: Invariant,
     /// What happened, briefly, with times, processes and tokens.
     pub detail: String,
     /// Simulated time at which it became visible, if meaningful.
@@ -199,8 +202,8 @@ pub struct Violation {
 
 impl Violation {
     /// A violation of `invariant`.
-    pub fn new(invariant: &str, at: Option<Millis>, detail: impl Into<String>) -> Violation {
-        Violation { invariant: invariant.to_string(), detail: detail.into(), at }
+    pub fn new(invariant: Invariant, at: Option<Millis>, detail: impl Into<String>) -> Violation {
+        Violation { invariant, detail: detail.into(), at }
     }
 }
 
@@ -226,7 +229,7 @@ pub(crate) const MAX_REPORTED: usize = 5;
 
 /// `out` with at most [`MAX_REPORTED`] violations, and one more of
 /// `invariant` saying how many were left out.
-pub(crate) fn capped(mut out: Vec<Violation>, invariant: &str) -> Vec<Violation> {
+pub(crate) fn capped(mut out: Vec<Violation>, invariant: Invariant) -> Vec<Violation> {
     if out.len() > MAX_REPORTED {
         let more = out.len() - MAX_REPORTED;
         out.truncate(MAX_REPORTED);

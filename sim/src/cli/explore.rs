@@ -180,7 +180,7 @@ fn print_exploration(ex: &crate::exploration::Exploration, scenario: &'static Sc
             scenario.expectation()
         );
         for (name, _) in crate::scenarios::invariants() {
-            let n = ex.count_of(name);
+            let n = ex.count_of(&name);
             if n > 0 {
                 println!("  {name}: {n} violations");
             }

@@ -366,7 +366,8 @@ mod tests {
         assert_ne!(digest(claimed(3).into()), digest(claimed(4).into()));
         let h = History::new();
         h.observe_at(1, "w", claimed(3));
-        assert!(serde_json::to_string(&h.events()[0]).unwrap().contains(r#""op":{"id":"j1","attempt":3}"#));
+        let json = serde_json::to_string(&h.events()[0]).unwrap();
+        assert!(json.contains(r#""op":{"id":"j1","attempt":3}"#), "{json}");
     }
 
     #[derive(Debug, PartialEq, Serialize)]

@@ -29,7 +29,7 @@ pub enum Expect {
     Clean,
     /// A broken variant: it must violate this invariant (on its pinned seeds,
     /// and on most seeds of an exploration).
-    Violates(&'static str),
+    Violates(&'static Invariant),
 }
 
 /// One entry of the registry.
@@ -56,7 +56,7 @@ pub struct Scenario {
     /// Invariants its family judges beyond the built-in ones
     /// ([`crate::checker::INVARIANTS`]), with their one-line meanings: a
     /// family added through the registry brings its own (see [`invariants`]).
-    pub invariants: &'static [(&'static str, &'static str)],
+    pub invariants: &'static [(Invariant, &'static str)],
     /// For a broken variant: seeds on which it must show its violation
     /// (`sim/tests/harness/scenarios.rs` runs them; a correct scenario is
     /// held to the clean seeds `0..24` instead). Empty for a correct one.
@@ -99,17 +99,18 @@ impl Scenario {
 }
 
 use crate::checker::{
-    ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
+    Invariant, ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT,
+    REDLOCK_MUTUAL_EXCLUSION,
 };
 
 /// Every invariant a checker may name: the built-in ones, then those the
 /// registry's families declare, each once, in that order.
-pub fn invariants() -> Vec<(&'static str, &'static str)> {
-    let mut all: Vec<(&'static str, &'static str)> = crate::checker::INVARIANTS.to_vec();
+pub fn invariants() -> Vec<(Invariant, &'static str)> {
+    let mut all: Vec<(Invariant, &'static str)> = crate::checker::INVARIANTS.to_vec();
     for s in SCENARIOS {
-        for &(name, meaning) in s.invariants {
-            if !all.iter().any(|(n, _)| *n == name) {
-                all.push((name, meaning));
+        for (name, meaning) in s.invariants {
+            if !all.iter().any(|(n, _)| n == name) {
+                all.push((name.clone(), meaning));
             }
         }
     }
@@ -132,7 +133,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "lock-naive",
         description: "NaiveLock (bare DEL release): a holder whose lease expired deletes the next holder's lock, letting a third in",
-        expect: Expect::Violates(MUTUAL_EXCLUSION),
+        expect: Expect::Violates(&MUTUAL_EXCLUSION),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -154,7 +155,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "fencing-unfenced",
         description: "Lock + UnfencedStore: the paused holder's late write silently overwrites the newer one",
-        expect: Expect::Violates(NO_STALE_OVERWRITE),
+        expect: Expect::Violates(&NO_STALE_OVERWRITE),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -187,7 +188,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "rate-limit-fixed-window",
         description: "NaiveFixedWindow (INCR+EXPIRE): a burst at a boundary admits twice the limit inside one window",
-        expect: Expect::Violates(RATE_LIMIT),
+        expect: Expect::Violates(&RATE_LIMIT),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -198,7 +199,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "rate-limit-client-side",
         description: "ClientSideWindow (ZREMRANGEBYSCORE, ZCARD, ZADD as separate round trips): concurrent callers overshoot",
-        expect: Expect::Violates(RATE_LIMIT),
+        expect: Expect::Violates(&RATE_LIMIT),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -209,7 +210,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "rate-limit-watch-multi",
         description: "WatchMultiLimiter on one shared multiplexed connection: EXEC clears every watch, so concurrent callers all pass",
-        expect: Expect::Violates(RATE_LIMIT),
+        expect: Expect::Violates(&RATE_LIMIT),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -242,7 +243,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "election-no-epoch",
         description: "NaiveElection (no epoch, unfenced writes): a paused leader wakes and its write lands after the new leader's",
-        expect: Expect::Violates(ELECTION),
+        expect: Expect::Violates(&ELECTION),
         situations: election::NO_EPOCH_SITUATIONS,
         operations: &[],
         scripts: &[],
@@ -253,7 +254,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "election-failover",
         description: "Election on a primary with a replica: replication cut, primary crash, replica promoted; epochs are reissued",
-        expect: Expect::Violates(ELECTION),
+        expect: Expect::Violates(&ELECTION),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -286,7 +287,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "counter-loss",
         description: "Lock across a redis-server restart without persistence: the fence counter is lost and tokens are reissued",
-        expect: Expect::Violates(FENCING_TOKENS_INCREASE),
+        expect: Expect::Violates(&FENCING_TOKENS_INCREASE),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -319,7 +320,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "lock-failover",
         description: "Lock on a primary with a replica: replication cut, primary crash, replica promoted; tokens of the cut are reissued",
-        expect: Expect::Violates(FENCING_TOKENS_INCREASE),
+        expect: Expect::Violates(&FENCING_TOKENS_INCREASE),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -352,7 +353,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "lock-failover-clock-back",
         description: "lock-failover-floored with the promoted server's clock 2 s behind: the floor is below the lost tokens (documented limit)",
-        expect: Expect::Violates(FENCING_TOKENS_INCREASE),
+        expect: Expect::Violates(&FENCING_TOKENS_INCREASE),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -374,7 +375,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "redlock-no-validity",
         description: "Redlock without the elapsed-time validity gate: a slow acquire trusts a lease that has already expired",
-        expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
+        expect: Expect::Violates(&REDLOCK_MUTUAL_EXCLUSION),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -385,7 +386,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "redlock-clock-jump",
         description: "Redlock with a forward clock step on a minority of masters: two clients each get a majority (documented non-guarantee)",
-        expect: Expect::Violates(REDLOCK_MUTUAL_EXCLUSION),
+        expect: Expect::Violates(&REDLOCK_MUTUAL_EXCLUSION),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -407,7 +408,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "job-queue-naive",
         description: "NaiveJobQueue (RPOPLPUSH, no lease, no fence): the reaper cannot tell a slow worker from a dead one, so a job is completed twice",
-        expect: Expect::Violates(job_queue::JOB_QUEUE),
+        expect: Expect::Violates(&job_queue::JOB_QUEUE),
         situations: &[],
         operations: &[],
         scripts: &[],
@@ -438,7 +439,7 @@ mod tests {
                 Expect::Clean => {
                     assert!(s.pinned_seeds.is_empty(), "{}: a correct scenario runs the clean seeds", s.name)
                 }
-                Expect::Violates(_) => assert!(!s.pinned_seeds.is_empty(), "{}: no pinned seeds", s.name),
+                Expect::Violates(&_) => assert!(!s.pinned_seeds.is_empty(), "{}: no pinned seeds", s.name),
             }
         }
     }

@@ -2,7 +2,7 @@
 //! fewer at a time, while the plan still violates.
 
 use super::*;
-use crate::checker::Violation;
+use crate::checker::{Invariant, Violation};
 use crate::plan::Plan;
 use crate::servers::{Servers, SetupError};
 
@@ -30,7 +30,7 @@ pub fn one_smaller(plan: &Plan) -> Vec<Plan> {
 pub fn minimize(
     plan: Plan,
     violation: Violation,
-    invariant: &str,
+    invariant: &Invariant,
     servers: &mut Servers,
     budget: u32,
 ) -> Result<(Plan, Violation, u32), SetupError> {

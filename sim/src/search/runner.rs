@@ -10,7 +10,7 @@ use proptest::strategy::BoxedStrategy;
 use proptest::test_runner::{basic_result_cache, Config, FailurePersistence, TestCaseError, TestError, TestRunner};
 
 use super::*;
-use crate::checker::Violation;
+use crate::checker::{Invariant, Violation};
 use crate::plan::Plan;
 use crate::servers::{Servers, SetupError};
 
@@ -74,7 +74,7 @@ pub struct SearchReport {
     /// Scenario searched (empty if no case ran).
     pub scenario: String,
     /// Invariant searched for violations of.
-    pub invariant: String,
+    pub invariant: Invariant,
     /// Cases run before the first failure (all of them if none failed),
     /// shrinking excluded.
     pub cases_run: u32,
@@ -104,7 +104,7 @@ struct State {
 /// error; it is never mistaken for a counterexample.
 pub fn search(
     strategy: &BoxedStrategy<Plan>,
-    invariant: &str,
+    invariant: &Invariant,
     servers: &mut Servers,
     config: SearchConfig,
 ) -> Result<SearchReport, SetupError> {
@@ -144,7 +144,7 @@ pub fn search(
                 return Err(TestCaseError::fail("set-up error"));
             }
         };
-        match outcome.violations.into_iter().find(|v| v.invariant == invariant) {
+        match outcome.violations.into_iter().find(|v| v.invariant == *invariant) {
             None => Ok(()),
             Some(v) => {
                 if st.first.is_none() {
@@ -203,7 +203,7 @@ pub fn search(
     let cases_run = finding.as_ref().map_or(state.calls, |f| f.cases);
     Ok(SearchReport {
         scenario: state.scenario.unwrap_or_default(),
-        invariant: invariant.to_string(),
+        invariant: invariant.clone(),
         cases_run,
         wall: started.elapsed(),
         events: state.events,
@@ -222,7 +222,7 @@ pub fn check(property: &PropertySpec, servers: &mut Servers, config: SearchConfi
 }
 
 /// Runs a plan once and returns the violations of `invariant` it produces.
-pub fn replay(plan: &Plan, invariant: &str, servers: &mut Servers) -> Result<Vec<Violation>, SetupError> {
+pub fn replay(plan: &Plan, invariant: &Invariant, servers: &mut Servers) -> Result<Vec<Violation>, SetupError> {
     let outcome = crate::plan::run(servers, plan)?;
-    Ok(outcome.violations.into_iter().filter(|v| v.invariant == invariant).collect())
+    Ok(outcome.violations.into_iter().filter(|v| v.invariant == *invariant).collect())
 }

@@ -11,7 +11,8 @@ use std::fmt::Debug;
 
 use super::*;
 use crate::checker::{
-    ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT, REDLOCK_MUTUAL_EXCLUSION,
+    Invariant, ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT,
+    REDLOCK_MUTUAL_EXCLUSION,
 };
 use crate::families::election::ElectionSpace;
 use crate::families::lock::LockSpace;
@@ -36,7 +37,7 @@ pub struct SearchTarget {
     /// Broken variant or non-guarantee.
     pub kind: TargetKind,
     /// The invariant that must catch it.
-    pub invariant: &'static str,
+    pub invariant: &'static Invariant,
     /// What goes wrong, in one line.
     pub what: &'static str,
     /// Where to search.
@@ -147,7 +148,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "lock-restart",
         kind: TargetKind::NonGuarantee,
-        invariant: MUTUAL_EXCLUSION,
+        invariant: &MUTUAL_EXCLUSION,
         what:
             "a restart without persistence under a held lock: a second client acquires while the first trusts its lease",
         space: lock_restart_space,
@@ -157,7 +158,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "lock-naive",
         kind: TargetKind::BrokenVariant,
-        invariant: MUTUAL_EXCLUSION,
+        invariant: &MUTUAL_EXCLUSION,
         what: "bare DEL release: a holder past its lease deletes the next holder's lock",
         space: lock_naive_space,
         case_bound: 30,
@@ -166,7 +167,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "fencing-unfenced",
         kind: TargetKind::BrokenVariant,
-        invariant: NO_STALE_OVERWRITE,
+        invariant: &NO_STALE_OVERWRITE,
         what: "a resource that ignores the token: a late write overwrites a newer one",
         space: fencing_unfenced_space,
         case_bound: 40,
@@ -175,7 +176,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "rate-limit-fixed-window",
         kind: TargetKind::BrokenVariant,
-        invariant: RATE_LIMIT,
+        invariant: &RATE_LIMIT,
         what: "INCR + EXPIRE fixed window: bursts either side of a boundary",
         space: fixed_window_space,
         case_bound: 20,
@@ -184,7 +185,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "rate-limit-client-side",
         kind: TargetKind::BrokenVariant,
-        invariant: RATE_LIMIT,
+        invariant: &RATE_LIMIT,
         what: "count then add in separate round trips: concurrent callers all pass",
         space: client_side_space,
         case_bound: 20,
@@ -193,7 +194,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "rate-limit-watch-multi",
         kind: TargetKind::BrokenVariant,
-        invariant: RATE_LIMIT,
+        invariant: &RATE_LIMIT,
         what: "WATCH/MULTI on a shared connection: EXEC clears every caller's watch",
         space: watch_multi_space,
         case_bound: 20,
@@ -202,7 +203,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "election-no-epoch",
         kind: TargetKind::BrokenVariant,
-        invariant: ELECTION,
+        invariant: &ELECTION,
         what: "no epoch, unfenced writes: a paused leader's write lands after its successor's",
         space: election_no_epoch_space,
         case_bound: 60,
@@ -211,7 +212,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "counter-loss",
         kind: TargetKind::NonGuarantee,
-        invariant: FENCING_TOKENS_INCREASE,
+        invariant: &FENCING_TOKENS_INCREASE,
         what: "fence counter lost in a restart without persistence: tokens reissued",
         space: counter_loss_space,
         case_bound: 150,
@@ -220,7 +221,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "lock-failover",
         kind: TargetKind::NonGuarantee,
-        invariant: FENCING_TOKENS_INCREASE,
+        invariant: &FENCING_TOKENS_INCREASE,
         what: "asynchronous replication: a failover to a replica that missed INCRs reissues their tokens",
         space: lock_failover_space,
         case_bound: 60,
@@ -229,7 +230,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "redlock-no-validity",
         kind: TargetKind::BrokenVariant,
-        invariant: REDLOCK_MUTUAL_EXCLUSION,
+        invariant: &REDLOCK_MUTUAL_EXCLUSION,
         what: "no elapsed-time validity gate: a slow acquire trusts keys that have expired",
         space: redlock_no_validity_space,
         case_bound: 80,
@@ -238,7 +239,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "redlock-clock-jump",
         kind: TargetKind::NonGuarantee,
-        invariant: REDLOCK_MUTUAL_EXCLUSION,
+        invariant: &REDLOCK_MUTUAL_EXCLUSION,
         what: "a forward clock step on a minority of masters: two clients each hold a majority",
         space: redlock_clock_jump_space,
         case_bound: 200,
@@ -247,7 +248,7 @@ const TARGETS: &[SearchTarget] = &[
     SearchTarget {
         name: "job-queue-naive",
         kind: TargetKind::BrokenVariant,
-        invariant: crate::families::job_queue::JOB_QUEUE,
+        invariant: &crate::families::job_queue::JOB_QUEUE,
         what: "claim without a lease or fence: a slow worker's job is handed out again and completed twice",
         space: job_queue_naive_space,
         case_bound: 10,
@@ -273,7 +274,7 @@ pub struct PropertySpec {
     /// Name (used for the regression file).
     pub name: &'static str,
     /// The invariant that must hold.
-    pub invariant: &'static str,
+    pub invariant: &'static Invariant,
     /// Where to search.
     pub space: fn() -> Space,
 }
@@ -316,12 +317,12 @@ pub fn redlock_space() -> Space {
 /// scenario claims to survive (`proptests/tests/search/properties.rs`
 /// checks each).
 const PROPERTIES: &[PropertySpec] = &[
-    PropertySpec { name: "fencing-tokens-increase", invariant: FENCING_TOKENS_INCREASE, space: tokens_space },
-    PropertySpec { name: "no-stale-overwrite", invariant: NO_STALE_OVERWRITE, space: stale_overwrite_space },
-    PropertySpec { name: "sliding-log-limit", invariant: RATE_LIMIT, space: log_space },
-    PropertySpec { name: "sliding-counter-bound", invariant: RATE_LIMIT, space: counter_space },
-    PropertySpec { name: "one-leader-per-epoch", invariant: ELECTION, space: election_space },
-    PropertySpec { name: "redlock-mutual-exclusion", invariant: REDLOCK_MUTUAL_EXCLUSION, space: redlock_space },
+    PropertySpec { name: "fencing-tokens-increase", invariant: &FENCING_TOKENS_INCREASE, space: tokens_space },
+    PropertySpec { name: "no-stale-overwrite", invariant: &NO_STALE_OVERWRITE, space: stale_overwrite_space },
+    PropertySpec { name: "sliding-log-limit", invariant: &RATE_LIMIT, space: log_space },
+    PropertySpec { name: "sliding-counter-bound", invariant: &RATE_LIMIT, space: counter_space },
+    PropertySpec { name: "one-leader-per-epoch", invariant: &ELECTION, space: election_space },
+    PropertySpec { name: "redlock-mutual-exclusion", invariant: &REDLOCK_MUTUAL_EXCLUSION, space: redlock_space },
 ];
 
 /// What the search must not find (one table).

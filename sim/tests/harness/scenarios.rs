@@ -9,6 +9,7 @@
 //! Seeds are pinned rather than searched so a failure names the exact
 //! `rp-sim replay --scenario NAME --seed S --trace` to look at.
 
+use redis_primitives_sim::checker::Invariant;
 use redis_primitives_sim::scenarios::{self, Expect, Scenario, SCENARIOS};
 use redis_primitives_sim::Servers;
 
@@ -31,7 +32,7 @@ fn broken_variants_produce_their_violation() {
         let Expect::Violates(invariant) = s.expect else { continue };
         for &seed in s.pinned_seeds {
             let o = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
-            let found: Vec<&str> = o.violations.iter().map(|v| v.invariant.as_str()).collect();
+            let found: Vec<&Invariant> = o.violations.iter().map(|v| &v.invariant).collect();
             assert!(
                 found.contains(&invariant),
                 "{} seed {seed}: expected a {invariant} violation, found {found:?}\n  {}",

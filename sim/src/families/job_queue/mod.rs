@@ -40,14 +40,15 @@ pub use record::{JobCall, JobOp, JobVerb};
 pub use situations::SITUATIONS;
 
 use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
+use crate::checker::Invariant;
 use crate::history::Api;
 use crate::stats::{Metric, Unit};
 
 /// The family's invariant.
-pub const JOB_QUEUE: &str = "job-queue";
+pub const JOB_QUEUE: Invariant = Invariant::new("job-queue");
 
 /// Its one-line meaning, for the registry row.
-pub const INVARIANTS: &[(&str, &str)] = &[(
+pub const INVARIANTS: &[(Invariant, &str)] = &[(
     JOB_QUEUE,
     "per job: at most one accepted completion, carrying its latest attempt; attempts increase; refusals and reaps are justified",
 )];

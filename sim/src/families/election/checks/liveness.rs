@@ -184,7 +184,7 @@ mod tests {
         h.info(run, "a", note());
         let v = check_runs_until_stopped(&h.events());
         assert_eq!(v.len(), 1, "{v:?}");
-        assert_eq!((v[0].invariant.as_str(), v[0].at), (LIVENESS, Some(50)));
+        assert_eq!((v[0].invariant.clone(), v[0].at), (LIVENESS, Some(50)));
         assert!(v[0].detail.contains("before stop() was called"), "{v:?}");
 
         // Stopped first (by its own node), then returned: as documented.

@@ -308,7 +308,7 @@ mod tests {
         role(&h, 3000, "b", Role::Follower, Some(5));
         let v = check_superseded(&h.events(), "e", 450, &[], 3500);
         assert_eq!(v.len(), 1, "{v:?}");
-        assert_eq!((v[0].invariant.as_str(), v[0].at), (ELECTION, Some(1450)));
+        assert_eq!((v[0].invariant.clone(), v[0].at), (ELECTION, Some(1450)));
         assert!(v[0].detail.contains("a still led epoch 4 at 1450ms"), "{v:?}");
         // A freeze reaching into the window postpones it (a chain of two:
         // the second starts inside the first's window), ...
