@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checker::{Invariant, Violation};
 use crate::history::{Api, Digest};
+use crate::outcome::ScheduledFault;
 use crate::scenarios::{Outcome, Scenario};
 use crate::stats::{Histograms, Summary};
 
@@ -23,7 +24,7 @@ pub struct SeedReport {
     /// What broke.
     pub violations: Vec<Violation>,
     /// The fault schedule the seed ran.
-    pub schedule: Vec<String>,
+    pub schedule: Vec<ScheduledFault>,
     /// The exact command that replays it.
     pub replay: String,
 }
@@ -214,7 +215,7 @@ impl Exploration {
                         invariant: v.invariant.clone(),
                         detail: v.detail.clone(),
                         replay: s.replay.clone(),
-                        schedule: s.schedule.clone(),
+                        schedule: s.schedule.iter().map(ToString::to_string).collect(),
                     })
                 })
                 .collect(),

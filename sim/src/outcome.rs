@@ -8,9 +8,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use core::fmt;
+
+use serde::{Deserialize, Serialize};
+
 use crate::checker::Violation;
 use crate::history::{Api, Digest, Event};
+use crate::nemesis::{Fault, SwarmDraw};
 use crate::stats::Histograms;
+use crate::time::Millis;
 
 /// What a scenario run produced.
 #[derive(Debug, Clone, Default)]
@@ -23,8 +29,8 @@ pub struct Outcome {
     pub violations: Vec<Violation>,
     /// Measurements of this run.
     pub histograms: Histograms,
-    /// The fault schedule, one readable line per fault (with its undo).
-    pub schedule: Vec<String>,
+    /// The fault schedule, in order of start (with each fault's undo).
+    pub schedule: Vec<ScheduledFault>,
     /// Simulated time the run covered (ms); 0 = unknown (the last event's
     /// time is used instead).
     pub simulated_ms: u64,
@@ -35,6 +41,44 @@ pub struct Outcome {
     /// Public library operations invoked, by name (`Lock::extend` → count):
     /// the operations table.
     pub operations: BTreeMap<Api, u64>,
+}
+
+/// One entry of a run's fault schedule: typed, text only when printed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScheduledFault {
+    /// Under swarm testing, the fault classes the seed enabled (first).
+    Swarm(SwarmDraw),
+    /// A fault the nemesis drew, with its undo.
+    Nemesis(Fault),
+    /// A fault the workload places itself (a holder's stall at a seeded
+    /// moment), as its family describes it.
+    Workload {
+        /// When it starts (simulated ms).
+        at: Millis,
+        /// What it is, in the family's words.
+        what: String,
+    },
+}
+
+impl ScheduledFault {
+    /// When it starts (a swarm draw: 0).
+    pub fn at(&self) -> Millis {
+        match self {
+            ScheduledFault::Swarm(_) => 0,
+            ScheduledFault::Nemesis(f) => f.at,
+            ScheduledFault::Workload { at, .. } => *at,
+        }
+    }
+}
+
+impl fmt::Display for ScheduledFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScheduledFault::Swarm(draw) => write!(f, "{draw}"),
+            ScheduledFault::Nemesis(fault) => write!(f, "{fault}"),
+            ScheduledFault::Workload { what, .. } => f.write_str(what),
+        }
+    }
 }
 
 impl Outcome {
@@ -76,14 +120,14 @@ impl Outcome {
 /// with their start times; they are merged into the nemesis schedule.
 pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, String)>) -> Outcome {
     let mut outcome = Outcome::new(run.history.events());
-    let mut lines: Vec<(u64, String)> = run.schedule.faults.iter().map(|f| (f.at, f.to_string())).collect();
-    lines.extend(extra_schedule);
+    let mut faults: Vec<ScheduledFault> = run.schedule.faults.iter().copied().map(ScheduledFault::Nemesis).collect();
+    faults.extend(extra_schedule.into_iter().map(|(at, what)| ScheduledFault::Workload { at, what }));
     // Stable: equal times keep nemesis faults first.
-    lines.sort_by_key(|(at, _)| *at);
-    outcome.schedule = lines.into_iter().map(|(_, l)| l).collect();
+    faults.sort_by_key(ScheduledFault::at);
     if let Some(draw) = &run.schedule.swarm {
-        outcome.schedule.insert(0, draw.to_string());
+        faults.insert(0, ScheduledFault::Swarm(draw.clone()));
     }
+    outcome.schedule = faults;
     outcome.simulated_ms = run.sim_elapsed.as_millis() as u64;
     // Judged for every scenario: no family's faults provoke an error reply.
     outcome.violations.extend(crate::checker::unexpected_errors::check(&outcome.history));
