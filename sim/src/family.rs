@@ -36,7 +36,7 @@ use crate::history::Event;
 use crate::nemesis::{Fault, Schedule};
 use crate::outcome::Outcome;
 use crate::servers::{Servers, SetupError};
-use crate::stats::Bound;
+use crate::stats::{Bound, Metric};
 use crate::timeline::Tenure;
 
 /// One family of scenarios, implemented on its variant type (see the
@@ -106,6 +106,13 @@ pub trait Family: fmt::Debug + Sync + 'static {
     /// limit): drawn as lines on the report's plots.
     fn bounds(&self) -> Vec<Bound> {
         Vec::new()
+    }
+
+    /// The histograms only this family records, each with what it
+    /// measures: the report lists them after the shared ones
+    /// (`stats::HISTOGRAM_MEANINGS`).
+    fn metrics(&self) -> &'static [(Metric, &'static str)] {
+        &[]
     }
 
     /// Who held what in `events` (leases, leaderships), read from this
@@ -186,6 +193,10 @@ pub trait Runner: fmt::Debug + Sync {
     fn smaller(&self, workload: &Workload) -> Vec<Workload>;
     /// The bounds its plots draw.
     fn bounds(&self) -> Vec<Bound>;
+    /// Its own histograms, with what each measures.
+    fn metrics(&self) -> &'static [(Metric, &'static str)] {
+        &[]
+    }
     /// Who held what in `events`, for the timeline.
     fn tenures(&self, _events: &[Event]) -> Vec<Tenure> {
         Vec::new()
@@ -252,6 +263,10 @@ impl<F: Family> Runner for F {
 
     fn bounds(&self) -> Vec<Bound> {
         Family::bounds(self)
+    }
+
+    fn metrics(&self) -> &'static [(Metric, &'static str)] {
+        Family::metrics(self)
     }
 
     fn tenures(&self, events: &[Event]) -> Vec<Tenure> {

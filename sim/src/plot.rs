@@ -233,7 +233,8 @@ mod tests {
 
     #[test]
     fn a_chart_names_every_variant_and_bound() {
-        let bound = Bound { histogram: crate::stats::ADMISSIONS, value: 5, label: "limit 5".into() };
+        let admissions = crate::stats::Metric::new("admissions-per-window", Unit::Requests);
+        let bound = Bound { histogram: admissions, value: 5, label: "limit 5".into() };
         let svg = chart(
             "rate-limit",
             ("admissions-per-window", Unit::Requests),

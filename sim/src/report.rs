@@ -24,7 +24,7 @@ use crate::jobs::Jobs;
 use crate::progress::Progress;
 use crate::scenarios::{Expect, Scenario, SCENARIOS};
 use crate::servers::{Servers, SetupError};
-use crate::stats::{Percentiles, HISTOGRAM_MEANINGS};
+use crate::stats::{Metric, Percentiles, HISTOGRAM_MEANINGS};
 
 /// Why the report could not be written.
 #[derive(Debug)]
@@ -415,11 +415,25 @@ fn operations_section(m: &mut String, r: &Report) {
     let _ = writeln!(m);
 }
 
+/// What each histogram measures: the shared ones, then each family's own
+/// (once, in the registry's order).
+fn histogram_meanings() -> Vec<(Metric, &'static str)> {
+    let mut all = HISTOGRAM_MEANINGS.to_vec();
+    for s in SCENARIOS {
+        for &(metric, meaning) in s.runs.metrics() {
+            if !all.iter().any(|(m, _)| m.name == metric.name) {
+                all.push((metric, meaning));
+            }
+        }
+    }
+    all
+}
+
 /// Every histogram's percentiles.
 fn histograms_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Histograms (simulated time)\n");
     let _ = writeln!(m, "All seeds of a scenario merged. What each measures:\n");
-    for (name, meaning) in HISTOGRAM_MEANINGS {
+    for (name, meaning) in histogram_meanings() {
         let _ = writeln!(m, "- **{name}**: {meaning}");
     }
     let _ = writeln!(m);

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::history::{Admission, Event, EventKind, Op, Role};
+use crate::history::{Event, EventKind, Op, Role};
 
 /// What a histogram's samples count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -86,14 +86,9 @@ pub const FAILOVER: Metric = Metric::new("failover", Unit::Ms);
 pub const HANDOVER: Metric = Metric::new("hand-over", Unit::Ms);
 /// From acquire invoke to its `Ok` completion (ms).
 pub const ACQUIRE_LATENCY: Metric = Metric::new("acquire-latency", Unit::Ms);
-/// The largest number of admissions seen in any window ending at an
-/// admission, one sample per admission (requests).
-pub const ADMISSIONS: Metric = Metric::new("admissions-per-window", Unit::Requests);
-/// [`ADMISSIONS`] as a percentage of the key's limit (%): above 100, the
-/// limit was exceeded. Comparable across keys with different limits.
-pub const WINDOW_FILL: Metric = Metric::new("window-fill", Unit::PercentOfLimit);
 
-/// Every histogram with what it measures (for the report and README).
+/// The shared histograms with what each measures (for the report and
+/// README); a family lists its own with `Family::metrics`.
 pub const HISTOGRAM_MEANINGS: &[(Metric, &str)] = &[
     (SPLIT_BRAIN, "how long two election nodes both believed they were leader (ms), one sample per overlap"),
     (
@@ -103,18 +98,10 @@ pub const HISTOGRAM_MEANINGS: &[(Metric, &str)] = &[
     (FAILOVER, "from the moment a leader stalls (paused, partitioned, crashed) until another node leads (ms)"),
     (HANDOVER, "from a leader's stop() until another node leads (ms)"),
     (ACQUIRE_LATENCY, "from an acquire's invoke to its successful completion (ms)"),
-    (
-        ADMISSIONS,
-        "for each admitted request, the number of admissions in the window (t - W, t] of server time ending at it (requests)",
-    ),
-    (
-        WINDOW_FILL,
-        "the same count as a percentage of the key's limit (%, rounded down), over the keys the scenario's limit is judged on (not the check_at probes, which pin instants out of order): above 100 the limiter admitted more than its limit",
-    ),
 ];
 
-/// A bound a histogram's samples promise to stay within (a limiter's
-/// limit on admissions per window): a dashed line on the report's plots.
+/// A bound a histogram's samples promise to stay within (a limit a family
+/// declares): a dashed line on the report's plots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bound {
     /// The histogram it bounds.
@@ -406,56 +393,6 @@ pub fn time_to_new_leader(events: &[Event], election: &str, old_leader: &str, at
     reigns(events, election).into_iter().filter(|r| r.process != old_leader && r.from >= at).map(|r| r.from - at).min()
 }
 
-/// For every admission of `key`, the number of admissions in the window
-/// `(t − W, t]` of server time ending at it. Returns the largest.
-pub fn record_admissions_per_window(events: &[Event], out: &mut Histograms) -> u64 {
-    out.declare(ADMISSIONS);
-    let windows = windows(events);
-    for (n, _) in &windows {
-        out.record(ADMISSIONS, *n);
-    }
-    windows.iter().map(|(n, _)| *n).max().unwrap_or(0)
-}
-
-/// Records [`WINDOW_FILL`] for `events` (each admission's window as a
-/// percentage of its key's limit); returns the fullest window's count. A
-/// scenario passes the keys its limit promise covers, the ones its
-/// windowed checker judges.
-pub fn record_window_fill(events: &[Event], out: &mut Histograms) -> u64 {
-    out.declare(WINDOW_FILL);
-    let windows = windows(events);
-    for (n, limit) in &windows {
-        out.record(WINDOW_FILL, n * 100 / limit.max(&1));
-    }
-    windows.iter().map(|(n, _)| *n).max().unwrap_or(0)
-}
-
-/// For each admission, key by key: the admissions in the window of server
-/// time ending at it, and the key's limit.
-fn windows(events: &[Event]) -> Vec<(u64, u64)> {
-    let mut by_key: BTreeMap<String, (u64, u64, Vec<u64>)> = BTreeMap::new();
-    for e in events {
-        if let Op::RateLimit { key, limit, window_ms, admission: Some(Admission::Admitted), server_ms, .. } = &e.op {
-            if e.kind == EventKind::Ok {
-                let t = server_ms.unwrap_or(e.time);
-                by_key.entry(key.clone()).or_insert((*window_ms, *limit, Vec::new())).2.push(t);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (_, (w, limit, mut ts)) in by_key {
-        ts.sort_unstable();
-        let mut lo = 0;
-        for hi in 0..ts.len() {
-            while ts[hi].saturating_sub(ts[lo]) >= w {
-                lo += 1;
-            }
-            out.push(((hi - lo + 1) as u64, limit));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,34 +456,5 @@ mod tests {
         assert_eq!(record_split_brain(&ev, "e", &mut hs), Vec::<u64>::new());
         // b's reign ends at the history's end (1650) capped by its deadline 905.
         assert_eq!(rs[1].to, 905);
-    }
-
-    #[test]
-    fn admissions_window_is_half_open() {
-        let h = History::new();
-        for t in [0u64, 10, 20, 999, 1000, 1001] {
-            let op = Op::RateLimit {
-                key: "k".into(),
-                limit: 3,
-                window_ms: 1000,
-                admission: Some(Admission::Admitted),
-                server_ms: Some(t),
-                count: None,
-                remaining: None,
-                pinned_ms: None,
-                accessors: None,
-            };
-            let id = h.invoke_at(t, "c", op.clone());
-            h.ok(id, "c", op);
-        }
-        let mut hs = Histograms::new();
-        // (−1, 999] holds 0,10,20,999 → 4; (0, 1000] drops 0 → 4;
-        // (1, 1001] holds 10,20,999,1000,1001 → 5.
-        assert_eq!(record_admissions_per_window(&h.events(), &mut hs), 5);
-        assert_eq!(hs.summaries()[ADMISSIONS.name].count, 6);
-        assert_eq!(record_window_fill(&h.events(), &mut hs), 5);
-        // Limit 3: the window of 5 is 166 % full, rounded down.
-        let fill = &hs.summaries()[WINDOW_FILL.name];
-        assert_eq!((fill.count, fill.max, fill.min), (6, 166, 33));
     }
 }

@@ -116,35 +116,6 @@ pub enum Op {
         /// Token stored with it (fenced store), if any.
         token: Option<u64>,
     },
-    /// One rate-limit decision.
-    RateLimit {
-        /// Limiter key.
-        key: String,
-        /// Configured limit per window.
-        limit: u64,
-        /// Configured window length.
-        window_ms: u64,
-        /// The answer (on `Ok`).
-        admission: Option<Admission>,
-        /// Server (Redis) time of the decision in simulated ms, when known.
-        /// Admissions are counted per window of *server* time.
-        server_ms: Option<Millis>,
-        /// `Decision::count` (on `Ok`): requests the limiter counted in the
-        /// window, the admitted one included.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        count: Option<u64>,
-        /// `Decision::remaining` (on an admission).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        remaining: Option<u64>,
-        /// The instant a `check_at` pinned (simulated ms), on the invoke and
-        /// the completion; `None` for a `check` on the server's clock.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pinned_ms: Option<Millis>,
-        /// What the `Decision`'s own accessors said (on `Ok`), judged
-        /// against the variant recorded above.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        accessors: Option<DecisionAccessors>,
-    },
     /// Observation: an election node's role changed.
     Role {
         /// Election name.
@@ -158,52 +129,6 @@ pub enum Op {
         /// epoch moves it (a confirmed renewal). `None` = until it says
         /// otherwise (renew-tick demotion, naive elections).
         deadline: Option<Millis>,
-    },
-    /// A Redlock acquire across several masters.
-    RedlockAcquire {
-        /// Lock name.
-        name: String,
-        /// Number of masters.
-        masters: u32,
-        /// Votes needed.
-        quorum: u32,
-        /// Votes obtained (on completion).
-        votes: Option<u32>,
-        /// Validity the client computed (ms), on `Ok`; the lease is trusted
-        /// over `[invoke, invoke + validity]` in simulated time.
-        validity_ms: Option<u64>,
-        /// What each master said and the numbers the client decided on
-        /// (on completion; absent in older histories).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        round: Option<RedlockRound>,
-    },
-    /// A Redlock release on all masters.
-    RedlockRelease {
-        /// Lock name.
-        name: String,
-        /// The op id of the acquire whose lease is released.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        lease: Option<u64>,
-        /// Each master's answer to the compare-and-delete (on completion).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        round: Option<RedlockRound>,
-    },
-    /// `Redlock::connect`: each master asked for its `run_id`.
-    RedlockConnect {
-        /// Number of masters.
-        masters: u32,
-        /// Masters whose `run_id` could not be read (on `Ok`).
-        unverified: Option<Vec<u32>>,
-    },
-    /// `Redlock::extend`: `Ok` = extended (the round carries the new
-    /// validity), `Fail` = refused (the lease is lost and released).
-    RedlockExtend {
-        /// Lock name.
-        name: String,
-        /// The op id of the acquire whose lease is extended.
-        lease: u64,
-        /// What each master said, on completion.
-        round: Option<RedlockRound>,
     },
     /// `Retry::run` around `Lock::acquire` (each attempt is its own
     /// `Acquire`, invoked and completed inside this operation): `Ok` =
@@ -447,16 +372,11 @@ impl Op {
             Op::NotAcknowledged { .. } => "not-acknowledged",
             Op::Write { .. } => "write",
             Op::Read { .. } => "read",
-            Op::RateLimit { .. } => "rate-limit",
             Op::Role { .. } => "role",
-            Op::RedlockAcquire { .. } => "redlock-acquire",
-            Op::RedlockRelease { .. } => "redlock-release",
             Op::Retry { .. } => "retry",
             Op::Guarded { .. } => "guarded",
             Op::CurrentToken { .. } => "current-token",
             Op::RemainingTtl { .. } => "remaining-ttl",
-            Op::RedlockConnect { .. } => "redlock-connect",
-            Op::RedlockExtend { .. } => "redlock-extend",
             Op::Fault(_) => "fault",
             Op::Reached { .. } => "reached",
             Op::ErrorReply { .. } => "error-reply",

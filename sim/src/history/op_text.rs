@@ -32,17 +32,12 @@ impl fmt::Display for Op {
             | Op::LeaseView { .. }
             | Op::Write { .. }
             | Op::Read { .. } => lock(self, f),
-            Op::RateLimit { .. } => limiter(self, f),
             Op::Role { .. }
             | Op::ElectionView { .. }
             | Op::EpochCheck { .. }
             | Op::SubscriberView { .. }
             | Op::ElectionCallback { .. }
             | Op::ElectionConfig { .. } => election(self, f),
-            Op::RedlockAcquire { .. }
-            | Op::RedlockRelease { .. }
-            | Op::RedlockConnect { .. }
-            | Op::RedlockExtend { .. } => redlock(self, f),
             Op::Fault(_)
             | Op::Reached { .. }
             | Op::ErrorReply { .. }
@@ -138,36 +133,6 @@ fn lock(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     }
 }
 
-/// A rate limiter's call.
-fn limiter(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    match op {
-        Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms, .. } => {
-            write!(f, "rate-limit {key} ({limit}/{window_ms}ms)")?;
-            if let Some(p) = pinned_ms {
-                write!(f, " at={p}ms")?;
-            }
-            match admission {
-                Some(Admission::Admitted) => write!(f, " -> admitted")?,
-                Some(Admission::Denied { retry_after_ms: Some(r) }) => write!(f, " -> denied, retry after {r}ms")?,
-                Some(Admission::Denied { retry_after_ms: None }) => write!(f, " -> denied")?,
-                None => {}
-            }
-            if let Some(c) = count {
-                write!(f, " count={c}")?;
-            }
-            if let Some(r) = remaining {
-                write!(f, " remaining={r}")?;
-            }
-            if let Some(s) = server_ms {
-                write!(f, " server-time={s}ms")?;
-            }
-            Ok(())
-        }
-        // Not this group's: `Display` routes each operation to its group.
-        _ => write!(f, "{}", op.verb()),
-    }
-}
-
 /// An election node's calls and views.
 fn election(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     match op {
@@ -194,47 +159,6 @@ fn election(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f,
             "election-config {name} lease={lease_ms}ms renew={renew_ms}ms campaign={campaign_ms}ms demotion={demotion}"
         ),
-        // Not this group's: `Display` routes each operation to its group.
-        _ => write!(f, "{}", op.verb()),
-    }
-}
-
-/// A Redlock call.
-fn redlock(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    match op {
-        Op::RedlockAcquire { name, masters, quorum, votes, validity_ms, round } => {
-            write!(
-                f,
-                "redlock-acquire {name} votes={}/{masters} (quorum {quorum}) validity={}ms",
-                opt(votes),
-                opt(validity_ms)
-            )?;
-            match round {
-                Some(r) => write!(f, " {r}"),
-                None => Ok(()),
-            }
-        }
-        Op::RedlockRelease { name, lease, round } => {
-            write!(f, "redlock-release {name} lease={}", opt(lease))?;
-            match round {
-                Some(r) => write!(f, " {r}"),
-                None => Ok(()),
-            }
-        }
-        Op::RedlockConnect { masters, unverified } => {
-            write!(f, "redlock-connect {masters} masters")?;
-            match unverified {
-                Some(u) => write!(f, " unverified={u:?}"),
-                None => Ok(()),
-            }
-        }
-        Op::RedlockExtend { name, lease, round } => {
-            write!(f, "redlock-extend {name} lease={lease}")?;
-            match round {
-                Some(r) => write!(f, " {r}"),
-                None => Ok(()),
-            }
-        }
         // Not this group's: `Display` routes each operation to its group.
         _ => write!(f, "{}", op.verb()),
     }

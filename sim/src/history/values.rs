@@ -1,8 +1,6 @@
 //! The typed results and arguments operations carry: what a store said
-//! about a write, what a limiter admitted, a Redlock round's votes, a
-//! probe's reply. Plain data, serialised into the history's digest.
-
-use core::fmt;
+//! about a write, a probe's reply. Plain data, serialised into the
+//! history's digest.
 
 use serde::{Deserialize, Serialize};
 
@@ -319,18 +317,6 @@ pub enum KeyedOn {
     StoreKey,
 }
 
-/// A rate limiter's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Admission {
-    /// The request was admitted.
-    Admitted,
-    /// The request was refused; the limiter suggested waiting this long.
-    Denied {
-        /// Suggested wait in milliseconds, if the limiter gave one.
-        retry_after_ms: Option<u64>,
-    },
-}
-
 /// An election node's belief about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Role {
@@ -360,77 +346,4 @@ pub enum GuardedResult {
         #[serde(default)]
         deadline_reached: bool,
     },
-}
-
-/// One Redlock round (acquire, extend or release) as the client saw it:
-/// each master's answer and the numbers the client decided on.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RedlockRound {
-    /// One letter per master, in index order: `y` yes, `n` no, `e` error,
-    /// `t` timed out (may still happen later). Empty: no round was sent.
-    pub answers: String,
-    /// T2 − T1 of the round as the client measured it (ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elapsed_ms: Option<u64>,
-    /// Validity the client reported, from T2 (ms), on a grant or extension.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validity_ms: Option<u64>,
-    /// T1 the lease is measured from (simulated ms), on a grant or extension.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<Millis>,
-    /// Until when the client trusts the lease (simulated ms), on a grant or
-    /// extension.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub valid_until: Option<Millis>,
-    /// Why it was refused (`no-majority`, `too-slow`, `expired`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refusal: Option<String>,
-    /// The compare-and-delete sent to every master after a refusal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cleanup: Option<String>,
-    /// After a refused extend: whether the lease still said
-    /// `is_trusted()` (it must not: the lease is lost).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trusted_after: Option<bool>,
-}
-
-/// A rate-limit `Decision` as its accessors report it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DecisionAccessors {
-    /// `is_allowed()`.
-    pub is_allowed: bool,
-    /// `is_denied()`.
-    pub is_denied: bool,
-    /// `remaining()`.
-    pub remaining: u64,
-    /// `retry_after()`, in ms.
-    pub retry_after_ms: Option<u64>,
-    /// `count()`.
-    pub count: u64,
-}
-
-impl RedlockRound {
-    /// How many masters said yes.
-    pub fn yes(&self) -> usize {
-        self.answers.chars().filter(|&c| c == 'y').count()
-    }
-}
-
-impl fmt::Display for RedlockRound {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}]", self.answers)?;
-        if let Some(e) = self.elapsed_ms {
-            write!(f, " elapsed={e}ms")?;
-        }
-        if let Some(u) = self.valid_until {
-            write!(f, " trusted-until={u}ms")?;
-        }
-        if let Some(r) = &self.refusal {
-            write!(f, " refused={r}")?;
-        }
-        if let Some(c) = &self.cleanup {
-            write!(f, " cleanup=[{c}]")?;
-        }
-        Ok(())
-    }
 }

@@ -10,6 +10,8 @@ use super::actors::client;
 use super::checks::window::{self, Allowance};
 use super::checks::{exact, liveness};
 use super::limiter::Setup;
+use super::metrics::{self, WINDOW_FILL};
+use super::op::RateLimitOp;
 use super::plan::{seed_faults, Burst, RateLimitPlan, RateLimitSpace};
 use super::probes::second_edge;
 use super::situations::reached;
@@ -17,11 +19,11 @@ use super::{RateLimitVariant, DRAIN_MS};
 use crate::checker::key_lifetimes::{self, Life, Rule};
 use crate::family::Family;
 use crate::fault_space::FaultSpace;
-use crate::history::{Event, Op};
+use crate::history::Event;
 use crate::nemesis::{Fault, Schedule};
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
-use crate::stats::{self, Bound, Histograms, WINDOW_FILL};
+use crate::stats::{Bound, Histograms, Metric};
 use crate::world::{derive_seed, World, WorldConfig};
 
 /// Runs an explicit plan of a rate-limit scenario.
@@ -68,13 +70,13 @@ pub fn run_planned(
     let shared: Vec<Event> = outcome
         .history
         .iter()
-        .filter(|e| !matches!(&e.op, Op::RateLimit { key, .. } if key.starts_with("probe-")))
+        .filter(|e| !matches!(e.op.family(), Some(RateLimitOp::RateLimit { key, .. }) if key.starts_with("probe-")))
         .cloned()
         .collect();
     let report = window::check(&shared, allowance);
     let mut h = Histograms::new();
-    stats::record_admissions_per_window(&outcome.history, &mut h);
-    stats::record_window_fill(&shared, &mut h);
+    metrics::record_admissions_per_window(&outcome.history, &mut h);
+    metrics::record_window_fill(&shared, &mut h);
     outcome.violations.extend(report.violations);
     if correct {
         let algorithm = match variant {
@@ -127,6 +129,10 @@ impl Family for RateLimitVariant {
         // shows how far past its limit each variant goes. On the fill, not
         // the raw count: the correct variants' probes use other limits.
         vec![Bound { histogram: WINDOW_FILL, value: 100, label: "the limit (100 %)".to_string() }]
+    }
+
+    fn metrics(&self) -> &'static [(Metric, &'static str)] {
+        metrics::METRICS
     }
 
     fn plans(space: &RateLimitSpace) -> BoxedStrategy<(RateLimitPlan, Vec<Fault>)> {

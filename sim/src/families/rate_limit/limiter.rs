@@ -8,12 +8,13 @@ use redis_primitives::naive::{ClientSideWindow, NaiveFixedWindow, WatchMultiLimi
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
 use redis_primitives::{OwnerSource, Ttl};
 
+use super::op::{Admission, DecisionAccessors, RateLimitOp};
 use super::{RateLimitVariant, NAME};
 use crate::api::{
     CLIENT_SIDE_CHECK, CLIENT_SIDE_CHECK_AT, COUNTER_CHECK, COUNTER_CHECK_AT, FIXED_WINDOW_CHECK,
     FIXED_WINDOW_CHECK_AT, LOG_CHECK, LOG_CHECK_AT, WATCH_MULTI_CHECK,
 };
-use crate::history::{Admission, Api, DecisionAccessors, Millis, Op};
+use crate::history::{Api, Millis};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -114,7 +115,7 @@ pub(super) async fn one_request(
     key: String,
     pinned: Option<Millis>,
 ) -> Option<Decision> {
-    let op = |admission, server_ms, count, remaining, accessors| Op::RateLimit {
+    let op = |admission, server_ms, count, remaining, accessors| RateLimitOp::RateLimit {
         key: key.clone(),
         limit: setup.max,
         window_ms: setup.window_ms,

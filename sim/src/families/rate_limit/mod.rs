@@ -52,11 +52,14 @@ mod actors;
 pub mod checks;
 mod family;
 mod limiter;
+mod metrics;
+mod op;
 mod plan;
 mod probes;
 mod situations;
 
 pub use family::run_planned;
+pub use op::{Admission, DecisionAccessors, RateLimitOp};
 pub use plan::{seed_faults, Burst, BurstSpace, RateLimitPlan, RateLimitSpace};
 pub use situations::{COUNTER_SITUATIONS, LOG_SITUATIONS};
 

@@ -5,7 +5,8 @@
 
 use super::actors::SCRIPT_FLUSHED;
 use super::limiter::Setup;
-use crate::history::{Admission, Event, EventKind, Millis, Op};
+use super::op::{Admission, RateLimitOp};
+use crate::history::{Event, EventKind, Millis, Op};
 use crate::outcome::Situation;
 
 /// The situations the correct limiters exist to reach (the last one only
@@ -105,25 +106,27 @@ pub(super) fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'
     let mut flushed: Option<Millis> = None;
     let mut unknown = false;
     for e in history {
-        match &e.op {
-            Op::Note { text } if text == SCRIPT_FLUSHED => flushed = flushed.or(Some(e.time)),
-            Op::RateLimit { key, admission, server_ms, count, .. } => match (e.kind, admission, server_ms, count) {
-                (EventKind::Invoke, ..) => {
-                    invoked.insert(e.op_id, e.time);
-                }
-                (EventKind::Ok, Some(a), Some(t), Some(c)) => {
-                    let retry = match a {
-                        Admission::Denied { retry_after_ms } => *retry_after_ms,
-                        Admission::Admitted => None,
-                    };
-                    let inv = invoked.get(&e.op_id).copied().unwrap_or(e.time);
-                    by_key.entry(key.as_str()).or_default().push((inv, *t, *a == Admission::Admitted, *c, retry));
-                    if flushed.is_some_and(|f| inv > f) {
-                        out.push("noscript-recovered");
+        match (&e.op, e.op.family()) {
+            (Op::Note { text }, _) if text == SCRIPT_FLUSHED => flushed = flushed.or(Some(e.time)),
+            (_, Some(RateLimitOp::RateLimit { key, admission, server_ms, count, .. })) => {
+                match (e.kind, admission, server_ms, count) {
+                    (EventKind::Invoke, ..) => {
+                        invoked.insert(e.op_id, e.time);
                     }
+                    (EventKind::Ok, Some(a), Some(t), Some(c)) => {
+                        let retry = match a {
+                            Admission::Denied { retry_after_ms } => *retry_after_ms,
+                            Admission::Admitted => None,
+                        };
+                        let inv = invoked.get(&e.op_id).copied().unwrap_or(e.time);
+                        by_key.entry(key.as_str()).or_default().push((inv, *t, *a == Admission::Admitted, *c, retry));
+                        if flushed.is_some_and(|f| inv > f) {
+                            out.push("noscript-recovered");
+                        }
+                    }
+                    _ => unknown = true,
                 }
-                _ => unknown = true,
-            },
+            }
             _ => {}
         }
     }

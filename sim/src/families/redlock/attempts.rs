@@ -11,6 +11,7 @@ use redis_primitives::naive::NaiveRedlock;
 use redis_primitives::redlock::{Acquisition, Extension, MasterVote, Redlock, RedlockLease, RefusalReason, Vote};
 use redis_primitives::Retry;
 
+use super::op::{RedlockOp, RedlockRound};
 use super::record::{acquire_op, answers, lease_round, refusal_round};
 use super::timing::{net_for, sleep_until_shifted, Timing};
 use super::{MASTERS, NAME};
@@ -18,7 +19,7 @@ use crate::api::{
     NAIVE_REDLOCK_ACQUIRE, NAIVE_REDLOCK_RELEASE, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_EXTEND,
     REDLOCK_RELEASE,
 };
-use crate::history::{FaultRecord, Op, RedlockRound};
+use crate::history::{FaultRecord, Op};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -165,7 +166,7 @@ async fn hold(
 
 /// `Redlock::extend`, recorded; whether it was extended.
 async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLease, lease_id: u64) -> bool {
-    let op = |round| Op::RedlockExtend { name: NAME.into(), lease: lease_id, round };
+    let op = |round| RedlockOp::RedlockExtend { name: NAME.into(), lease: lease_id, round };
     let id = actor.call(REDLOCK_EXTEND, op(None));
     let extension = r.extend(lease).await;
     match &extension {
@@ -216,7 +217,7 @@ async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLe
 
 /// `Redlock::release`, recorded with each master's answer.
 async fn release(actor: &Actor, r: &Redlock<SimConnection>, lease: &RedlockLease, lease_id: u64) {
-    let op = |round| Op::RedlockRelease { name: NAME.into(), lease: Some(lease_id), round };
+    let op = |round| RedlockOp::RedlockRelease { name: NAME.into(), lease: Some(lease_id), round };
     if !lease.is_trusted() {
         actor.reached("release-after-expiry");
     }
@@ -282,7 +283,7 @@ pub(super) async fn naive_attempt(
         first_grant.store(true, Ordering::Release);
     }
     sleep_until_shifted(lease.valid_until(), -rng.random_range(5..=30)).await;
-    let op = |round| Op::RedlockRelease { name: NAME.into(), lease: Some(id.0), round };
+    let op = |round| RedlockOp::RedlockRelease { name: NAME.into(), lease: Some(id.0), round };
     let rid = actor.call(NAIVE_REDLOCK_RELEASE, op(None));
     let released = r.release(&lease).await;
     actor.ok(rid, op(Some(RedlockRound { answers: answers(&released.masters), ..RedlockRound::default() })));

@@ -14,11 +14,11 @@ use redis_primitives::{Error, OwnerSource, Ttl};
 use tokio::task::JoinHandle;
 
 use super::attempts::{correct_attempt, naive_attempt};
+use super::op::RedlockOp;
 use super::plan::RedlockStart;
 use super::timing::{net_for, Timing};
 use super::{refusal, trust, RedlockVariant, MASTERS, NAME};
 use crate::api::{NAIVE_REDLOCK_CONNECT, REDLOCK_CONNECT};
-use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -126,7 +126,7 @@ async fn connect(
     config: RedlockConfig,
     timing: Timing,
 ) -> turmoil::Result<Client> {
-    let connect_op = |unverified| Op::RedlockConnect { masters: MASTERS as u32, unverified };
+    let connect_op = |unverified| RedlockOp::RedlockConnect { masters: MASTERS as u32, unverified };
     let (api, client) = match variant {
         RedlockVariant::NoValidity => (NAIVE_REDLOCK_CONNECT, None),
         _ => (REDLOCK_CONNECT, Some(())),

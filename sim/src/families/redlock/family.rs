@@ -13,6 +13,7 @@ use redis_primitives::Drift;
 use super::checks::calls::{FaultWindow, Liveness, RedlockSetup};
 use super::checks::{liveness, mutual_exclusion, rounds, validity, votes};
 use super::client::client;
+use super::op::RedlockOp;
 use super::plan::{seed_faults, RedlockPlan, RedlockSpace};
 use super::timing::Timing;
 use super::{refusal, RedlockVariant, LIVENESS_SLACK_MS, MASTERS};
@@ -102,7 +103,7 @@ pub fn run_planned(
     stats::record_latency(
         &outcome.history,
         stats::ACQUIRE_LATENCY,
-        |op| matches!(op, crate::history::Op::RedlockAcquire { .. }),
+        |op| matches!(op.family(), Some(RedlockOp::RedlockAcquire { .. })),
         &mut h,
     );
     outcome.histograms = h;

@@ -55,6 +55,7 @@ mod attempts;
 pub mod checks;
 mod client;
 mod family;
+mod op;
 mod plan;
 mod record;
 pub mod refusal;
@@ -64,6 +65,7 @@ mod timing;
 pub mod trust;
 
 pub use family::run_planned;
+pub use op::{RedlockOp, RedlockRound};
 pub use plan::{seed_faults, RedlockPlan, RedlockShape, RedlockSpace, RedlockStart};
 pub use situations::SITUATIONS;
 

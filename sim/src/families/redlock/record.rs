@@ -4,12 +4,12 @@
 
 use redis_primitives::redlock::{MasterVote, RedlockLease, Refusal, RefusalReason, Vote};
 
+use super::op::{RedlockOp, RedlockRound};
 use super::{MASTERS, NAME};
-use crate::history::{Op, RedlockRound};
 use crate::world::Actor;
 
-pub(super) fn acquire_op(votes: Option<u32>, validity_ms: Option<u64>, round: Option<RedlockRound>) -> Op {
-    Op::RedlockAcquire {
+pub(super) fn acquire_op(votes: Option<u32>, validity_ms: Option<u64>, round: Option<RedlockRound>) -> RedlockOp {
+    RedlockOp::RedlockAcquire {
         name: NAME.into(),
         masters: MASTERS as u32,
         quorum: (MASTERS / 2 + 1) as u32,

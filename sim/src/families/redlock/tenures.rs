@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::history::{Event, EventKind, Millis, Op};
+use super::op::RedlockOp;
+use crate::history::{Event, EventKind, Millis};
 use crate::timeline::Tenure;
 
 /// Redlock leases: trusted from the acquire's invoke for its validity,
@@ -21,11 +22,11 @@ pub(super) fn of(events: &[Event]) -> Vec<Tenure> {
         out.push(Tenure { process: process.to_string(), from, trusted: valid_until.clamp(from, to), to, title });
     };
     for e in events {
-        match (&e.op, e.kind) {
-            (Op::RedlockAcquire { .. }, EventKind::Invoke) => {
+        match (e.op.family(), e.kind) {
+            (Some(RedlockOp::RedlockAcquire { .. }), EventKind::Invoke) => {
                 invoked.insert(e.op_id.0, e.time);
             }
-            (Op::RedlockAcquire { name, validity_ms: Some(v), .. }, EventKind::Ok) => {
+            (Some(RedlockOp::RedlockAcquire { name, validity_ms: Some(v), .. }), EventKind::Ok) => {
                 let start = invoked.remove(&e.op_id.0).unwrap_or(e.time);
                 let key = (e.process.clone(), name.clone());
                 if let Some(prev) = open.remove(&key) {
@@ -33,7 +34,7 @@ pub(super) fn of(events: &[Event]) -> Vec<Tenure> {
                 }
                 open.insert(key, (e.time, start + v));
             }
-            (Op::RedlockRelease { name, .. }, EventKind::Invoke) => {
+            (Some(RedlockOp::RedlockRelease { name, .. }), EventKind::Invoke) => {
                 if let Some(prev) = open.remove(&(e.process.clone(), name.clone())) {
                     close(&mut out, &e.process, name, e.time, prev);
                 }

@@ -22,8 +22,9 @@
 
 use std::collections::BTreeMap;
 
+use super::super::op::{Admission, RateLimitOp};
 use crate::checker::{Violation, LIVENESS};
-use crate::history::{Admission, Event, EventKind, Millis, Op};
+use crate::history::{Event, EventKind, Millis};
 
 #[derive(Debug, Clone, Copy)]
 struct Req {
@@ -39,7 +40,9 @@ pub fn check(events: &[Event], settle_ms: Millis) -> Vec<Violation> {
     let mut reqs: BTreeMap<String, Vec<Req>> = BTreeMap::new();
     let mut at: BTreeMap<u64, (String, usize)> = BTreeMap::new();
     for e in events {
-        let Op::RateLimit { key, admission, server_ms, count, pinned_ms, .. } = &e.op else { continue };
+        let Some(RateLimitOp::RateLimit { key, admission, server_ms, count, pinned_ms, .. }) = e.op.family() else {
+            continue;
+        };
         if e.kind == EventKind::Invoke {
             let v = reqs.entry(key.clone()).or_default();
             at.insert(e.op_id.0, (key.clone(), v.len()));
@@ -113,8 +116,8 @@ mod tests {
     use super::*;
     use crate::history::History;
 
-    fn op(a: Option<Admission>, t: u64, count: Option<u64>) -> Op {
-        Op::RateLimit {
+    fn op(a: Option<Admission>, t: u64, count: Option<u64>) -> RateLimitOp {
+        RateLimitOp::RateLimit {
             key: "k".into(),
             limit: 1,
             window_ms: 100,

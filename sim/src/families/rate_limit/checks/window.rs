@@ -15,8 +15,9 @@
 
 use std::collections::BTreeMap;
 
+use super::super::op::{Admission, RateLimitOp};
 use crate::checker::{completed, Violation, RATE_LIMIT};
-use crate::history::{Admission, Event, EventKind, Millis, Op};
+use crate::history::{Event, EventKind, Millis};
 
 /// What the limiter promises per window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +68,10 @@ pub struct Windows {
 pub fn check(events: &[Event], allowance: Allowance) -> Windows {
     let mut keys: BTreeMap<String, (KeyReport, Vec<Millis>)> = BTreeMap::new();
     for c in completed(events) {
-        let Op::RateLimit { key, limit, window_ms, admission, server_ms, .. } = &c.done.op else { continue };
+        let Some(RateLimitOp::RateLimit { key, limit, window_ms, admission, server_ms, .. }) = c.done.op.family()
+        else {
+            continue;
+        };
         let (r, ts) = keys.entry(key.clone()).or_insert_with(|| {
             (
                 KeyReport {
@@ -137,7 +141,7 @@ mod tests {
     use crate::history::History;
 
     fn decide(h: &History, t: u64, admitted: bool) {
-        let op = |a| Op::RateLimit {
+        let op = |a| RateLimitOp::RateLimit {
             key: "k".into(),
             limit: 5,
             window_ms: 1000,
@@ -195,7 +199,7 @@ mod tests {
         for i in 0..5 {
             decide(&h, i, true);
         }
-        let op = Op::RateLimit {
+        let op = RateLimitOp::RateLimit {
             key: "k".into(),
             limit: 5,
             window_ms: 1000,

@@ -7,8 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use super::super::op::{RedlockOp, RedlockRound};
 use crate::api::REDLOCK_ACQUIRE_WITH_RETRY;
-use crate::history::{Event, EventKind, Millis, Op, RedlockRound};
+use crate::history::{Event, EventKind, Millis};
 
 /// What the Redlock checkers need to know about a run beyond its history:
 /// the configuration the clients ran with and the faults it suffered.
@@ -176,10 +177,12 @@ pub fn calls(events: &[Event]) -> Vec<Call<'_>> {
             continue;
         }
         let Some((invoke, retry)) = invoked.remove(&e.op_id.0) else { continue };
-        let (kind, round) = match &e.op {
-            Op::RedlockAcquire { round, .. } => (CallKind::Acquire { retry }, round.as_ref()),
-            Op::RedlockExtend { lease, round, .. } => (CallKind::Extend { lease: *lease }, round.as_ref()),
-            Op::RedlockRelease { lease, round, .. } => (CallKind::Release { lease: *lease }, round.as_ref()),
+        let (kind, round) = match e.op.family() {
+            Some(RedlockOp::RedlockAcquire { round, .. }) => (CallKind::Acquire { retry }, round.as_ref()),
+            Some(RedlockOp::RedlockExtend { lease, round, .. }) => (CallKind::Extend { lease: *lease }, round.as_ref()),
+            Some(RedlockOp::RedlockRelease { lease, round, .. }) => {
+                (CallKind::Release { lease: *lease }, round.as_ref())
+            }
             _ => continue,
         };
         out.push(Call { id: e.op_id.0, process: &e.process, kind, invoke, done: e.time, outcome: e.kind, round });
@@ -192,7 +195,7 @@ pub(crate) mod build {
     //! Hand-built Redlock histories for the checkers' unit tests.
     use super::*;
     use crate::api::{REDLOCK_ACQUIRE, REDLOCK_EXTEND, REDLOCK_RELEASE};
-    use crate::history::{Api, OpId};
+    use crate::history::{Api, Op, OpId};
 
     /// Events under construction.
     #[derive(Default)]
@@ -230,8 +233,9 @@ pub(crate) mod build {
     }
 
     impl B {
-        fn push(&mut self, time: Millis, p: &str, kind: EventKind, id: u64, op: Op, api: Option<Api>) {
+        fn push(&mut self, time: Millis, p: &str, kind: EventKind, id: u64, op: RedlockOp, api: Option<Api>) {
             let index = self.events.len() as u64;
+            let op = Op::from(op);
             self.events.push(Event { index, time, process: p.into(), kind, op_id: OpId(id), op, api });
         }
 
@@ -243,7 +247,7 @@ pub(crate) mod build {
             t0: Millis,
             t1: Millis,
             kind: EventKind,
-            op: impl Fn(Option<RedlockRound>) -> Op,
+            op: impl Fn(Option<RedlockRound>) -> RedlockOp,
             r: Option<RedlockRound>,
         ) -> u64 {
             let id = self.next;
@@ -265,7 +269,7 @@ pub(crate) mod build {
             retry: bool,
         ) -> u64 {
             let api = if retry { REDLOCK_ACQUIRE_WITH_RETRY } else { REDLOCK_ACQUIRE };
-            let op = |round| Op::RedlockAcquire {
+            let op = |round| RedlockOp::RedlockAcquire {
                 name: "r".into(),
                 masters: 5,
                 quorum: 3,
@@ -282,12 +286,12 @@ pub(crate) mod build {
         }
 
         pub fn extend(&mut self, p: &str, lease: u64, t0: Millis, t1: Millis, kind: EventKind, r: RedlockRound) -> u64 {
-            let op = |round| Op::RedlockExtend { name: "r".into(), lease, round };
+            let op = |round| RedlockOp::RedlockExtend { name: "r".into(), lease, round };
             self.call(p, REDLOCK_EXTEND, t0, t1, kind, op, Some(r))
         }
 
         pub fn release(&mut self, p: &str, lease: u64, t0: Millis, t1: Millis, answers: &str) -> u64 {
-            let op = |round| Op::RedlockRelease { name: "r".into(), lease: Some(lease), round };
+            let op = |round| RedlockOp::RedlockRelease { name: "r".into(), lease: Some(lease), round };
             self.call(p, REDLOCK_RELEASE, t0, t1, EventKind::Ok, op, Some(round(answers)))
         }
     }

@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
+use super::super::op::RedlockOp;
 use crate::checker::{completed, Violation, REDLOCK_MUTUAL_EXCLUSION};
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::history::{Event, EventKind, Millis};
 
 struct Grant<'a> {
     name: &'a str,
@@ -40,8 +41,8 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
     };
     for c in completed(events) {
         let lease = c.done.op_id.0;
-        match (&c.done.op, c.done.kind) {
-            (Op::RedlockAcquire { name, validity_ms, round, .. }, EventKind::Ok) => {
+        match (c.done.op.family(), c.done.kind) {
+            (Some(RedlockOp::RedlockAcquire { name, validity_ms, round, .. }), EventKind::Ok) => {
                 let to = match (round.as_ref().and_then(|r| r.valid_until), validity_ms) {
                     (Some(until), _) => until,
                     (None, Some(v)) => c.invoke_time + v,
@@ -52,15 +53,15 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
                     grants.push(Grant { name, process: &c.done.process, lease, from: c.done.time, to });
                 }
             }
-            (Op::RedlockExtend { name, lease, round }, EventKind::Ok) => {
+            (Some(RedlockOp::RedlockExtend { name, lease, round }), EventKind::Ok) => {
                 if let Some(to) = round.as_ref().and_then(|r| r.valid_until) {
                     if to > c.done.time {
                         grants.push(Grant { name, process: &c.done.process, lease: *lease, from: c.done.time, to });
                     }
                 }
             }
-            (Op::RedlockExtend { lease, .. }, EventKind::Fail) => cap(&mut grants, *lease, c.invoke_time),
-            (Op::RedlockRelease { name, lease, .. }, _) => {
+            (Some(RedlockOp::RedlockExtend { lease, .. }), EventKind::Fail) => cap(&mut grants, *lease, c.invoke_time),
+            (Some(RedlockOp::RedlockRelease { name, lease, .. }), _) => {
                 // Ends at the release's invoke.
                 let opened = open.remove(&(name.as_str(), c.done.process.as_str()));
                 if let Some(l) = lease.or(opened) {
@@ -105,7 +106,7 @@ mod tests {
     use crate::history::History;
 
     fn acquire(h: &History, p: &str, t0: u64, t1: u64, validity: u64) {
-        let op = |votes, validity_ms| Op::RedlockAcquire {
+        let op = |votes, validity_ms| RedlockOp::RedlockAcquire {
             name: "r".into(),
             masters: 5,
             quorum: 3,
@@ -118,7 +119,7 @@ mod tests {
     }
 
     fn release(h: &History, p: &str, t: u64) {
-        let op = || Op::RedlockRelease { name: "r".into(), lease: None, round: None };
+        let op = || RedlockOp::RedlockRelease { name: "r".into(), lease: None, round: None };
         let id = h.invoke_at(t, p, op());
         h.ok(id, p, op());
     }

@@ -26,9 +26,10 @@
 
 use std::collections::BTreeMap;
 
+use super::super::op::RedlockOp;
 use super::calls::{calls, CallKind, RedlockSetup};
 use crate::checker::{Violation, REDLOCK_ROUNDS};
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::history::{Event, EventKind, Millis};
 
 /// Slack on top of the per-master timeout: one simulation tick.
 const SLACK_MS: u64 = 2;
@@ -108,7 +109,7 @@ fn unverified_without_a_fault(events: &[Event], setup: &RedlockSetup) -> Vec<Vio
     let mut invoked: BTreeMap<u64, Millis> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
-        let Op::RedlockConnect { unverified, .. } = &e.op else { continue };
+        let Some(RedlockOp::RedlockConnect { unverified, .. }) = e.op.family() else { continue };
         if e.kind == EventKind::Invoke {
             invoked.insert(e.op_id.0, e.time);
             continue;
@@ -183,7 +184,7 @@ mod tests {
             process: "a".into(),
             kind,
             op_id: OpId(7),
-            op: Op::RedlockConnect { masters: 5, unverified },
+            op: RedlockOp::RedlockConnect { masters: 5, unverified }.into(),
             api: None,
         };
         let events = [connect(10, EventKind::Invoke, None), connect(110, EventKind::Ok, Some(vec![2, 4]))];

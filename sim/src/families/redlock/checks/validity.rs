@@ -199,14 +199,14 @@ mod tests {
         let mut h = B::default();
         let a = h.grant("a", 0, 20, "yyyyy", 295);
         // Refused at 200 (no majority): trust must end by 200.
-        let lost = crate::history::RedlockRound {
+        let lost = crate::families::redlock::RedlockRound {
             valid_until: Some(200),
             trusted_after: Some(false),
             ..refused("yynnn", "no-majority", 5)
         };
         h.extend("a", a, 200, 205, EventKind::Fail, lost);
         assert_eq!(check(&h.events, &setup()), vec![]);
-        let kept = crate::history::RedlockRound {
+        let kept = crate::families::redlock::RedlockRound {
             valid_until: Some(295),
             trusted_after: Some(true),
             ..refused("yynnn", "no-majority", 5)

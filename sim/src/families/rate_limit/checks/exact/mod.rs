@@ -71,9 +71,10 @@ use std::collections::BTreeMap;
 use judge::first_unjustified;
 use replay::{replay, Replayed};
 
+use super::super::op::{Admission, DecisionAccessors, RateLimitOp};
 use crate::bridge::Execution;
 use crate::checker::{Violation, RATE_LIMIT_EXACT};
-use crate::history::{Admission, DecisionAccessors, Event, EventKind, Millis, Op};
+use crate::history::{Event, EventKind, Millis};
 
 /// Which algorithm the decisions must follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,7 +180,17 @@ fn read_keys(events: &[Event], config: Config) -> BTreeMap<String, Key> {
         None => (invoke, invoke.max(config.last_heal_ms) + config.drain_ms),
     };
     for e in events {
-        let Op::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms, .. } = &e.op
+        let Some(RateLimitOp::RateLimit {
+            key,
+            limit,
+            window_ms,
+            admission,
+            server_ms,
+            count,
+            remaining,
+            pinned_ms,
+            ..
+        }) = e.op.family()
         else {
             continue;
         };
@@ -291,7 +302,13 @@ pub(super) fn describe(d: &Decided) -> String {
 pub fn check_accessors(events: &[Event]) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in events {
-        let Op::RateLimit { admission: Some(admission), count: Some(count), remaining, accessors: Some(a), .. } = &e.op
+        let Some(RateLimitOp::RateLimit {
+            admission: Some(admission),
+            count: Some(count),
+            remaining,
+            accessors: Some(a),
+            ..
+        }) = e.op.family()
         else {
             continue;
         };
@@ -334,8 +351,8 @@ mod tests {
     fn ran(h: &History) -> Vec<Execution> {
         h.events()
             .iter()
-            .filter_map(|e| match &e.op {
-                Op::RateLimit { server_ms: Some(t), pinned_ms: None, .. } if e.kind == EventKind::Ok => {
+            .filter_map(|e| match e.op.family() {
+                Some(RateLimitOp::RateLimit { server_ms: Some(t), pinned_ms: None, .. }) if e.kind == EventKind::Ok => {
                     Some(Execution {
                         client: e.process.as_str().into(),
                         command: "EVALSHA".into(),
@@ -364,8 +381,8 @@ mod tests {
         assert!(v[0].detail.contains("report the server's clock at 10ms, but only 0"), "{}", v[0].detail);
     }
 
-    fn op(admission: Option<Admission>, t: Option<u64>, count: Option<u64>, pinned: Option<u64>) -> Op {
-        Op::RateLimit {
+    fn op(admission: Option<Admission>, t: Option<u64>, count: Option<u64>, pinned: Option<u64>) -> RateLimitOp {
+        RateLimitOp::RateLimit {
             key: "k".into(),
             limit: 3,
             window_ms: 100,
@@ -387,9 +404,8 @@ mod tests {
         let id = h.invoke_at(t, "c", op(None, None, None, None));
         let a = Admission::Denied { retry_after_ms: Some(retry) };
         let mut o = op(Some(a), Some(t), Some(count), None);
-        if let Op::RateLimit { remaining, .. } = &mut o {
-            *remaining = None;
-        }
+        let RateLimitOp::RateLimit { remaining, .. } = &mut o;
+        *remaining = None;
         h.ok(id, "c", o);
     }
 
@@ -403,10 +419,9 @@ mod tests {
         let id = h.invoke_at(t, "c", op(None, None, None, None));
         let a = Admission::Denied { retry_after_ms: Some(retry) };
         let mut o = op(Some(a), Some(t), Some(count), None);
-        if let Op::RateLimit { remaining, limit: l, .. } = &mut o {
-            *remaining = None;
-            *l = limit;
-        }
+        let RateLimitOp::RateLimit { remaining, limit: l, .. } = &mut o;
+        *remaining = None;
+        *l = limit;
         h.ok(id, "c", o);
     }
 
