@@ -23,6 +23,12 @@
 //! that `crate::plan` (replay, shrinking, persistence) needs no table of
 //! families and a new family touches no shared file but the registry. ADR
 //! 0009 says why this is a trait on the variant rather than an enum.
+//!
+//! What a family adds to `rp-sim report` beside its scenarios' rows (what
+//! its histograms measure, a section of its own such as the election's
+//! figures) is a [`ReportPart`], listed in `crate::families::REPORT_PARTS`:
+//! per family rather than per variant, since a section measures the family
+//! as a whole, and listed there so that the report names no family.
 
 use core::fmt;
 
@@ -108,13 +114,6 @@ pub trait Family: fmt::Debug + Sync + 'static {
         Vec::new()
     }
 
-    /// The histograms only this family records, each with what it
-    /// measures: the report lists them after the shared ones
-    /// (`stats::HISTOGRAM_MEANINGS`).
-    fn metrics(&self) -> &'static [(Metric, &'static str)] {
-        &[]
-    }
-
     /// Who held what in `events` (leases, leaderships), read from this
     /// family's own operations: the bands a timeline draws.
     fn tenures(&self, _events: &[Event]) -> Vec<Tenure> {
@@ -193,10 +192,6 @@ pub trait Runner: fmt::Debug + Sync {
     fn smaller(&self, workload: &Workload) -> Vec<Workload>;
     /// The bounds its plots draw.
     fn bounds(&self) -> Vec<Bound>;
-    /// Its own histograms, with what each measures.
-    fn metrics(&self) -> &'static [(Metric, &'static str)] {
-        &[]
-    }
     /// Who held what in `events`, for the timeline.
     fn tenures(&self, _events: &[Event]) -> Vec<Tenure> {
         Vec::new()
@@ -265,10 +260,6 @@ impl<F: Family> Runner for F {
         Family::bounds(self)
     }
 
-    fn metrics(&self) -> &'static [(Metric, &'static str)] {
-        Family::metrics(self)
-    }
-
     fn tenures(&self, events: &[Event]) -> Vec<Tenure> {
         Family::tenures(self, events)
     }
@@ -305,5 +296,58 @@ impl Workloads {
 impl fmt::Debug for Workloads {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Workloads({} family, up to {} actors)", self.family, self.max_actors)
+    }
+}
+
+/// What a family adds to `rp-sim report` beside its scenarios' rows (see
+/// the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct ReportPart {
+    /// Each histogram the family's scenarios record, with what it measures
+    /// (the report's list of meanings).
+    pub histograms: &'static [(Metric, &'static str)],
+    /// Measures the family's own section of the report on `servers` (runs
+    /// of its own, outside the scenarios' seeds); `None`: it has none.
+    pub section: Option<MeasureSection>,
+}
+
+/// Measures a family's own section of the report on `servers`.
+pub type MeasureSection = fn(&mut Servers) -> Result<Box<dyn ReportSection>, SetupError>;
+
+/// A family's own section of the report: its Markdown in `README.md`, its
+/// entries in `report.json`. Kept typed until written.
+pub trait ReportSection: fmt::Debug {
+    /// Appends the section's Markdown (its `##` heading and what follows).
+    fn markdown(&self, m: &mut String);
+    /// Writes the section's entries into the report's JSON object.
+    fn json(&self, out: &mut ReportJson<'_, '_>) -> serde_json::Result<()>;
+}
+
+/// The report's JSON object while it is written, which a [`ReportSection`]
+/// adds its entries to: they land, pretty-printed like the rest, between
+/// the benchmark and the mutation table.
+///
+/// The object itself rather than a `serde_json::Value` handed back: a
+/// `Value`'s map sorts its keys, and an entry keeps its type's field order.
+pub struct ReportJson<'a, 'b>(
+    serde_json::ser::Compound<'a, &'b mut Vec<u8>, serde_json::ser::PrettyFormatter<'static>>,
+);
+
+impl<'a, 'b> ReportJson<'a, 'b> {
+    /// Opens the object on `serializer`.
+    pub(crate) fn open(
+        serializer: &'a mut serde_json::Serializer<&'b mut Vec<u8>, serde_json::ser::PrettyFormatter<'static>>,
+    ) -> serde_json::Result<ReportJson<'a, 'b>> {
+        serde::Serializer::serialize_map(serializer, None).map(ReportJson)
+    }
+
+    /// Adds the entry `key: value`.
+    pub fn entry<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> serde_json::Result<()> {
+        serde::ser::SerializeMap::serialize_entry(&mut self.0, key, value)
+    }
+
+    /// Closes the object.
+    pub(crate) fn close(self) -> serde_json::Result<()> {
+        serde::ser::SerializeMap::end(self.0)
     }
 }

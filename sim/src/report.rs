@@ -1,9 +1,10 @@
 //! `rp-sim report`: the standard scenario set, as Markdown tables and JSON.
 //!
 //! Writes `<out>/README.md` (what a person reads: one row per scenario, the
-//! histograms, the reference's election figures in simulated time, the
-//! harness's speed, and how to regenerate all of it) and `<out>/report.json`
-//! (the same data with full percentiles, for tools).
+//! histograms, each family's own section (`crate::families::REPORT_PARTS`:
+//! figures measured in simulated time), the harness's speed, and how to
+//! regenerate all of it) and `<out>/report.json` (the same data with full
+//! percentiles, for tools).
 //!
 //! Wall-clock figures (speed) are measured with `std::time::Instant` outside
 //! the simulation; they vary with the machine and load and are reported, not
@@ -19,12 +20,13 @@ use serde::Serialize;
 
 use crate::exploration::Exploration;
 use crate::explore::{explore_with, ExploreOptions};
+use crate::family::{ReportJson, ReportSection};
 use crate::history::Api;
 use crate::jobs::Jobs;
 use crate::progress::Progress;
 use crate::scenarios::{Expect, Scenario, SCENARIOS};
 use crate::servers::{Servers, SetupError};
-use crate::stats::{Metric, Percentiles, HISTOGRAM_MEANINGS};
+use crate::stats::{Percentiles, HISTOGRAM_MEANINGS};
 
 /// Why the report could not be written.
 #[derive(Debug)]
@@ -115,15 +117,16 @@ pub struct Benchmark {
     pub release_build: bool,
 }
 
-/// The whole report.
-#[derive(Debug, Serialize)]
+/// The whole report. `report.json` is its fields in this order, each
+/// family section's entries in its place (`json`).
+#[derive(Debug)]
 pub struct Report {
     /// Scenario rows.
     pub scenarios: Vec<ScenarioRow>,
     /// Speed benchmark, if the benchmark scenario is implemented.
     pub benchmark: Option<Benchmark>,
-    /// The reference's election figures in simulated time.
-    pub election_figures: Vec<crate::families::election::FigureRow>,
+    /// The families' own sections, in `crate::families::REPORT_PARTS`'s order.
+    pub sections: Vec<Box<dyn ReportSection>>,
     /// proptest base seeds of the mutation table (empty: no table).
     pub mutation_seeds: Vec<u64>,
     /// The mutation table: what the property search catches, how fast, how small.
@@ -236,7 +239,10 @@ pub fn write_report(
     let plots = plots(&out.join("plots"), &explorations)?;
     let timelines = timelines(&out.join("timelines"), &mut servers, &explorations)?;
     let bench = benchmark(&mut servers, 20)?;
-    let figures = crate::families::election::figure_rows(&mut servers, 10)?;
+    let mut sections = Vec::new();
+    for measure in crate::families::REPORT_PARTS.iter().filter_map(|part| part.section) {
+        sections.push(measure(&mut servers)?);
+    }
     let mutation_base_seeds: Vec<u64> = (0..mutation_seeds).collect();
     let mutation = if mutation_base_seeds.is_empty() {
         Vec::new()
@@ -246,7 +252,7 @@ pub fn write_report(
     let report = Report {
         scenarios: rows,
         benchmark: bench,
-        election_figures: figures,
+        sections,
         mutation_seeds: mutation_base_seeds,
         mutation,
         plots,
@@ -256,11 +262,34 @@ pub fn write_report(
             out.display()
         ),
     };
-    let json = serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
-    std::fs::write(out.join("report.json"), json + "\n")?;
+    let mut json = json(&report).map_err(std::io::Error::other)?;
+    json.push(b'\n');
+    std::fs::write(out.join("report.json"), json)?;
     let md_path = out.join("README.md");
     std::fs::write(&md_path, markdown(&report))?;
     Ok(md_path)
+}
+
+/// `report.json`: the report's fields in declaration order, pretty-printed,
+/// each family section writing its own entries in its place. (Taken apart
+/// whole, so that a new field is a compile error here until it is written.)
+fn json(r: &Report) -> serde_json::Result<Vec<u8>> {
+    let Report { scenarios, benchmark, sections, mutation_seeds, mutation, plots, timelines, regenerate } = r;
+    let mut bytes = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, serde_json::ser::PrettyFormatter::new());
+    let mut out = ReportJson::open(&mut serializer)?;
+    out.entry("scenarios", scenarios)?;
+    out.entry("benchmark", benchmark)?;
+    for section in sections {
+        section.json(&mut out)?;
+    }
+    out.entry("mutation_seeds", mutation_seeds)?;
+    out.entry("mutation", mutation)?;
+    out.entry("plots", plots)?;
+    out.entry("timelines", timelines)?;
+    out.entry("regenerate", regenerate)?;
+    out.close()?;
+    Ok(bytes)
 }
 
 /// Every family's charts: its variants' histograms on shared axes.
@@ -316,7 +345,9 @@ pub fn markdown(r: &Report) -> String {
     operations_section(&mut m, r);
     histograms_section(&mut m, r);
     plots_section(&mut m, r);
-    election_figures_section(&mut m, r);
+    for section in &r.sections {
+        section.markdown(&mut m);
+    }
     if !r.mutation.is_empty() {
         m.push_str(&crate::mutation::markdown(&r.mutation, &r.mutation_seeds));
     }
@@ -415,25 +446,13 @@ fn operations_section(m: &mut String, r: &Report) {
     let _ = writeln!(m);
 }
 
-/// What each histogram measures: the shared ones, then each family's own
-/// (once, in the registry's order).
-fn histogram_meanings() -> Vec<(Metric, &'static str)> {
-    let mut all = HISTOGRAM_MEANINGS.to_vec();
-    for s in SCENARIOS {
-        for &(metric, meaning) in s.runs.metrics() {
-            if !all.iter().any(|(m, _)| m.name == metric.name) {
-                all.push((metric, meaning));
-            }
-        }
-    }
-    all
-}
-
 /// Every histogram's percentiles.
 fn histograms_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Histograms (simulated time)\n");
     let _ = writeln!(m, "All seeds of a scenario merged. What each measures:\n");
-    for (name, meaning) in histogram_meanings() {
+    // The families' own histograms first, then the ones the harness shares.
+    let families = crate::families::REPORT_PARTS.iter().flat_map(|part| part.histograms);
+    for (name, meaning) in families.chain(HISTOGRAM_MEANINGS) {
         let _ = writeln!(m, "- **{name}**: {meaning}");
     }
     let _ = writeln!(m);
@@ -475,37 +494,6 @@ fn plots_section(m: &mut String, r: &Report) {
     }
 }
 
-/// The reference's election figures.
-fn election_figures_section(m: &mut String, r: &Report) {
-    if !r.election_figures.is_empty() {
-        let _ = writeln!(m, "## The reference's election figures, in simulated time\n");
-        let _ = writeln!(m, "{}\n", crate::families::election::FIGURES_INTRO);
-        let _ = writeln!(m, "| variant | figure | runs | min | median | max | reference (min / median / max) |");
-        let _ = writeln!(m, "|---|---|---:|---:|---:|---:|---|");
-        for f in &r.election_figures {
-            let _ = writeln!(
-                m,
-                "| `{}` | {} | {} | {} | {} | {} | {} |",
-                f.variant,
-                f.figure,
-                f.runs,
-                f.min.map_or("-".into(), |v| format!("{v} ms")),
-                f.median.map_or("-".into(), |v| format!("{v} ms")),
-                f.max.map_or("-".into(), |v| format!("{v} ms")),
-                f.reference
-            );
-        }
-        let _ = writeln!(m);
-        let refused: u64 = r.election_figures.iter().map(|f| f.stale_writes_refused).sum();
-        let violations: u64 = r.election_figures.iter().map(|f| f.violations).sum();
-        let _ = writeln!(
-            m,
-            "Over the split-brain runs of both variants, the fenced store refused {refused} stale \
-             (lower-epoch) writes; the `election` checker found {violations} violations in all figure runs.\n"
-        );
-    }
-}
-
 /// The benchmark and the exploration speeds.
 fn speed_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Speed\n");
@@ -544,5 +532,59 @@ fn invariants_section(m: &mut String) {
     let _ = writeln!(m, "## Invariants\n");
     for (name, meaning) in crate::scenarios::invariants() {
         let _ = writeln!(m, "- **{name}**: {meaning}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A family's section, as the report sees one.
+    #[derive(Debug)]
+    struct Own;
+
+    impl ReportSection for Own {
+        fn markdown(&self, m: &mut String) {
+            m.push_str("## A family's own section\n\n");
+        }
+
+        fn json(&self, out: &mut ReportJson<'_, '_>) -> serde_json::Result<()> {
+            out.entry("own_figures", &[1, 2])
+        }
+    }
+
+    fn report() -> Report {
+        Report {
+            scenarios: Vec::new(),
+            benchmark: None,
+            sections: vec![Box::new(Own)],
+            mutation_seeds: Vec::new(),
+            mutation: Vec::new(),
+            plots: Vec::new(),
+            timelines: BTreeMap::new(),
+            regenerate: "rp-sim report".into(),
+        }
+    }
+
+    #[test]
+    fn a_family_section_lands_where_the_family_figures_always_did() {
+        let json = String::from_utf8(json(&report()).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            "{\n  \"scenarios\": [],\n  \"benchmark\": null,\n  \"own_figures\": [\n    1,\n    2\n  ],\n  \"mutation_seeds\": [],\n  \"mutation\": [],\n  \"plots\": [],\n  \"timelines\": {},\n  \"regenerate\": \"rp-sim report\"\n}"
+        );
+        let m = markdown(&report());
+        let at = |s: &str| m.find(s).unwrap_or_else(|| panic!("{s} in {m}"));
+        assert!(at("## Histograms") < at("## A family's own section"));
+        assert!(at("## A family's own section") < at("## Speed"));
+        // Every family's histograms are explained, before the shared ones.
+        let mut last = 0;
+        for (metric, meaning) in
+            crate::families::REPORT_PARTS.iter().flat_map(|p| p.histograms).chain(HISTOGRAM_MEANINGS)
+        {
+            let line = at(&format!("- **{metric}**: {meaning}\n"));
+            assert!(line > last, "{metric}");
+            last = line;
+        }
     }
 }

@@ -8,3 +8,10 @@ pub mod job_queue;
 pub mod lock;
 pub mod rate_limit;
 pub mod redlock;
+
+use crate::family::ReportPart;
+
+/// What the families add to `rp-sim report` beside their scenarios' rows,
+/// in the report's order: what their histograms measure, and their own
+/// sections (the election's figures).
+pub const REPORT_PARTS: &[ReportPart] = &[election::REPORT_PART, rate_limit::REPORT_PART];

@@ -116,20 +116,6 @@ pub enum Op {
         /// Token stored with it (fenced store), if any.
         token: Option<u64>,
     },
-    /// Observation: an election node's role changed.
-    Role {
-        /// Election name.
-        election: String,
-        /// New role.
-        role: Role,
-        /// Epoch it holds (leader) or last held; `None` without epochs.
-        epoch: Option<u64>,
-        /// For a leader: the instant (simulated ms) until which it trusts its
-        /// lease (its local deadline); a new `Leader` event with the same
-        /// epoch moves it (a confirmed renewal). `None` = until it says
-        /// otherwise (renew-tick demotion, naive elections).
-        deadline: Option<Millis>,
-    },
     /// `Retry::run` around `Lock::acquire` (each attempt is its own
     /// `Acquire`, invoked and completed inside this operation): `Ok` =
     /// granted, `Fail` = attempts or deadline ran out.
@@ -212,73 +198,6 @@ pub enum Op {
         deadline_ms: Millis,
         /// `Lease::is_trusted()`.
         trusted: bool,
-    },
-    /// Observation: what an `Election`'s accessors said, recorded whenever
-    /// one of them changed (polled every millisecond); judged by
-    /// `election-views`.
-    ElectionView {
-        /// `Election::name()`.
-        name: String,
-        /// `Election::is_leader()`.
-        is_leader: bool,
-        /// `Election::epoch()`.
-        epoch: Option<u64>,
-        /// `Election::leader_lease()`: `(epoch, sent_at µs, local_deadline µs)`.
-        lease: Option<(u64, u64, u64)>,
-        /// `Election::leadership()`.
-        published: Published,
-        /// What that `Leadership` value's own accessors say:
-        /// `(is_leader(), epoch(), last_demotion()'s epoch)`.
-        #[serde(default)]
-        accessors: (bool, Option<u64>, Option<u64>),
-        /// Why the last term ended (`last_demotion()`'s reason, as the
-        /// `demoted-*` situation suffix: `deadline-reached`, `lease-lost`…).
-        #[serde(default)]
-        demotion_reason: Option<String>,
-    },
-    /// Observation: an `Election::subscribe()` receiver disagreed with
-    /// `Election::leadership()` (it holds another role, or was not notified
-    /// of a change since the workload last read it); recorded only then,
-    /// and judged by `election-views`.
-    SubscriberView {
-        /// What `leadership()` publishes.
-        published: Published,
-        /// What the receiver holds.
-        received: Published,
-        /// `has_changed()` before the receiver was read.
-        notified: bool,
-    },
-    /// Observation: the writer asked `Election::epoch()` before a write
-    /// and got `epoch` (judged by `election-views`: `Some` only before the
-    /// lease's deadline).
-    EpochCheck {
-        /// The answer.
-        epoch: Option<u64>,
-    },
-    /// Observation: an `on_elected` (`elected`) or `on_demoted` callback ran
-    /// for `epoch`; judged by `election-views`.
-    ElectionCallback {
-        /// `on_elected` rather than `on_demoted`.
-        elected: bool,
-        /// The epoch it was called with.
-        epoch: u64,
-        /// `on_demoted` for `DemotionReason::DeadlineReached`.
-        #[serde(default)]
-        deadline_reached: bool,
-    },
-    /// Observation: what an `Election` reports of its configuration
-    /// (recorded once, at build); judged by `election-views`.
-    ElectionConfig {
-        /// `Election::name()`.
-        name: String,
-        /// `Election::lease_ttl()`, ms.
-        lease_ms: u64,
-        /// `Election::renew_interval()`, ms.
-        renew_ms: u64,
-        /// `Election::campaign_interval()`, ms.
-        campaign_ms: u64,
-        /// `Election::demotion()`, as `Debug` prints it.
-        demotion: String,
     },
     /// Observation: what a primitive's accessors report of how it was
     /// built, beside what it was built with (`(accessor, reported,
@@ -372,7 +291,6 @@ impl Op {
             Op::NotAcknowledged { .. } => "not-acknowledged",
             Op::Write { .. } => "write",
             Op::Read { .. } => "read",
-            Op::Role { .. } => "role",
             Op::Retry { .. } => "retry",
             Op::Guarded { .. } => "guarded",
             Op::CurrentToken { .. } => "current-token",
@@ -387,11 +305,6 @@ impl Op {
             Op::Paused { .. } => "paused",
             Op::Delayed { .. } => "delayed",
             Op::Validated { .. } => "validated",
-            Op::ElectionView { .. } => "election-view",
-            Op::ElectionCallback { .. } => "election-callback",
-            Op::EpochCheck { .. } => "epoch-check",
-            Op::SubscriberView { .. } => "subscriber-view",
-            Op::ElectionConfig { .. } => "election-config",
             Op::Family(op) => op.verb(),
             Op::Note { .. } => "note",
         }

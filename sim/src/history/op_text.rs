@@ -32,12 +32,6 @@ impl fmt::Display for Op {
             | Op::LeaseView { .. }
             | Op::Write { .. }
             | Op::Read { .. } => lock(self, f),
-            Op::Role { .. }
-            | Op::ElectionView { .. }
-            | Op::EpochCheck { .. }
-            | Op::SubscriberView { .. }
-            | Op::ElectionCallback { .. }
-            | Op::ElectionConfig { .. } => election(self, f),
             Op::Fault(_)
             | Op::Reached { .. }
             | Op::ErrorReply { .. }
@@ -130,37 +124,6 @@ fn lock(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             ),
             // Not this group's: `Display` routes each operation to its group.
             _ => write!(f, "{}", op.verb()),
-    }
-}
-
-/// An election node's calls and views.
-fn election(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    match op {
-        Op::Role { election, role, epoch, deadline } => {
-            write!(f, "{election}: {role:?} epoch={}", opt(epoch))?;
-            if let Some(d) = deadline {
-                write!(f, " trusted-until={d}ms")?;
-            }
-            Ok(())
-        }
-        Op::ElectionView { name, is_leader, epoch, lease, published, .. } => write!(
-            f,
-            "election-view {name} is_leader={is_leader} epoch={} lease={lease:?} published={published:?}",
-            opt(epoch)
-        ),
-        Op::EpochCheck { epoch } => write!(f, "epoch() -> {}", opt(epoch)),
-        Op::SubscriberView { published, received, notified } => {
-            write!(f, "subscribe() holds {received:?} (notified: {notified}), leadership() is {published:?}")
-        }
-        Op::ElectionCallback { elected, epoch, .. } => {
-            write!(f, "{} epoch={epoch}", if *elected { "on_elected" } else { "on_demoted" })
-        }
-        Op::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion } => write!(
-            f,
-            "election-config {name} lease={lease_ms}ms renew={renew_ms}ms campaign={campaign_ms}ms demotion={demotion}"
-        ),
-        // Not this group's: `Display` routes each operation to its group.
-        _ => write!(f, "{}", op.verb()),
     }
 }
 

@@ -157,29 +157,6 @@ pub struct ProbeAfter {
     pub value: Option<String>,
 }
 
-/// `Election::leadership()`, as an `ElectionView` records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Published {
-    /// `Leadership::Leader`.
-    Leader {
-        /// Its epoch.
-        epoch: u64,
-        /// `elected_at`, simulated ms.
-        elected_at_ms: Millis,
-    },
-    /// `Leadership::Follower`, with the epoch of its last demotion.
-    Follower {
-        /// `last_demotion`'s epoch.
-        demoted: Option<u64>,
-    },
-    /// `Leadership::Stopped`, with the epoch of its last demotion.
-    Stopped {
-        /// `last_demotion`'s epoch.
-        demoted: Option<u64>,
-    },
-}
-
 /// A constructor or call the validation probe tried with values at the
 /// edge of what it accepts (`probes/validation.rs`; judged by
 /// `input-validation`). Durations are in ms; drift is `(‰, constant ms)`.
@@ -315,17 +292,6 @@ pub enum KeyedOn {
     FenceKey,
     /// `FencedStore::redis_key`.
     StoreKey,
-}
-
-/// An election node's belief about itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Role {
-    /// It believes it leads (and may act on it).
-    Leader,
-    /// It believes it does not lead.
-    Follower,
-    /// It left the election on purpose (`stop()`), releasing its lease.
-    Resigned,
 }
 
 /// How a guarded body ended ([`Op::Guarded`](super::Op::Guarded)).

@@ -18,10 +18,11 @@ use tokio::time::sleep;
 use super::aimed::{take_lease_key, timed_out_span, Aimed, TIMED_OUT_HOLD_MS};
 use super::markers::Marker;
 use super::node::{build_node, check_subscriber, lease_key, Node};
+use super::op::{ElectionOp, Published, Role};
 use super::plan::{ElectionPlan, LeaderStall, SLOW_RENEWALS_MS};
 use super::situations::{CAMPAIGN_HELD_AT_STOP, HAND_BACK_HELD, RENEWAL_TIMED_OUT};
 use super::{ElectionVariant, ELECTION_NAME};
-use crate::history::{FaultRecord, Millis, Op, Published, Role};
+use crate::history::{FaultRecord, Millis};
 use crate::world::Actor;
 
 /// Freezes the leader `actor` for `duration` ms (a GC pause), recorded as
@@ -89,7 +90,7 @@ async fn start(actor: &Actor, variant: ElectionVariant, plan: &ElectionPlan) -> 
     }
     let node = build_node(variant, actor.connection(0), actor, (plan.lease_ms, plan.renew_ms, plan.campaign_ms))?;
     if let Node::Fenced { election, .. } = &node {
-        actor.observe(Op::ElectionConfig {
+        actor.observe(ElectionOp::ElectionConfig {
             name: election.name().to_string(),
             lease_ms: election.lease_ttl().as_millis(),
             renew_ms: election.renew_interval().as_millis() as u64,
@@ -144,7 +145,7 @@ fn spawn_writer(
             }
             let checked = node.may_write();
             if matches!(*node, Node::Fenced { .. }) {
-                actor.observe(Op::EpochCheck { epoch: checked.flatten().map(|e| e.get()) });
+                actor.observe(ElectionOp::EpochCheck { epoch: checked.flatten().map(|e| e.get()) });
             }
             let Some(believed) = checked else { continue };
             if let Some(duration) = pending_stall.take() {
@@ -174,7 +175,7 @@ struct Observer<'a> {
     aimed: Aimed,
     subscriber: Option<watch::Receiver<Leadership>>,
     subscriber_seen: Option<Published>,
-    last_view: Option<Op>,
+    last_view: Option<ElectionOp>,
     /// The last belief recorded: `(epoch, deadline ms)` while leading.
     last: Option<(Option<u64>, Option<u64>)>,
     last_demotion: Option<(u64, &'static str)>,
@@ -230,17 +231,17 @@ impl<'a> Observer<'a> {
         let belief = self.node.belief().map(|(epoch, deadline)| (epoch, deadline.map(|d| actor.millis_of(d))));
         match (self.last, belief) {
             (None, Some((epoch, deadline))) => {
-                actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Leader, epoch, deadline });
+                actor.observe(ElectionOp::Role { election: ELECTION_NAME.into(), role: Role::Leader, epoch, deadline });
             }
             (Some(old), Some((epoch, deadline))) if old != (epoch, deadline) => {
                 // A new epoch, or the same one renewed (a later deadline).
-                actor.observe(Op::Role { election: ELECTION_NAME.into(), role: Role::Leader, epoch, deadline });
+                actor.observe(ElectionOp::Role { election: ELECTION_NAME.into(), role: Role::Leader, epoch, deadline });
             }
             (Some((epoch, _)), None) => {
                 // After `stop()` was called the node stops believing when the
                 // library demotes it, which this loop sees within 1 ms.
                 let role = if self.stopped { Role::Resigned } else { Role::Follower };
-                actor.observe(Op::Role { election: ELECTION_NAME.into(), role, epoch, deadline: None });
+                actor.observe(ElectionOp::Role { election: ELECTION_NAME.into(), role, epoch, deadline: None });
             }
             _ => {}
         }
@@ -252,7 +253,7 @@ impl<'a> Observer<'a> {
     /// `subscribe()` receiver against it.
     fn record_view(&mut self) {
         let Some(view) = self.node.view(self.actor) else { return };
-        if let (Some(rx), Op::ElectionView { published, .. }) = (self.subscriber.as_mut(), &view) {
+        if let (Some(rx), ElectionOp::ElectionView { published, .. }) = (self.subscriber.as_mut(), &view) {
             check_subscriber(self.actor, rx, &mut self.subscriber_seen, *published);
         }
         if self.last_view.as_ref() != Some(&view) {
@@ -419,7 +420,7 @@ impl<'a> Observer<'a> {
         let _ = writer.await;
         let _ = runner.await;
         if let Some(view) = node.view(actor) {
-            if let (Some(rx), Op::ElectionView { published, .. }) = (self.subscriber.as_mut(), &view) {
+            if let (Some(rx), ElectionOp::ElectionView { published, .. }) = (self.subscriber.as_mut(), &view) {
                 check_subscriber(actor, rx, &mut self.subscriber_seen, *published);
             }
             actor.observe(view);

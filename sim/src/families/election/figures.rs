@@ -1,21 +1,24 @@
 //! The reference's three election figures (cases 25, 26, 27: hand-over,
-//! failover, split-brain window) measured in simulated time, for
-//! `rp-sim report`.
+//! failover, split-brain window) measured in simulated time: the
+//! election's own section of `rp-sim report` ([`report_section`]).
 
 use core::time::Duration;
+use std::fmt::Write as _;
+
 use serde::Serialize;
 
 use super::aimed::Aimed;
 use super::checks::terms;
 use super::markers::Marker;
 use super::plan::{ElectionPlan, LeaderStall};
+use super::reigns::record_split_brain;
 use super::run::{measure, run_plan};
 use super::{ElectionVariant, CAMPAIGN_MS, ELECTION_NAME, LEASE_MS, RENEW_MS, RESOURCE};
-use crate::history::Op;
-use crate::history::WriteResult;
+use crate::family::{ReportJson, ReportSection};
+use crate::history::{Op, WriteResult};
 use crate::nemesis::Schedule;
 use crate::servers::{Servers, SetupError};
-use crate::stats::{self, Histograms};
+use crate::stats::Histograms;
 use crate::world::WorldConfig;
 
 /// Introduction printed above the figures table.
@@ -135,7 +138,7 @@ pub fn figure_run(
         Figure::Failover => failovers.first().copied(),
         Figure::SplitBrain => {
             if markers.iter().any(|m| matches!(m, Marker::Stall { .. })) {
-                Some(stats::record_split_brain(&events, ELECTION_NAME, &mut h).into_iter().max().unwrap_or(0))
+                Some(record_split_brain(&events, ELECTION_NAME, &mut h).into_iter().max().unwrap_or(0))
             } else {
                 None
             }
@@ -181,4 +184,119 @@ pub fn figure_rows(servers: &mut Servers, runs: u64) -> Result<Vec<FigureRow>, S
         }
     }
     Ok(rows)
+}
+
+/// Runs of each figure in the report: ten, so that the fault falls at
+/// every phase of the renew cycle (100 ms, in steps of 7 ms).
+const REPORT_RUNS: u64 = 10;
+
+/// The figures' section of `rp-sim report`: its table in the Markdown, its
+/// rows as `election_figures` in the JSON.
+#[derive(Debug)]
+struct FiguresSection(Vec<FigureRow>);
+
+/// Measures the figures ([`REPORT_RUNS`] runs each) for the report.
+pub(super) fn report_section(servers: &mut Servers) -> Result<Box<dyn ReportSection>, SetupError> {
+    Ok(Box::new(FiguresSection(figure_rows(servers, REPORT_RUNS)?)))
+}
+
+/// `v` in ms, or `-` when no run produced it.
+fn ms(v: Option<u64>) -> String {
+    v.map_or("-".into(), |v| format!("{v} ms"))
+}
+
+impl ReportSection for FiguresSection {
+    fn markdown(&self, m: &mut String) {
+        let rows = &self.0;
+        if rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(m, "## The reference's election figures, in simulated time\n");
+        let _ = writeln!(m, "{FIGURES_INTRO}\n");
+        let _ = writeln!(m, "| variant | figure | runs | min | median | max | reference (min / median / max) |");
+        let _ = writeln!(m, "|---|---|---:|---:|---:|---:|---|");
+        for f in rows {
+            let _ = writeln!(
+                m,
+                "| `{}` | {} | {} | {} | {} | {} | {} |",
+                f.variant,
+                f.figure,
+                f.runs,
+                ms(f.min),
+                ms(f.median),
+                ms(f.max),
+                f.reference
+            );
+        }
+        let _ = writeln!(m);
+        let refused: u64 = rows.iter().map(|f| f.stale_writes_refused).sum();
+        let violations: u64 = rows.iter().map(|f| f.violations).sum();
+        let _ = writeln!(
+            m,
+            "Over the split-brain runs of both variants, the fenced store refused {refused} stale \
+             (lower-epoch) writes; the `election` checker found {violations} violations in all figure runs.\n"
+        );
+    }
+
+    fn json(&self, out: &mut ReportJson<'_, '_>) -> serde_json::Result<()> {
+        out.entry("election_figures", &self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_renders_its_rows_and_sums() {
+        let row = |variant: &str, min, refused| FigureRow {
+            variant: variant.into(),
+            figure: Figure::SplitBrain.label().into(),
+            runs: 2,
+            min,
+            median: min,
+            max: min,
+            values: min.into_iter().collect(),
+            reference: Figure::SplitBrain.reference().into(),
+            stale_writes_refused: refused,
+            violations: 0,
+        };
+        let section = FiguresSection(vec![row("election", Some(0), 2), row("election-renew-only", None, 3)]);
+        let mut m = String::new();
+        section.markdown(&mut m);
+        assert!(m.starts_with("## The reference's election figures, in simulated time\n\n"), "{m}");
+        assert!(m.contains("| `election` | split-brain window, stall 1500 ms (case 27) | 2 | 0 ms | 0 ms | 0 ms | 1091 / 1192 / 1198 ms |\n"), "{m}");
+        assert!(
+            m.contains("| `election-renew-only` | split-brain window, stall 1500 ms (case 27) | 2 | - | - | - |"),
+            "{m}"
+        );
+        assert!(m.ends_with("the fenced store refused 5 stale (lower-epoch) writes; the `election` checker found 0 violations in all figure runs.\n\n"), "{m}");
+        let mut empty = String::new();
+        FiguresSection(Vec::new()).markdown(&mut empty);
+        assert_eq!(empty, "");
+
+        let mut bytes = Vec::new();
+        let mut serializer =
+            serde_json::Serializer::with_formatter(&mut bytes, serde_json::ser::PrettyFormatter::new());
+        let mut out = ReportJson::open(&mut serializer).unwrap();
+        FiguresSection(vec![row("election", Some(0), 2)]).json(&mut out).unwrap();
+        out.close().unwrap();
+        let json = String::from_utf8(bytes).unwrap();
+        // The rows' own field order, as the report has always written them.
+        let keys = [
+            "\"election_figures\"",
+            "\"variant\"",
+            "\"figure\"",
+            "\"runs\"",
+            "\"min\"",
+            "\"median\"",
+            "\"max\"",
+            "\"values\"",
+            "\"reference\"",
+            "\"stale_writes_refused\"",
+            "\"violations\"",
+        ];
+        let at: Vec<usize> = keys.iter().map(|k| json.find(k).unwrap_or_else(|| panic!("{k} in {json}"))).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{json}");
+    }
 }

@@ -16,7 +16,7 @@
 //!   millisecond and records `Role` events when it changes. For a
 //!   self-fencing node the recorded leader events carry the lease's local
 //!   deadline, so its reign ends there even while it is frozen and cannot
-//!   record anything (see `stats::reigns`).
+//!   record anything (see `reigns.rs`).
 //!
 //! The workload injects two faults itself, at seeded moments, because they
 //! must hit *the leader*, whoever that turns out to be: the node leading at
@@ -45,7 +45,9 @@
 //! | `judge.rs` | which checks apply to a run, over which undisturbed spans |
 //! | `checks/` | the family's checkers, one file per invariant (`terms`, `self_fencing`, `liveness`, `views`) |
 //! | `situations.rs` | what each scenario exists to reach |
-//! | `figures.rs` | the reference's figures (cases 25, 26, 27) |
+//! | `op.rs` | what a node records in the history ([`ElectionOp`]) |
+//! | `reigns.rs` | who led when, read from the history, and the split-brain, failover and hand-over measures |
+//! | `figures.rs` | the reference's figures (cases 25, 26, 27), the family's section of the report |
 //!
 //! [`Election`]: redis_primitives::election::Election
 //! [`NaiveElection`]: redis_primitives::naive::NaiveElection
@@ -58,9 +60,11 @@ mod figures;
 mod judge;
 mod markers;
 mod node;
+mod op;
 mod plan;
 pub mod probe;
 mod reader;
+mod reigns;
 mod run;
 mod situations;
 mod space;
@@ -68,13 +72,22 @@ mod tenures;
 mod variant;
 
 pub use figures::{figure_rows, figure_run, Figure, FigureRow, FigureRun, FIGURES_INTRO};
+pub use op::{ElectionOp, Published, Role};
 pub use plan::{ElectionPlan, LeaderStall};
+pub use reigns::{record_split_brain, reigns, time_to_new_leader, Reign, FAILOVER, HANDOVER, SPLIT_BRAIN};
 pub use run::run_planned;
 pub use situations::{
     ACKNOWLEDGED_FAILOVER_SITUATIONS, FAILOVER_SITUATIONS, NO_EPOCH_SITUATIONS, RENEW_ONLY_SITUATIONS, SITUATIONS,
 };
 pub use space::{seed_faults, ElectionSpace, LeaderFaults};
 pub use variant::ElectionVariant;
+
+use crate::family::ReportPart;
+
+/// What the election adds to `rp-sim report`: what its histograms
+/// measure, and the reference's figures.
+pub const REPORT_PART: ReportPart =
+    ReportPart { histograms: reigns::HISTOGRAMS, section: Some(figures::report_section) };
 
 /// Election name used by every scenario.
 pub const ELECTION_NAME: &str = "leader";

@@ -10,12 +10,13 @@ use redis_primitives::{Acknowledgement, FencedStore, FencingToken, OwnerSource, 
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::op::{ElectionOp, Published};
 use super::situations::WRITE_NOT_ACKNOWLEDGED;
 use super::{ElectionVariant, ELECTION_NAME, RESOURCE};
 use crate::api::{
     ELECTION_RUN, ELECTION_STOP, FENCED_STORE_WRITE, NAIVE_ELECTION_RUN, NAIVE_ELECTION_STOP, NAIVE_ELECTION_WRITE,
 };
-use crate::history::{Api, Op, Published, WriteResult};
+use crate::history::{Api, Op, WriteResult};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -66,8 +67,8 @@ impl Node {
     }
 
     /// Everything the election's accessors say now, as an
-    /// [`Op::ElectionView`] (`None` for the naive election).
-    pub(super) fn view(&self, actor: &Actor) -> Option<Op> {
+    /// [`ElectionOp::ElectionView`] (`None` for the naive election).
+    pub(super) fn view(&self, actor: &Actor) -> Option<ElectionOp> {
         let Node::Fenced { election, .. } = self else { return None };
         let leadership = election.leadership();
         let accessors = (
@@ -76,7 +77,7 @@ impl Node {
             leadership.last_demotion().map(|d| d.epoch.get()),
         );
         let published = published_of(actor, &leadership);
-        Some(Op::ElectionView {
+        Some(ElectionOp::ElectionView {
             name: election.name().to_string(),
             is_leader: election.is_leader(),
             epoch: election.epoch().map(|e| e.get()),
@@ -221,11 +222,17 @@ pub(super) fn build_node(
         let (h2, who2) = (h.clone(), who.clone());
         builder
             .on_elected(move |epoch| {
-                h.observe(&who, Op::ElectionCallback { elected: true, epoch: epoch.get(), deadline_reached: false })
+                h.observe(
+                    &who,
+                    ElectionOp::ElectionCallback { elected: true, epoch: epoch.get(), deadline_reached: false },
+                )
             })
             .on_demoted(move |d| {
                 let deadline_reached = matches!(d.reason, DemotionReason::DeadlineReached);
-                h2.observe(&who2, Op::ElectionCallback { elected: false, epoch: d.epoch.get(), deadline_reached })
+                h2.observe(
+                    &who2,
+                    ElectionOp::ElectionCallback { elected: false, epoch: d.epoch.get(), deadline_reached },
+                )
             })
     };
     Ok(match variant {
@@ -255,7 +262,7 @@ pub(super) fn build_node(
 
 /// What a `subscribe()` receiver holds against what `leadership()`
 /// publishes (`published`, taken from the view just recorded): an
-/// [`Op::SubscriberView`] when the receiver holds something else, or was
+/// [`ElectionOp::SubscriberView`] when the receiver holds something else, or was
 /// not notified of a change since it last looked (`seen`); nothing when it
 /// agrees (judged by `election-views`).
 pub(super) fn check_subscriber(
@@ -268,7 +275,7 @@ pub(super) fn check_subscriber(
     let received = published_of(actor, &rx.borrow_and_update());
     let missed = seen.is_some_and(|s| s != received) && !notified;
     if missed || received != published {
-        actor.observe(Op::SubscriberView { published, received, notified });
+        actor.observe(ElectionOp::SubscriberView { published, received, notified });
     }
     *seen = Some(received);
 }

@@ -10,12 +10,13 @@ use super::judge::{judge, Evidence};
 use super::markers::Marker;
 use super::plan::{ElectionPlan, LeaderStall, SLOW_RENEWALS_MS};
 use super::reader::final_read;
+use super::reigns::{record_split_brain, time_to_new_leader, FAILOVER, HANDOVER};
 use super::situations::{reach_after_failover, reach_from_history};
 use super::{ElectionVariant, ELECTION_NAME};
 use crate::nemesis::Schedule;
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
-use crate::stats::{self, Histograms};
+use crate::stats::Histograms;
 use crate::world::{RunOutcome, World, WorldConfig};
 
 fn world_config(seed: u64, variant: ElectionVariant) -> WorldConfig {
@@ -67,29 +68,29 @@ pub(super) fn measure(
     lease_ms: u64,
     h: &mut Histograms,
 ) -> (Vec<u64>, Vec<u64>) {
-    h.declare(stats::FAILOVER);
-    h.declare(stats::HANDOVER);
+    h.declare(FAILOVER);
+    h.declare(HANDOVER);
     let mut failovers = Vec::new();
     let mut handovers = Vec::new();
     for m in markers {
         match m {
             Marker::Stall { node, at, duration } if *duration > lease_ms => {
                 // Only a takeover during the stall is a failover.
-                if let Some(t) = stats::time_to_new_leader(events, ELECTION_NAME, node, *at) {
+                if let Some(t) = time_to_new_leader(events, ELECTION_NAME, node, *at) {
                     if t < *duration {
                         failovers.push(t);
-                        h.record(stats::FAILOVER, t);
+                        h.record(FAILOVER, t);
                     }
                 }
             }
             Marker::Stop { node, at, held_ms } => {
-                if let Some(t) = stats::time_to_new_leader(events, ELECTION_NAME, node, *at) {
+                if let Some(t) = time_to_new_leader(events, ELECTION_NAME, node, *at) {
                     handovers.push(t);
                     // A held reply may have landed on a renewal in flight
                     // (the loop sees stop() only after it): the hand-over
                     // figure (reference case 25) is that of unheld stops.
                     if *held_ms == 0 {
-                        h.record(stats::HANDOVER, t);
+                        h.record(HANDOVER, t);
                     }
                 }
             }
@@ -128,7 +129,7 @@ pub fn run_planned(
     let mut outcome = outcome_from(&run, extra);
     let events = &outcome.history;
     let mut h = Histograms::new();
-    stats::record_split_brain(events, ELECTION_NAME, &mut h);
+    record_split_brain(events, ELECTION_NAME, &mut h);
     let (failovers, handovers) = measure(events, &markers, planned.lease_ms, &mut h);
     let violations = judge(&Evidence {
         events,

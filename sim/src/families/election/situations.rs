@@ -3,11 +3,12 @@
 //! they happen).
 
 use super::markers::Marker;
+use super::op::{ElectionOp, Role};
+use super::reigns::reigns;
 use super::{ElectionVariant, ELECTION_NAME};
-use crate::history::{Op, Role, WriteResult};
+use crate::history::{Op, WriteResult};
 use crate::nemesis::FaultClass;
 use crate::outcome::{Outcome, Situation};
-use crate::stats;
 
 /// Situations every election variant reaches.
 const COMMON: [Situation; 3] = [
@@ -143,7 +144,7 @@ pub(super) fn reach_from_history(
     if !handovers.is_empty() {
         outcome.reach("hand-over-after-stop");
     }
-    let reigns = stats::reigns(&outcome.history, ELECTION_NAME);
+    let reigns = reigns(&outcome.history, ELECTION_NAME);
     let stalled_past_deadline = markers.iter().any(|m| match m {
         Marker::Stall { node, at, duration } => {
             *duration > lease_ms
@@ -159,17 +160,16 @@ pub(super) fn reach_from_history(
     let mut past_2_pow_53 = false;
     let mut deadlines: std::collections::BTreeMap<(&str, Option<u64>), u64> = Default::default();
     for e in &outcome.history {
-        match &e.op {
-            Op::Write { result: Some(WriteResult::Rejected { .. }), .. } => refused = true,
-            Op::Role { role: Role::Leader, epoch, deadline, .. } => {
-                past_2_pow_53 |= epoch.is_some_and(|e| e > 1 << 53);
-                if let Some(d) = deadline {
-                    if let Some(old) = deadlines.insert((e.process.as_str(), *epoch), *d) {
-                        renewed |= *d > old;
-                    }
+        if matches!(&e.op, Op::Write { result: Some(WriteResult::Rejected { .. }), .. }) {
+            refused = true;
+        }
+        if let Some(ElectionOp::Role { role: Role::Leader, epoch, deadline, .. }) = e.op.family::<ElectionOp>() {
+            past_2_pow_53 |= epoch.is_some_and(|e| e > 1 << 53);
+            if let Some(d) = deadline {
+                if let Some(old) = deadlines.insert((e.process.as_str(), *epoch), *d) {
+                    renewed |= *d > old;
                 }
             }
-            _ => {}
         }
     }
     if refused {
@@ -187,10 +187,10 @@ pub(super) fn reach_from_history(
 /// promotion.
 pub(super) fn reach_after_failover(outcome: &mut Outcome) {
     let promoted = fault_spans_of_failover(outcome);
-    let elected_after = outcome
-        .history
-        .iter()
-        .any(|e| promoted.is_some_and(|t| e.time > t) && matches!(e.op, Op::ElectionCallback { elected: true, .. }));
+    let elected_after = outcome.history.iter().any(|e| {
+        promoted.is_some_and(|t| e.time > t)
+            && matches!(e.op.family::<ElectionOp>(), Some(ElectionOp::ElectionCallback { elected: true, .. }))
+    });
     if elected_after {
         outcome.reach(LEADER_AFTER_FAILOVER.name);
     }

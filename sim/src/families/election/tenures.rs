@@ -1,17 +1,18 @@
 //! The election family's tenures: each node's reigns, from its `Leader`
-//! event to the end of its belief (`crate::stats::reigns`), for the
+//! event to the end of its belief (`super::reigns`), for the
 //! timeline's bands.
 
-use crate::history::{Event, Op, Role};
-use crate::stats::reigns;
+use super::op::{ElectionOp, Role};
+use super::reigns::reigns;
+use crate::history::Event;
 use crate::timeline::Tenure;
 
 /// Every reign of every election in `events`.
 pub(super) fn of(events: &[Event]) -> Vec<Tenure> {
     let mut elections: Vec<&str> = events
         .iter()
-        .filter_map(|e| match &e.op {
-            Op::Role { election, role: Role::Leader, .. } => Some(election.as_str()),
+        .filter_map(|e| match e.op.family::<ElectionOp>() {
+            Some(ElectionOp::Role { election, role: Role::Leader, .. }) => Some(election.as_str()),
             _ => None,
         })
         .collect();

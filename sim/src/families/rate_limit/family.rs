@@ -23,7 +23,7 @@ use crate::history::Event;
 use crate::nemesis::{Fault, Schedule};
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
-use crate::stats::{Bound, Histograms, Metric};
+use crate::stats::{Bound, Histograms};
 use crate::world::{derive_seed, World, WorldConfig};
 
 /// Runs an explicit plan of a rate-limit scenario.
@@ -129,10 +129,6 @@ impl Family for RateLimitVariant {
         // shows how far past its limit each variant goes. On the fill, not
         // the raw count: the correct variants' probes use other limits.
         vec![Bound { histogram: WINDOW_FILL, value: 100, label: "the limit (100 %)".to_string() }]
-    }
-
-    fn metrics(&self) -> &'static [(Metric, &'static str)] {
-        metrics::METRICS
     }
 
     fn plans(space: &RateLimitSpace) -> BoxedStrategy<(RateLimitPlan, Vec<Fault>)> {

@@ -63,6 +63,11 @@ pub use op::{Admission, DecisionAccessors, RateLimitOp};
 pub use plan::{seed_faults, Burst, BurstSpace, RateLimitPlan, RateLimitSpace};
 pub use situations::{COUNTER_SITUATIONS, LOG_SITUATIONS};
 
+/// What the rate limiters add to `rp-sim report`: what their histograms
+/// measure (no section of their own).
+pub const REPORT_PART: crate::family::ReportPart =
+    crate::family::ReportPart { histograms: metrics::METRICS, section: None };
+
 /// Sleeps until simulated `at` (if it is still ahead): how the actors and
 /// the probes wait for their moments.
 async fn until(actor: &crate::world::Actor, at: crate::history::Millis) {

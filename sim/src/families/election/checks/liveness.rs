@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::api::{ELECTION_RUN, ELECTION_STOP};
 use crate::checker::{Violation, LIVENESS};
+use crate::families::election::reigns;
 use crate::history::{Api, Event, EventKind, Millis};
-use crate::stats::reigns;
 
 /// `liveness` after a term the library ended itself while the lease's key
 /// was still its own (a renewal answered too late: `DeadlineReached`; or
@@ -169,7 +169,8 @@ pub fn check_handover(
 mod tests {
     use super::*;
     use crate::families::election::checks::fixtures::role;
-    use crate::history::{History, Op, Role};
+    use crate::families::election::Role;
+    use crate::history::{History, Op};
 
     #[test]
     fn a_run_that_returns_before_stop_is_a_liveness_violation() {

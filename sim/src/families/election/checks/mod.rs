@@ -11,11 +11,12 @@ pub mod views;
 /// Histories the checks' tests build.
 #[cfg(test)]
 mod fixtures {
-    use crate::history::{History, Op, Role, WriteResult};
+    use crate::families::election::{ElectionOp, Role};
+    use crate::history::{History, Op, WriteResult};
 
     /// `p` reports `r` of election `e` (with `epoch`) at `t`.
     pub(crate) fn role(h: &History, t: u64, p: &str, r: Role, epoch: Option<u64>) {
-        h.observe_at(t, p, Op::Role { election: "e".into(), role: r, epoch, deadline: None });
+        h.observe_at(t, p, ElectionOp::Role { election: "e".into(), role: r, epoch, deadline: None });
     }
 
     /// `p` writes `res` at `t0` with `token`, and the write completes with

@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 
 use crate::checker::{Violation, MAX_REPORTED, SELF_FENCING};
-use crate::history::{Event, EventKind, Millis, Op, Role};
-use crate::stats::reigns;
+use crate::families::election::{reigns, ElectionOp, Role};
+use crate::history::{Event, EventKind, Millis};
 
 /// `self-fencing` for an election whose leaders demote themselves at their
 /// lease's local deadline ([`Demotion::AtDeadline`]): no two nodes believe
 /// they lead at the same simulated instant. A reign ends at the node's
-/// recorded deadline even while it is frozen (see `stats::reigns`), so this is
+/// recorded deadline even while it is frozen (see `reigns`), so this is
 /// exactly the promise: a leader stops trusting its lease before anyone else
 /// can be granted it. (Under the reference's renew-tick demotion the same
 /// overlap is the documented split-brain window, measured, not judged.)
@@ -67,7 +67,11 @@ pub fn check_deadlines(
     let mut out = Vec::new();
     let mut seen: BTreeMap<(&str, u64, Millis), ()> = BTreeMap::new();
     for e in events {
-        let Op::Role { election: el, role: Role::Leader, epoch, deadline: Some(d), .. } = &e.op else { continue };
+        let Some(ElectionOp::Role { election: el, role: Role::Leader, epoch, deadline: Some(d), .. }) =
+            e.op.family::<ElectionOp>()
+        else {
+            continue;
+        };
         if el != election || e.kind != EventKind::Ok {
             continue;
         }
@@ -102,8 +106,12 @@ mod tests {
     #[test]
     fn a_deadline_measured_from_the_reply_is_caught() {
         let h = History::new();
-        let role =
-            |deadline| Op::Role { election: "e".into(), role: Role::Leader, epoch: Some(1), deadline: Some(deadline) };
+        let role = |deadline| ElectionOp::Role {
+            election: "e".into(),
+            role: Role::Leader,
+            epoch: Some(1),
+            deadline: Some(deadline),
+        };
         // Sent at 100, reply at 104, seen at 104: 100 + 394 is sound.
         h.observe_at(104, "a", role(494));
         assert!(check_deadlines(&h.events(), "e", 394, 2).is_empty());

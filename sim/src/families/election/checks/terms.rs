@@ -31,8 +31,8 @@
 use std::collections::BTreeMap;
 
 use crate::checker::{completed, order, Violation, ELECTION};
-use crate::history::{Event, EventKind, Millis, Op, Role, WriteResult};
-use crate::stats::reigns;
+use crate::families::election::{reigns, ElectionOp, Role};
+use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 
 use crate::checker::MAX_REPORTED;
 
@@ -53,12 +53,14 @@ fn epochs_led_twice(events: &[Event], election: &str) -> Vec<Violation> {
     // Per (node, epoch): elected at, and demoted at once the term ended.
     let nodes: std::collections::BTreeSet<&str> = events
         .iter()
-        .filter(|e| matches!(&e.op, Op::Role { election: el, .. } if el == election))
+        .filter(
+            |e| matches!(e.op.family::<ElectionOp>(), Some(ElectionOp::Role { election: el, .. }) if el == election),
+        )
         .map(|e| e.process.as_str())
         .collect();
     let mut terms: BTreeMap<(&str, u64), (Millis, Option<Millis>)> = BTreeMap::new();
     for e in events.iter().filter(|e| nodes.contains(e.process.as_str())) {
-        let Op::ElectionCallback { elected, epoch, .. } = &e.op else { continue };
+        let Some(ElectionOp::ElectionCallback { elected, epoch, .. }) = e.op.family::<ElectionOp>() else { continue };
         let key = (e.process.as_str(), *epoch);
         match (elected, terms.get_mut(&key)) {
             (true, Some(&mut (began, Some(ended)))) => out.push(Violation::new(
@@ -85,7 +87,11 @@ fn leaders_by_epoch(events: &[Event], election: &str, self_fencing: bool) -> Vec
     let mut by_epoch: BTreeMap<u64, (&str, Millis)> = BTreeMap::new();
     let mut highest: Option<(u64, &str, Millis)> = None;
     for e in events {
-        let Op::Role { election: el, role: Role::Leader, epoch: Some(epoch), .. } = &e.op else { continue };
+        let Some(ElectionOp::Role { election: el, role: Role::Leader, epoch: Some(epoch), .. }) =
+            e.op.family::<ElectionOp>()
+        else {
+            continue;
+        };
         if el != election || e.kind != EventKind::Ok {
             continue;
         }
@@ -382,7 +388,7 @@ mod tests {
         let run = |again: u64| {
             let h = History::new();
             let callback = |t, elected, epoch| {
-                h.observe_at(t, "node-1", Op::ElectionCallback { elected, epoch, deadline_reached: false })
+                h.observe_at(t, "node-1", ElectionOp::ElectionCallback { elected, epoch, deadline_reached: false })
             };
             callback(1233, true, 2);
             role(&h, 1234, "node-1", Role::Leader, Some(2));
@@ -391,7 +397,11 @@ mod tests {
             callback(1690, true, again);
             role(&h, 1691, "node-1", Role::Leader, Some(again));
             // Callbacks of a process outside the election are not its own.
-            h.observe_at(1700, "other", Op::ElectionCallback { elected: true, epoch: 2, deadline_reached: false });
+            h.observe_at(
+                1700,
+                "other",
+                ElectionOp::ElectionCallback { elected: true, epoch: 2, deadline_reached: false },
+            );
             (check(&h.events(), "e", "res", true), check(&h.events(), "e", "res", false))
         };
         for v in [run(2).0, run(2).1] {

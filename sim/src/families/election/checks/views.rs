@@ -3,7 +3,7 @@
 //!
 //! The election checkers judge reigns (who believed it led, when); this one
 //! judges the accessors a user's code actually calls. The workload polls
-//! them every millisecond and records an [`Op::ElectionView`] whenever one
+//! them every millisecond and records an [`ElectionOp::ElectionView`] whenever one
 //! changed, plus every `on_elected`/`on_demoted` callback and the
 //! configuration the node reports at build. Per node:
 //!
@@ -35,9 +35,9 @@
 //!   and a stopped node says so: its last view is `Stopped` with no lease;
 //! - a `subscribe()` receiver, read beside the accessors, holds what
 //!   `leadership()` publishes and was notified (`has_changed`) of every
-//!   change since it was last read ([`Op::SubscriberView`], recorded only
+//!   change since it was last read ([`ElectionOp::SubscriberView`], recorded only
 //!   when it disagrees);
-//! - the writer's `epoch()` checks ([`Op::EpochCheck`]) answer `Some` only
+//! - the writer's `epoch()` checks ([`ElectionOp::EpochCheck`]) answer `Some` only
 //!   before the deadline of the lease the last view showed (under
 //!   `Demotion::AtDeadline`): a check that says "still leader" past it lets
 //!   a stale leader act.
@@ -48,7 +48,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::api::{ELECTION_RUN, ELECTION_STOP};
 use crate::checker::lease_views::Allowance;
 use crate::checker::{Violation, ELECTION_VIEWS};
-use crate::history::{Event, Millis, Op, Published};
+use crate::families::election::{ElectionOp, Published};
+use crate::history::{Event, Millis};
 
 /// What every node was built with.
 #[derive(Debug, Clone, Copy)]
@@ -140,7 +141,7 @@ impl Node {
     }
 }
 
-/// One recorded [`Op::ElectionView`], borrowed.
+/// One recorded [`ElectionOp::ElectionView`], borrowed.
 struct View<'e> {
     name: &'e str,
     is_leader: bool,
@@ -195,18 +196,19 @@ impl<'a> Rules<'a> {
 
     /// What is wrong with event `e` of `node`, if anything.
     fn event(&self, node: &mut Node, e: &Event) -> Option<String> {
-        match &e.op {
-            Op::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion: d } => {
+        // Only the election's own records say anything about its views.
+        match e.op.family::<ElectionOp>()? {
+            ElectionOp::ElectionConfig { name, lease_ms, renew_ms, campaign_ms, demotion: d } => {
                 let reported = (name.as_str(), *lease_ms, *renew_ms, *campaign_ms, d.as_str());
                 let built = self.built;
                 let expected = (built.name, built.lease_ms, built.renew_ms, built.campaign_ms, self.demotion);
                 (reported != expected).then(|| format!("the election reports (name, lease, renew, campaign, demotion) = {reported:?}; it was built with {expected:?}"))
             }
-            Op::ElectionCallback { elected: true, epoch, .. } => Self::elected(node, *epoch, e.time),
-            Op::ElectionCallback { elected: false, epoch, deadline_reached } => {
+            ElectionOp::ElectionCallback { elected: true, epoch, .. } => Self::elected(node, *epoch, e.time),
+            ElectionOp::ElectionCallback { elected: false, epoch, deadline_reached } => {
                 self.demoted(node, *epoch, *deadline_reached, e.time)
             }
-            Op::SubscriberView { published, received, notified } => {
+            ElectionOp::SubscriberView { published, received, notified } => {
                 let what = if received == published {
                     "was not notified of the change".to_string()
                 } else {
@@ -216,7 +218,7 @@ impl<'a> Rules<'a> {
                     "a subscribe() receiver {what} (notified: {notified}) while leadership() publishes {published:?}"
                 ))
             }
-            Op::EpochCheck { epoch: Some(epoch) } if self.built.at_deadline => {
+            ElectionOp::EpochCheck { epoch: Some(epoch) } if self.built.at_deadline => {
                 let (l, deadline_us) = node.lease.filter(|(l, _)| l == epoch)?;
                 (e.time * 1000 >= deadline_us).then(|| {
                     format!(
@@ -225,7 +227,7 @@ impl<'a> Rules<'a> {
                     )
                 })
             }
-            Op::ElectionView { name, is_leader, epoch, lease, published, accessors, demotion_reason } => {
+            ElectionOp::ElectionView { name, is_leader, epoch, lease, published, accessors, demotion_reason } => {
                 let view = View {
                     name,
                     is_leader: *is_leader,
@@ -566,7 +568,7 @@ fn terms_of(epoch: u64, calls: &[(Millis, bool)]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::History;
+    use crate::history::{History, Op};
 
     const BUILT: Built<'static> = Built {
         name: "leader",
@@ -585,7 +587,7 @@ mod tests {
             Published::Leader { epoch, .. } => (true, Some(epoch), None),
             Published::Follower { demoted } | Published::Stopped { demoted } => (false, None, demoted),
         };
-        let op = Op::ElectionView {
+        let op = ElectionOp::ElectionView {
             name: "leader".into(),
             is_leader: epoch.is_some(),
             epoch,
@@ -601,11 +603,11 @@ mod tests {
     fn a_subscriber_that_missed_a_change_is_convicted() {
         let leader = Published::Leader { epoch: 7, elected_at_ms: 12 };
         let h = History::new();
-        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
+        h.observe_at(12, "n", ElectionOp::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
         view(&h, 12, Some(7), Some((7, 10_000, 404_000)), leader);
         assert_eq!(check(&h.events(), BUILT), vec![]);
         let stopped = Published::Stopped { demoted: Some(7) };
-        h.observe_at(30, "n", Op::SubscriberView { published: stopped, received: stopped, notified: false });
+        h.observe_at(30, "n", ElectionOp::SubscriberView { published: stopped, received: stopped, notified: false });
         let v = check(&h.events(), BUILT);
         assert!(v.len() == 1 && v[0].detail.contains("was not notified"), "{v:?}");
     }
@@ -616,26 +618,26 @@ mod tests {
         let lease = Some((7, 10_000, 404_000));
         let leader = Published::Leader { epoch: 7, elected_at_ms: 12 };
         let h = History::new();
-        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
+        h.observe_at(12, "n", ElectionOp::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
         view(&h, 12, Some(7), lease, leader);
         view(&h, 404, None, lease, leader);
-        h.observe_at(406, "n", Op::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
+        h.observe_at(406, "n", ElectionOp::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
         view(&h, 406, None, None, Published::Follower { demoted: Some(7) });
         assert_eq!(check(&h.events(), BUILT), vec![]);
 
         // The term published until 16 ms past its deadline: never ended.
         let h = History::new();
-        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
+        h.observe_at(12, "n", ElectionOp::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
         view(&h, 12, Some(7), lease, leader);
         view(&h, 404, None, lease, leader);
-        h.observe_at(420, "n", Op::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
+        h.observe_at(420, "n", ElectionOp::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
         view(&h, 420, None, None, Published::Follower { demoted: Some(7) });
         let v = check(&h.events(), BUILT);
         assert!(v.len() == 1 && v[0].detail.contains("stayed published as leader until 420000µs"), "{v:?}");
 
         // Still claiming the epoch at its deadline.
         let h = History::new();
-        h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
+        h.observe_at(12, "n", ElectionOp::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
         view(&h, 404, Some(7), lease, leader);
         let v = check(&h.events(), BUILT);
         assert!(v.len() == 1 && v[0].detail.contains("must be None"), "{v:?}");
@@ -654,14 +656,14 @@ mod tests {
         let leader = Published::Leader { epoch: 7, elected_at_ms: 12 };
         let run = |at: Millis, reason: &str| {
             let h = History::new();
-            h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
+            h.observe_at(12, "n", ElectionOp::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
             view(&h, 12, Some(7), lease, leader);
-            h.observe_at(at, "n", Op::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
+            h.observe_at(at, "n", ElectionOp::ElectionCallback { elected: false, epoch: 7, deadline_reached: false });
             let follower = Published::Follower { demoted: Some(7) };
             h.observe_at(
                 at,
                 "n",
-                Op::ElectionView {
+                ElectionOp::ElectionView {
                     name: "leader".into(),
                     is_leader: false,
                     epoch: None,
@@ -687,12 +689,12 @@ mod tests {
         let leader = Published::Leader { epoch: 7, elected_at_ms: 12 };
         let run = |stall: Option<(Millis, u64)>| {
             let h = History::new();
-            h.observe_at(12, "n", Op::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
+            h.observe_at(12, "n", ElectionOp::ElectionCallback { elected: true, epoch: 7, deadline_reached: false });
             if let Some((at, ms)) = stall {
                 h.observe_at(at, "n", Op::Paused { ms, context: "after its check".into() });
             }
             view(&h, 700, None, lease, leader);
-            h.observe_at(700, "n", Op::ElectionCallback { elected: false, epoch: 7, deadline_reached: true });
+            h.observe_at(700, "n", ElectionOp::ElectionCallback { elected: false, epoch: 7, deadline_reached: true });
             view(&h, 701, None, None, Published::Follower { demoted: Some(7) });
             check(&h.events(), BUILT)
         };
@@ -708,7 +710,7 @@ mod tests {
 
     #[test]
     fn no_term_begins_once_stop_was_called() {
-        let callback = |elected, epoch| Op::ElectionCallback { elected, epoch, deadline_reached: false };
+        let callback = |elected, epoch| ElectionOp::ElectionCallback { elected, epoch, deadline_reached: false };
         let stop = || Op::Note { text: "stop(): hand the lease back".into() };
         // Elected, then stopped: the term ends, nothing begins.
         let h = History::new();
@@ -734,7 +736,7 @@ mod tests {
         let built = Built { sampled_until: 100, ..BUILT };
         let elected = |t| {
             let h = History::new();
-            h.observe_at(t, "n", Op::ElectionCallback { elected: true, epoch: 5, deadline_reached: false });
+            h.observe_at(t, "n", ElectionOp::ElectionCallback { elected: true, epoch: 5, deadline_reached: false });
             check(&h.events(), built).into_iter().map(|v| v.detail).collect::<Vec<_>>()
         };
         // Won while the node waited to call stop(): no view could show it.
