@@ -1,8 +1,11 @@
-//! The public library operations the workloads call, one constant each:
-//! what a workload records with [`crate::Actor::call`], what a scenario
-//! declares it exists to call (`Scenario::operations`) and what a checker
-//! finds a call by. Text only when printed (the operations table) or
-//! serialised.
+//! [`Api`]: a public library operation a workload calls, by name: what a
+//! workload records with [`crate::Actor::call`], what a scenario declares
+//! it exists to call (`Scenario::operations`) and what a checker finds a
+//! call by. Text only when printed (the operations table) or serialised.
+//!
+//! Each family declares its own operations in its folder (`api.rs`); the
+//! constants here are the resources several families write through (the
+//! fenced and unfenced stores).
 
 use core::fmt;
 
@@ -66,63 +69,3 @@ pub(crate) const FENCED_STORE_READ: Api = Api::new("FencedStore::read");
 pub(crate) const UNFENCED_STORE_WRITE: Api = Api::new("UnfencedStore::write");
 /// `UnfencedStore::read`.
 pub(crate) const UNFENCED_STORE_READ: Api = Api::new("UnfencedStore::read");
-
-/// `SlidingWindowLog::check`.
-pub(crate) const LOG_CHECK: Api = Api::new("SlidingWindowLog::check");
-/// `SlidingWindowLog::check_at`.
-pub(crate) const LOG_CHECK_AT: Api = Api::new("SlidingWindowLog::check_at");
-/// `SlidingWindowCounter::check`.
-pub(crate) const COUNTER_CHECK: Api = Api::new("SlidingWindowCounter::check");
-/// `SlidingWindowCounter::check_at`.
-pub(crate) const COUNTER_CHECK_AT: Api = Api::new("SlidingWindowCounter::check_at");
-/// `NaiveFixedWindow::check`.
-pub(crate) const FIXED_WINDOW_CHECK: Api = Api::new("NaiveFixedWindow::check");
-/// `NaiveFixedWindow::check_at`.
-pub(crate) const FIXED_WINDOW_CHECK_AT: Api = Api::new("NaiveFixedWindow::check_at");
-/// `ClientSideWindow::check`.
-pub(crate) const CLIENT_SIDE_CHECK: Api = Api::new("ClientSideWindow::check");
-/// `ClientSideWindow::check_at`.
-pub(crate) const CLIENT_SIDE_CHECK_AT: Api = Api::new("ClientSideWindow::check_at");
-/// `WatchMultiLimiter::check`.
-pub(crate) const WATCH_MULTI_CHECK: Api = Api::new("WatchMultiLimiter::check");
-
-/// `Election::run`.
-pub(crate) const ELECTION_RUN: Api = Api::new("Election::run");
-/// `Election::stop`.
-pub(crate) const ELECTION_STOP: Api = Api::new("Election::stop");
-/// `NaiveElection::run`.
-pub(crate) const NAIVE_ELECTION_RUN: Api = Api::new("NaiveElection::run");
-/// `NaiveElection::stop`.
-pub(crate) const NAIVE_ELECTION_STOP: Api = Api::new("NaiveElection::stop");
-/// `NaiveElection::write`.
-pub(crate) const NAIVE_ELECTION_WRITE: Api = Api::new("NaiveElection::write");
-
-/// `Redlock::connect`.
-pub(crate) const REDLOCK_CONNECT: Api = Api::new("Redlock::connect");
-/// `Redlock::acquire`.
-pub(crate) const REDLOCK_ACQUIRE: Api = Api::new("Redlock::acquire");
-/// `Redlock::acquire_with_retry`.
-pub(crate) const REDLOCK_ACQUIRE_WITH_RETRY: Api = Api::new("Redlock::acquire_with_retry");
-/// `Redlock::extend`.
-pub(crate) const REDLOCK_EXTEND: Api = Api::new("Redlock::extend");
-/// `Redlock::release`.
-pub(crate) const REDLOCK_RELEASE: Api = Api::new("Redlock::release");
-/// `NaiveRedlock::connect`.
-pub(crate) const NAIVE_REDLOCK_CONNECT: Api = Api::new("NaiveRedlock::connect");
-/// `NaiveRedlock::acquire`.
-pub(crate) const NAIVE_REDLOCK_ACQUIRE: Api = Api::new("NaiveRedlock::acquire");
-/// `NaiveRedlock::release`.
-pub(crate) const NAIVE_REDLOCK_RELEASE: Api = Api::new("NaiveRedlock::release");
-
-/// `JobQueue::enqueue`.
-pub(crate) const JOB_ENQUEUE: Api = Api::new("JobQueue::enqueue");
-/// `JobQueue::claim`.
-pub(crate) const JOB_CLAIM: Api = Api::new("JobQueue::claim");
-/// `JobQueue::extend`.
-pub(crate) const JOB_EXTEND: Api = Api::new("JobQueue::extend");
-/// `JobQueue::complete`.
-pub(crate) const JOB_COMPLETE: Api = Api::new("JobQueue::complete");
-/// `JobQueue::reap`.
-pub(crate) const JOB_REAP: Api = Api::new("JobQueue::reap");
-/// `JobQueue::state`.
-pub(crate) const JOB_STATE: Api = Api::new("JobQueue::state");

@@ -12,10 +12,11 @@
 //! trusted if it catches them, and `sim/tests/harness/scenarios.rs` pins seeds that
 //! prove it does.
 
-use crate::api::{
-    COUNTER_CHECK, COUNTER_CHECK_AT, ELECTION_RUN, ELECTION_STOP, FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE,
-    LOCK_RELEASE, LOG_CHECK, LOG_CHECK_AT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT,
-    REDLOCK_EXTEND, REDLOCK_RELEASE,
+use crate::api::{FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_RELEASE};
+use crate::families::election::api::{ELECTION_RUN, ELECTION_STOP};
+use crate::families::rate_limit::api::{COUNTER_CHECK, COUNTER_CHECK_AT, LOG_CHECK, LOG_CHECK_AT};
+use crate::families::redlock::api::{
+    REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT, REDLOCK_EXTEND, REDLOCK_RELEASE,
 };
 use crate::families::{election, job_queue, lock, rate_limit, redlock};
 use crate::family::Runner;

@@ -55,6 +55,7 @@
 
 mod actor;
 mod aimed;
+pub(crate) mod api;
 pub mod checks;
 mod figures;
 mod judge;

@@ -13,8 +13,9 @@ use tokio::time::Instant;
 use super::op::{ElectionOp, Published};
 use super::situations::WRITE_NOT_ACKNOWLEDGED;
 use super::{ElectionVariant, ELECTION_NAME, RESOURCE};
-use crate::api::{
-    ELECTION_RUN, ELECTION_STOP, FENCED_STORE_WRITE, NAIVE_ELECTION_RUN, NAIVE_ELECTION_STOP, NAIVE_ELECTION_WRITE,
+use crate::api::FENCED_STORE_WRITE;
+use crate::families::election::api::{
+    ELECTION_RUN, ELECTION_STOP, NAIVE_ELECTION_RUN, NAIVE_ELECTION_STOP, NAIVE_ELECTION_WRITE,
 };
 use crate::history::{Api, Op, WriteResult};
 use crate::net::SimConnection;

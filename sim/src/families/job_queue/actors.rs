@@ -10,7 +10,7 @@ use super::calls::{claim, complete, enqueue, extend, queue, reap, Held, Queue};
 use super::plan::JobPlan;
 use super::record::{record, sim_ms, state_name, JobCall};
 use super::{JobQueueVariant, QUEUE, STATE};
-use crate::api::JOB_STATE;
+use crate::families::job_queue::api::JOB_STATE;
 use crate::history::Millis;
 use crate::world::{Actor, ActorResult};
 

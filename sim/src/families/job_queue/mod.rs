@@ -26,6 +26,7 @@
 //! for the fence counter).
 
 mod actors;
+pub(crate) mod api;
 mod calls;
 mod checks;
 mod family;
@@ -39,8 +40,8 @@ pub use plan::{JobPlan, JobSpace, Stall};
 pub use record::{JobCall, JobOp, JobVerb};
 pub use situations::SITUATIONS;
 
-use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
 use crate::checker::Invariant;
+use crate::families::job_queue::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
 use crate::history::Api;
 use crate::stats::{Metric, Unit};
 

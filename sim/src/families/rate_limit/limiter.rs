@@ -10,7 +10,7 @@ use redis_primitives::{OwnerSource, Ttl};
 
 use super::op::{Admission, DecisionAccessors, RateLimitOp};
 use super::{RateLimitVariant, NAME};
-use crate::api::{
+use crate::families::rate_limit::api::{
     CLIENT_SIDE_CHECK, CLIENT_SIDE_CHECK_AT, COUNTER_CHECK, COUNTER_CHECK_AT, FIXED_WINDOW_CHECK,
     FIXED_WINDOW_CHECK_AT, LOG_CHECK, LOG_CHECK_AT, WATCH_MULTI_CHECK,
 };

@@ -49,6 +49,7 @@
 //! nothing admitted meanwhile is admitted).
 
 mod actors;
+pub(crate) mod api;
 pub mod checks;
 mod family;
 mod limiter;

@@ -15,7 +15,7 @@ use super::op::{RedlockOp, RedlockRound};
 use super::record::{acquire_op, answers, lease_round, refusal_round};
 use super::timing::{net_for, sleep_until_shifted, Timing};
 use super::{MASTERS, NAME};
-use crate::api::{
+use crate::families::redlock::api::{
     NAIVE_REDLOCK_ACQUIRE, NAIVE_REDLOCK_RELEASE, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_EXTEND,
     REDLOCK_RELEASE,
 };

@@ -18,7 +18,7 @@ use super::op::RedlockOp;
 use super::plan::RedlockStart;
 use super::timing::{net_for, Timing};
 use super::{refusal, trust, RedlockVariant, MASTERS, NAME};
-use crate::api::{NAIVE_REDLOCK_CONNECT, REDLOCK_CONNECT};
+use crate::families::redlock::api::{NAIVE_REDLOCK_CONNECT, REDLOCK_CONNECT};
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 

@@ -51,6 +51,7 @@
 //!   masters 0 and 1 then step their clocks forward past the TTL, so its keys
 //!   there expire at once; client-1 wins 0, 1, 3 and 4 — a second majority
 
+pub(crate) mod api;
 mod attempts;
 pub mod checks;
 mod client;

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::api::{ELECTION_RUN, ELECTION_STOP};
 use crate::checker::{Violation, LIVENESS};
+use crate::families::election::api::{ELECTION_RUN, ELECTION_STOP};
 use crate::families::election::reigns;
 use crate::history::{Api, Event, EventKind, Millis};
 

@@ -45,9 +45,9 @@
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::api::{ELECTION_RUN, ELECTION_STOP};
 use crate::checker::lease_views::Allowance;
 use crate::checker::{Violation, ELECTION_VIEWS};
+use crate::families::election::api::{ELECTION_RUN, ELECTION_STOP};
 use crate::families::election::{ElectionOp, Published};
 use crate::history::{Event, Millis};
 

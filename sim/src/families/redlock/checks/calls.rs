@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::super::op::{RedlockOp, RedlockRound};
-use crate::api::REDLOCK_ACQUIRE_WITH_RETRY;
+use crate::families::redlock::api::REDLOCK_ACQUIRE_WITH_RETRY;
 use crate::history::{Event, EventKind, Millis};
 
 /// What the Redlock checkers need to know about a run beyond its history:
@@ -194,7 +194,7 @@ pub fn calls(events: &[Event]) -> Vec<Call<'_>> {
 pub(crate) mod build {
     //! Hand-built Redlock histories for the checkers' unit tests.
     use super::*;
-    use crate::api::{REDLOCK_ACQUIRE, REDLOCK_EXTEND, REDLOCK_RELEASE};
+    use crate::families::redlock::api::{REDLOCK_ACQUIRE, REDLOCK_EXTEND, REDLOCK_RELEASE};
     use crate::history::{Api, Op, OpId};
 
     /// Events under construction.
