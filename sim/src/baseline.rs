@@ -311,7 +311,8 @@ pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::{ELECTION, LIVENESS};
+    use crate::checker::LIVENESS;
+    use crate::families::election::invariants::ELECTION;
 
     static EXPECTED: Invariant = ELECTION;
 

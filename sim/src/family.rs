@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use proptest::strategy::{BoxedStrategy, Strategy};
 
+use crate::checker::Invariant;
 use crate::fault_space::FaultSpace;
 use crate::history::Event;
 use crate::nemesis::{Fault, Schedule};
@@ -303,6 +304,9 @@ impl fmt::Debug for Workloads {
 /// the module docs).
 #[derive(Debug, Clone, Copy)]
 pub struct ReportPart {
+    /// The invariants only this family judges, each with what it means
+    /// (`--help`, `explore`'s summary and the report list them).
+    pub invariants: &'static [(Invariant, &'static str)],
     /// Each histogram the family's scenarios record, with what it measures
     /// (the report's list of meanings).
     pub histograms: &'static [(Metric, &'static str)],

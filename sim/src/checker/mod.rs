@@ -42,23 +42,6 @@ pub const NO_STALE_OVERWRITE: Invariant = Invariant::new("no-stale-overwrite");
 pub const ACKNOWLEDGED_WRITES: Invariant = Invariant::new("acknowledged-writes");
 /// Name of the mutual-exclusion invariant.
 pub const MUTUAL_EXCLUSION: Invariant = Invariant::new("mutual-exclusion");
-/// Name of the rate-limit invariant.
-pub const RATE_LIMIT: Invariant = Invariant::new("rate-limit");
-/// Name of the exact rate-limit invariant: every decision (admit or deny,
-/// count, remaining, retry-after) is the one the limiter's algorithm gives
-/// for the admissions of the history.
-pub const RATE_LIMIT_EXACT: Invariant = Invariant::new("rate-limit-exact");
-/// Name of the election invariant.
-pub const ELECTION: Invariant = Invariant::new("election");
-/// Name of the Redlock mutual-exclusion invariant.
-pub const REDLOCK_MUTUAL_EXCLUSION: Invariant = Invariant::new("redlock-mutual-exclusion");
-
-/// Name of the Redlock validity invariant.
-pub const REDLOCK_VALIDITY: Invariant = Invariant::new("redlock-validity");
-/// Name of the Redlock votes invariant.
-pub const REDLOCK_VOTES: Invariant = Invariant::new("redlock-votes");
-/// Name of the Redlock rounds invariant.
-pub const REDLOCK_ROUNDS: Invariant = Invariant::new("redlock-rounds");
 
 /// Name of the self-fencing invariant: a holder that trusts its lease only
 /// until its local deadline never overlaps another holder.
@@ -80,10 +63,6 @@ pub const INPUT_VALIDATION: Invariant = Invariant::new("input-validation");
 /// Name of the configuration invariant: accessors report what a primitive
 /// was built with.
 pub const CONFIGURATION: Invariant = Invariant::new("configuration");
-
-/// Name of the election-views invariant: an election's accessors and
-/// callbacks agree with each other, its configuration and the clock.
-pub const ELECTION_VIEWS: Invariant = Invariant::new("election-views");
 
 /// Name of the lease-views invariant: a lease's local deadline runs from
 /// its request's send, and its accessors say what it was granted.
@@ -120,30 +99,6 @@ pub const INVARIANTS: &[(Invariant, &str)] = &[
         "two holders never both hold a lease they may still trust (overlap of believed holds is measured, not hidden)",
     ),
     (
-        RATE_LIMIT,
-        "admissions in any window (now - W, now] of server time never exceed the limit (plus the documented bound for approximate limiters)",
-    ),
-    (
-        ELECTION,
-        "at most one leader and one term per epoch; epochs strictly increase; no write with a lower epoch is accepted after one with a higher epoch",
-    ),
-    (
-        REDLOCK_MUTUAL_EXCLUSION,
-        "two clients never both hold a Redlock inside its validity interval",
-    ),
-    (
-        REDLOCK_VALIDITY,
-        "a Redlock lease is trusted at most until T1 + TTL − drift with validity TTL − elapsed − drift > 0; an extend after the validity passed is refused; a too-slow refusal is justified",
-    ),
-    (
-        REDLOCK_VOTES,
-        "a Redlock grant or extension has N/2+1 yes answers and a no-majority refusal fewer; each master's yes or no is consistent with the keys it can hold",
-    ),
-    (
-        REDLOCK_ROUNDS,
-        "every Redlock round (acquire, extend, release, cleanup) asks all N masters and lasts at most the per-master timeout",
-    ),
-    (
         SELF_FENCING,
         "under self-fencing (Demotion::AtDeadline, with_lock_guarded), no two nodes trust a lease at the same simulated instant, and no guarded body runs past its local deadline",
     ),
@@ -168,10 +123,6 @@ pub const INVARIANTS: &[(Invariant, &str)] = &[
         "every primitive's accessors (drift, key names, intervals, quorum, limits) report the configuration it was built with",
     ),
     (
-        ELECTION_VIEWS,
-        "an Election's is_leader, epoch, leader_lease, leadership, callbacks and configuration agree with each other and with the clock: epoch() is Some exactly before the lease's deadline, on_elected runs once per term",
-    ),
-    (
         LEASE_VIEWS,
         "a Lock lease's local deadline is send + ttl − drift, measured from the acquire or extend that set it; is_trusted() is true exactly before it; name, key, token and ttl are those granted",
     ),
@@ -182,10 +133,6 @@ pub const INVARIANTS: &[(Invariant, &str)] = &[
     (
         CORRUPT_STATE,
         "a lock counter or fenced entry holding what the library never writes is refused with WrongType or CorruptState naming the key, and nothing changes; a counter it can advance gives exactly the next token, past 2^53 too",
-    ),
-    (
-        RATE_LIMIT_EXACT,
-        "every rate-limit decision (admit or deny, count, remaining, retry-after) is the one the algorithm gives for the history's admissions",
     ),
 ];
 

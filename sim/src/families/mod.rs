@@ -14,4 +14,5 @@ use crate::family::ReportPart;
 /// What the families add to `rp-sim report` beside their scenarios' rows,
 /// in the report's order: what their histograms measure, and their own
 /// sections (the election's figures).
-pub const REPORT_PARTS: &[ReportPart] = &[election::REPORT_PART, rate_limit::REPORT_PART];
+pub const REPORT_PARTS: &[ReportPart] =
+    &[election::REPORT_PART, rate_limit::REPORT_PART, redlock::REPORT_PART, job_queue::REPORT_PART];

@@ -99,20 +99,19 @@ impl Scenario {
     }
 }
 
-use crate::checker::{
-    Invariant, ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT,
-    REDLOCK_MUTUAL_EXCLUSION,
-};
+use crate::checker::{Invariant, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE};
+use crate::families::election::invariants::ELECTION;
+use crate::families::rate_limit::invariants::RATE_LIMIT;
+use crate::families::redlock::invariants::REDLOCK_MUTUAL_EXCLUSION;
 
 /// Every invariant a checker may name: the built-in ones, then those the
 /// registry's families declare, each once, in that order.
 pub fn invariants() -> Vec<(Invariant, &'static str)> {
     let mut all: Vec<(Invariant, &'static str)> = crate::checker::INVARIANTS.to_vec();
-    for s in SCENARIOS {
-        for (name, meaning) in s.invariants {
-            if !all.iter().any(|(n, _)| n == name) {
-                all.push((name.clone(), meaning));
-            }
+    let families = crate::families::REPORT_PARTS.iter().flat_map(|part| part.invariants);
+    for (name, meaning) in families.chain(SCENARIOS.iter().flat_map(|s| s.invariants)) {
+        if !all.iter().any(|(n, _)| n == name) {
+            all.push((name.clone(), meaning));
         }
     }
     all
@@ -402,7 +401,7 @@ pub const SCENARIOS: &[Scenario] = &[
         situations: job_queue::SITUATIONS,
         operations: job_queue::OPERATIONS,
         scripts: job_queue::SCRIPTS,
-        invariants: job_queue::INVARIANTS,
+        invariants: &[],
         runs: &job_queue::JobQueueVariant::Fenced,
         pinned_seeds: &[],
     },
@@ -413,7 +412,7 @@ pub const SCENARIOS: &[Scenario] = &[
         situations: &[],
         operations: &[],
         scripts: &[],
-        invariants: job_queue::INVARIANTS,
+        invariants: &[],
         runs: &job_queue::JobQueueVariant::Naive,
         pinned_seeds: &[0, 1, 2],
     },

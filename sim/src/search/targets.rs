@@ -10,13 +10,13 @@
 use std::fmt::Debug;
 
 use super::*;
-use crate::checker::{
-    Invariant, ELECTION, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE, RATE_LIMIT,
-    REDLOCK_MUTUAL_EXCLUSION,
-};
+use crate::checker::{Invariant, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE};
+use crate::families::election::invariants::ELECTION;
 use crate::families::election::ElectionSpace;
 use crate::families::lock::LockSpace;
+use crate::families::rate_limit::invariants::RATE_LIMIT;
 use crate::families::rate_limit::RateLimitSpace;
+use crate::families::redlock::invariants::REDLOCK_MUTUAL_EXCLUSION;
 use crate::families::redlock::{RedlockShape, RedlockSpace};
 use crate::nemesis::FaultClass;
 

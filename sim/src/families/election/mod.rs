@@ -58,6 +58,7 @@ mod aimed;
 pub(crate) mod api;
 pub mod checks;
 mod figures;
+pub mod invariants;
 mod judge;
 mod markers;
 mod node;
@@ -87,8 +88,11 @@ use crate::family::ReportPart;
 
 /// What the election adds to `rp-sim report`: what its histograms
 /// measure, and the reference's figures.
-pub const REPORT_PART: ReportPart =
-    ReportPart { histograms: reigns::HISTOGRAMS, section: Some(figures::report_section) };
+pub const REPORT_PART: ReportPart = ReportPart {
+    invariants: invariants::INVARIANTS,
+    histograms: reigns::HISTOGRAMS,
+    section: Some(figures::report_section),
+};
 
 /// Election name used by every scenario.
 pub const ELECTION_NAME: &str = "leader";

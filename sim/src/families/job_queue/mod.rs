@@ -83,3 +83,11 @@ pub enum JobQueueVariant {
     /// `job-queue-naive`: [`NaiveJobQueue`](redis_primitives::naive::NaiveJobQueue), no lease and no fence.
     Naive,
 }
+
+/// What the job queue adds to `rp-sim report`: its invariant and what its
+/// histogram measures.
+pub const REPORT_PART: crate::family::ReportPart = crate::family::ReportPart {
+    invariants: INVARIANTS,
+    histograms: &[(DOUBLE_RUNS, "extra runs per job (its claims − 1): work a worker did again after another's claim")],
+    section: None,
+};

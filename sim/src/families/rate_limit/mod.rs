@@ -52,6 +52,7 @@ mod actors;
 pub(crate) mod api;
 pub mod checks;
 mod family;
+pub mod invariants;
 mod limiter;
 mod metrics;
 mod op;
@@ -67,7 +68,7 @@ pub use situations::{COUNTER_SITUATIONS, LOG_SITUATIONS};
 /// What the rate limiters add to `rp-sim report`: what their histograms
 /// measure (no section of their own).
 pub const REPORT_PART: crate::family::ReportPart =
-    crate::family::ReportPart { histograms: metrics::METRICS, section: None };
+    crate::family::ReportPart { invariants: invariants::INVARIANTS, histograms: metrics::METRICS, section: None };
 
 /// Sleeps until simulated `at` (if it is still ahead): how the actors and
 /// the probes wait for their moments.

@@ -56,6 +56,7 @@ mod attempts;
 pub mod checks;
 mod client;
 mod family;
+pub mod invariants;
 mod op;
 mod plan;
 mod record;
@@ -98,3 +99,8 @@ pub enum RedlockVariant {
     /// The production Redlock under a clock step on two of five masters.
     ClockJump,
 }
+
+/// What Redlock adds to `rp-sim report`: its invariants (no histogram or
+/// section of its own).
+pub const REPORT_PART: crate::family::ReportPart =
+    crate::family::ReportPart { invariants: invariants::INVARIANTS, histograms: &[], section: None };

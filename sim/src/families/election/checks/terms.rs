@@ -30,7 +30,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::checker::{completed, order, Violation, ELECTION};
+use crate::checker::{completed, order, Violation};
+use crate::families::election::invariants::ELECTION;
 use crate::families::election::{reigns, ElectionOp, Role};
 use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 

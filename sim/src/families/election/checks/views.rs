@@ -46,8 +46,9 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::checker::lease_views::Allowance;
-use crate::checker::{Violation, ELECTION_VIEWS};
+use crate::checker::Violation;
 use crate::families::election::api::{ELECTION_RUN, ELECTION_STOP};
+use crate::families::election::invariants::ELECTION_VIEWS;
 use crate::families::election::{ElectionOp, Published};
 use crate::history::{Event, Millis};
 

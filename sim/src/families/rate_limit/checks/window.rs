@@ -16,7 +16,8 @@
 use std::collections::BTreeMap;
 
 use super::super::op::{Admission, RateLimitOp};
-use crate::checker::{completed, Violation, RATE_LIMIT};
+use crate::checker::{completed, Violation};
+use crate::families::rate_limit::invariants::RATE_LIMIT;
 use crate::history::{Event, EventKind, Millis};
 
 /// What the limiter promises per window.

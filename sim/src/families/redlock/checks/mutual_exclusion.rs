@@ -13,7 +13,8 @@
 use std::collections::BTreeMap;
 
 use super::super::op::RedlockOp;
-use crate::checker::{completed, Violation, REDLOCK_MUTUAL_EXCLUSION};
+use crate::checker::{completed, Violation};
+use crate::families::redlock::invariants::REDLOCK_MUTUAL_EXCLUSION;
 use crate::history::{Event, EventKind, Millis};
 
 struct Grant<'a> {

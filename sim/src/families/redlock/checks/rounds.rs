@@ -28,7 +28,8 @@ use std::collections::BTreeMap;
 
 use super::super::op::RedlockOp;
 use super::calls::{calls, CallKind, RedlockSetup};
-use crate::checker::{Violation, REDLOCK_ROUNDS};
+use crate::checker::Violation;
+use crate::families::redlock::invariants::REDLOCK_ROUNDS;
 use crate::history::{Event, EventKind, Millis};
 
 /// Slack on top of the per-master timeout: one simulation tick.

@@ -22,7 +22,8 @@
 use std::collections::BTreeMap;
 
 use super::calls::{calls, CallKind, RedlockSetup};
-use crate::checker::{Violation, REDLOCK_VALIDITY};
+use crate::checker::Violation;
+use crate::families::redlock::invariants::REDLOCK_VALIDITY;
 use crate::history::{Event, EventKind, Millis};
 
 /// Checks every grant, extension and time refusal in `events`.

@@ -33,7 +33,8 @@
 use std::collections::BTreeMap;
 
 use super::calls::{calls, CallKind, RedlockSetup};
-use crate::checker::{Violation, REDLOCK_VOTES};
+use crate::checker::Violation;
+use crate::families::redlock::invariants::REDLOCK_VOTES;
 use crate::history::{Event, EventKind, Millis};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

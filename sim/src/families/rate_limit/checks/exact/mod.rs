@@ -73,7 +73,8 @@ use replay::{replay, Replayed};
 
 use super::super::op::{Admission, DecisionAccessors, RateLimitOp};
 use crate::bridge::Execution;
-use crate::checker::{Violation, RATE_LIMIT_EXACT};
+use crate::checker::Violation;
+use crate::families::rate_limit::invariants::RATE_LIMIT_EXACT;
 use crate::history::{Event, EventKind, Millis};
 
 /// Which algorithm the decisions must follow.
