@@ -26,8 +26,8 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use redis::aio::MultiplexedConnection;
-use redis_primitives::naive::WatchMultiLimiter;
 use redis_primitives::rate_limit::{Limit, SlidingWindowLog};
+use redis_primitives_naive::WatchMultiLimiter;
 use redis_primitives_testkit::RedisServer;
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;

@@ -12,8 +12,13 @@
 //! - [`rate_limit`]: an exact sliding-window log and an O(1) sliding-window counter.
 //! - [`election`]: leader election whose epoch is a fencing token.
 //! - [`redlock`]: a lock across N independent masters.
-//! - [`naive`]: the broken versions everyone writes first, kept on purpose so
-//!   the tests and the simulation harness can show what breaks.
+//!
+//! The broken versions everyone writes first (a lock released with a bare
+//! `DEL`, a store that ignores tokens, a fixed-window counter, Redlock
+//! without its validity gate, …) are not in this crate: they live in the
+//! workspace crate `redis-primitives-naive` (`naive/`, never published), so
+//! that the tests and the simulation harness can show what breaks without
+//! deliberately broken code shipping here (ADR 0021).
 //!
 //! Every primitive takes its connection from the caller (anything that
 //! implements [`Connection`]) and never opens a socket or spawns a task.
@@ -36,7 +41,7 @@
 //! | `rate_limit/` | [`rate_limit::SlidingWindowLog`], [`rate_limit::SlidingWindowCounter`], their [`rate_limit::Limit`] and [`rate_limit::Decision`] |
 //! | `election/` | [`election::Election`]: configuration, shared state, the run loop |
 //! | `redlock/` | [`redlock::Redlock`]: configuration, votes, the lease, a polling join |
-//! | `naive/` | the broken versions |
+//! | `naive_seam.rs` | hidden, not part of the API: the one Redlock round the broken-on-purpose `redis-primitives-naive` crate borrows (ADR 0021) |
 //! | `scripts/*.lua`, `script_source.rs` | one Lua script per file; where its text comes from and how it runs (`EVALSHA`, `EVAL` on `NOSCRIPT`; the harness's mutation seam, behind a feature users never enable) |
 #![deny(missing_docs)]
 
@@ -52,7 +57,8 @@ mod job_queue;
 mod keys;
 mod lease;
 mod lock;
-pub mod naive;
+#[doc(hidden)]
+pub mod naive_seam;
 mod native;
 mod owner;
 pub mod rate_limit;

@@ -478,10 +478,6 @@ impl<C: Connection> Lock<C> {
         }
     }
 
-    pub(crate) fn connection(&self) -> &C {
-        &self.conn
-    }
-
     /// A builder holding this lock's settings, so a primitive built on a
     /// caller's lock (the election) can adjust them before building its own.
     pub(crate) fn to_builder(&self) -> LockBuilder<C> {

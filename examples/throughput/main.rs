@@ -52,9 +52,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redis::aio::MultiplexedConnection;
-use redis_primitives::naive::{NaiveFixedWindow, UnfencedStore};
 use redis_primitives::rate_limit::{Limit, SlidingWindowCounter, SlidingWindowLog};
 use redis_primitives::{Acknowledgement, CompareCommands, FencedStore, FencingToken, Lock, Tokens, Ttl};
+use redis_primitives_naive::{NaiveFixedWindow, UnfencedStore};
 use redis_primitives_testkit::{RedisServer, ServerConfig};
 
 mod compare;

@@ -42,21 +42,6 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
         "both limiter scripts deny only with a positive wait: the guard only defends against a reply they cannot give",
     ),
     (
-        "src/rate_limit/mod.rs",
-        "*server_time_ms -> Result<u64> with Ok(0)",
-        "only the naive limiters (broken on purpose) read the server's time this way; the correct ones read TIME inside their script",
-    ),
-    (
-        "src/rate_limit/mod.rs",
-        "*server_time_ms -> Result<u64> with Ok(1)",
-        "only the naive limiters (broken on purpose) read the server's time this way; the correct ones read TIME inside their script",
-    ),
-    (
-        "src/rate_limit/mod.rs",
-        "* in server_time_ms",
-        "only the naive limiters (broken on purpose) read the server's time this way; the correct ones read TIME inside their script",
-    ),
-    (
         "src/script_source.rs",
         "replace == with != in text",
         "the test hook that swaps a script's text acts only when RP_MUTANT_SCRIPT is set, and the gate never sets it: unset, both comparisons are false",

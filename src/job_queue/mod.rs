@@ -2,9 +2,10 @@
 //!
 //! A worker that claims a job may die, or pause (a GC, a swap storm, a
 //! partition) for longer than anyone can wait. A queue that only moves jobs
-//! from "pending" to "processing" ([`crate::naive::NaiveJobQueue`]) cannot
-//! tell the two apart, so it either loses the dead worker's job or hands a
-//! slow worker's job out twice and accepts both completions. Here a claim is
+//! from "pending" to "processing" (`NaiveJobQueue`, in the broken-on-purpose
+//! `redis-primitives-naive` crate) cannot tell the two apart, so it either
+//! loses the dead worker's job or hands a slow worker's job out twice and
+//! accepts both completions. Here a claim is
 //! a **lease** (the job returns to the queue once it lapses and is reaped)
 //! and carries the job's **attempt number**, a fencing token that grows by
 //! one on every claim of that job. A completion or an extension is accepted

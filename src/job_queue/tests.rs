@@ -6,7 +6,6 @@ use redis::aio::MultiplexedConnection;
 use redis_primitives_testkit::RedisServer;
 
 use super::*;
-use crate::naive::NaiveJobQueue;
 
 fn server() -> RedisServer {
     match RedisServer::start() {
@@ -347,37 +346,4 @@ async fn wrong_type_at_the_pending_key() {
     let exists: i64 =
         redis::cmd("EXISTS").arg(q.job_key("a").unwrap()).arg(q.seq_key()).query_async(&mut conn).await.unwrap();
     assert_eq!(exists, 0);
-}
-
-#[tokio::test]
-async fn naive_queue_completes_a_job_twice_after_a_reap() {
-    let s = server();
-    let naive = NaiveJobQueue::new(connect(&s).await, "naive").unwrap();
-    naive.enqueue("a", b"charge card").await.unwrap();
-
-    // Worker 1 claims and is still working (paused, not dead)...
-    let (id1, payload1) = naive.claim().await.unwrap().expect("a job is queued");
-    // ...but the reaper cannot tell, and hands the job out again.
-    assert_eq!(naive.reap().await.unwrap(), ["a"]);
-    let (id2, payload2) = naive.claim().await.unwrap().expect("the reaped job is queued again");
-    assert_eq!((id1.as_str(), id2.as_str()), ("a", "a"));
-    assert_eq!(payload1, payload2);
-
-    // Both completions count: the card is charged twice.
-    let mut completed = 0;
-    for id in [&id2, &id1] {
-        naive.complete(id).await.unwrap();
-        completed += 1;
-    }
-    assert_eq!(completed, 2);
-
-    // The same schedule on JobQueue: the paused worker's completion is refused.
-    let q = queue(&s, "fenced").await;
-    q.enqueue("a", b"charge card").await.unwrap();
-    let first = q.claim(ms(100)).await.unwrap().unwrap();
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    assert_eq!(q.reap().await.unwrap(), ["a"]);
-    let second = q.claim(ms(10_000)).await.unwrap().unwrap();
-    assert_eq!(q.complete(&second).await.unwrap(), Completion::Accepted);
-    assert!(matches!(q.complete(&first).await.unwrap(), Completion::Rejected { .. }));
 }

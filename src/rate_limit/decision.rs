@@ -2,8 +2,9 @@
 //!
 //! "Not yet" is the normal, expected answer of a rate limiter, so it is a
 //! value ([`Decision::Denied`]) and never an error: `Err` is kept for bad
-//! input and Redis faults. Both limiters (and the naive ones, so the harness
-//! can compare them) return this one type.
+//! input and Redis faults. Both limiters (and the naive ones of the
+//! `redis-primitives-naive` crate, so the harness can compare them) return
+//! this one type.
 //!
 //! Every decision carries the **server time it was made at** (`at_ms`, unix
 //! milliseconds): Redis' own `TIME`, or the pinned `now` when the caller

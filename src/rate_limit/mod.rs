@@ -10,8 +10,9 @@
 //!
 //! Each decision is **one Lua script** that reads, decides and records
 //! atomically. Reading in one round trip and writing in another (see
-//! [`crate::naive::ClientSideWindow`]) or guarding with `WATCH`/`MULTI` on a
-//! shared multiplexed connection ([`crate::naive::WatchMultiLimiter`]) admits
+//! `ClientSideWindow` in the broken-on-purpose `redis-primitives-naive`
+//! crate) or guarding with `WATCH`/`MULTI` on a shared multiplexed
+//! connection (its `WatchMultiLimiter`) admits
 //! far more than the limit under concurrency; `docs/decisions/0002-lua-not-watch-multi.md`
 //! has the measurements.
 //!
@@ -120,13 +121,4 @@ pub(crate) fn decide(reply: &[i64], limit: Limit, key: &str) -> Result<Decision>
         }),
         _ => Err(bad(format!("limiter script returned {reply:?}"))),
     }
-}
-
-/// The server's clock in unix ms, one `TIME` round trip (for the naive
-/// limiters, which do not run a script that could read it).
-pub(crate) async fn server_time_ms<C: Connection>(conn: &C, key: &str) -> Result<u64> {
-    let mut conn = conn.clone();
-    let (secs, micros): (u64, u64) =
-        redis::cmd("TIME").query_async(&mut conn).await.map_err(|e| Error::from_redis(e, key))?;
-    Ok(secs * 1000 + micros / 1000)
 }

@@ -410,7 +410,7 @@ impl<C: Connection> Redlock<C> {
     }
 
     /// Steps 3–4: `SET NX PX` on every master at once; T1 is `started`.
-    /// Shared with the naive variant, which differs only in what it decides.
+    /// Lent to the naive variant ([`crate::naive_seam`]), which decides otherwise.
     pub(crate) async fn set_round(&self, started: Instant, key: &str, owner: &Owner) -> Round {
         let (owner, ttl_ms) = (owner.as_str(), self.ttl.as_millis());
         self.round(started, key, |conn, _| set_nx_px(conn, key, owner, ttl_ms)).await

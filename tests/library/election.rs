@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use core::time::Duration;
 use redis_primitives::election::{Demoted, Demotion, DemotionReason, Election, ElectionBuilder, Leadership};
-use redis_primitives::naive::NaiveElection;
 use redis_primitives::{Connection, Error, FencedStore, FencingToken, OwnerSource, WriteOutcome};
+use redis_primitives_naive::NaiveElection;
 use support::{connect, connect_with_timeout, server};
 use tokio::sync::watch;
 use tokio::time::{sleep, sleep_until, timeout, Instant};
@@ -669,8 +669,10 @@ async fn connection_manager_backed_election_leads_renews_and_survives_a_killed_c
 #[tokio::test]
 async fn naive_election_stale_leader_overwrites_new_leader() {
     let s = server();
-    let a = NaiveElection::new(node(connect(&s).await, "naive")).unwrap();
-    let b = NaiveElection::new(node(connect(&s).await, "naive")).unwrap();
+    // Each node writes on the connection it campaigns on.
+    let (conn_a, conn_b) = (connect(&s).await, connect(&s).await);
+    let a = NaiveElection::new(node(conn_a.clone(), "naive"), conn_a).unwrap();
+    let b = NaiveElection::new(node(conn_b.clone(), "naive"), conn_b).unwrap();
     let (gate, paused) = watch::channel(false);
     let ta = {
         let a = a.clone();

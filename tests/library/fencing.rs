@@ -4,8 +4,8 @@ use crate::support;
 
 use core::time::Duration;
 
-use redis_primitives::naive::UnfencedStore;
 use redis_primitives::{FencedStore, FencingToken, Lock, WriteOutcome};
+use redis_primitives_naive::UnfencedStore;
 use support::{connect, ms, server};
 use tokio::time::sleep;
 

@@ -1,7 +1,9 @@
 //! `JobQueue` against hostile state and at the edges of its numbers: a
 //! pending or lapsed job id that is not UTF-8 (written by another client)
 //! is `CorruptState` with nothing changed; FIFO order and attempts stay
-//! exact past 2^53; and the queue's documented non-guarantees, each shown.
+//! exact past 2^53; the queue's documented non-guarantees, each shown; and
+//! the naive queue (`redis-primitives-naive`) completing a job twice where
+//! `JobQueue` refuses the stale completion.
 
 use crate::support;
 
@@ -9,6 +11,7 @@ use core::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis_primitives::{Completion, Error, FencingToken, JobQueue, JobState};
+use redis_primitives_naive::NaiveJobQueue;
 use support::{connect_with_timeout, ms, server, RedisServer};
 
 async fn conn(s: &RedisServer) -> MultiplexedConnection {
@@ -206,4 +209,40 @@ fn the_scripts_utf8_test_agrees_with_rusts_on_any_bytes() {
             Ok(())
         })
     });
+}
+
+/// The queue everyone writes first (`RPOPLPUSH` into a processing list,
+/// no lease, no fence) hands a paused worker's job out again and accepts
+/// both completions; the same schedule on `JobQueue` refuses the stale one.
+#[tokio::test]
+async fn naive_queue_completes_a_job_twice_after_a_reap() {
+    let s = server();
+    let naive = NaiveJobQueue::new(conn(&s).await, "naive").unwrap();
+    naive.enqueue("a", b"charge card").await.unwrap();
+
+    // Worker 1 claims and is still working (paused, not dead)...
+    let (id1, payload1) = naive.claim().await.unwrap().expect("a job is queued");
+    // ...but the reaper cannot tell, and hands the job out again.
+    assert_eq!(naive.reap().await.unwrap(), ["a"]);
+    let (id2, payload2) = naive.claim().await.unwrap().expect("the reaped job is queued again");
+    assert_eq!((id1.as_str(), id2.as_str()), ("a", "a"));
+    assert_eq!(payload1, payload2);
+
+    // Both completions count: the card is charged twice.
+    let mut completed = 0;
+    for id in [&id2, &id1] {
+        naive.complete(id).await.unwrap();
+        completed += 1;
+    }
+    assert_eq!(completed, 2);
+
+    // The same schedule on JobQueue: the paused worker's completion is refused.
+    let q = JobQueue::new(conn(&s).await, "fenced").unwrap();
+    q.enqueue("a", b"charge card").await.unwrap();
+    let first = q.claim(ms(100)).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(q.reap().await.unwrap(), ["a"]);
+    let second = q.claim(ms(10_000)).await.unwrap().unwrap();
+    assert_eq!(q.complete(&second).await.unwrap(), Completion::Accepted);
+    assert!(matches!(q.complete(&first).await.unwrap(), Completion::Rejected { .. }));
 }

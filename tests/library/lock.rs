@@ -5,8 +5,8 @@ use crate::support;
 use core::time::Duration;
 use std::sync::Arc;
 
-use redis_primitives::naive::NaiveLock;
 use redis_primitives::{Lock, LockOutcome, Release};
+use redis_primitives_naive::NaiveLock;
 use support::{connect, ms, server};
 use tokio::time::sleep;
 

@@ -13,9 +13,9 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use redis::aio::MultiplexedConnection;
-use redis_primitives::naive::{ClientSideWindow, NaiveFixedWindow};
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
 use redis_primitives::Error;
+use redis_primitives_naive::{ClientSideWindow, NaiveFixedWindow};
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
@@ -599,7 +599,7 @@ async fn bad_input_is_a_typed_error_without_a_round_trip() {
     invalid(counter.check_at("ok", u64::MAX).await, "now");
     invalid(NaiveFixedWindow::new(conn.clone(), lim).check_at("", 0).await, "name");
     invalid(ClientSideWindow::new(conn.clone(), lim).check_at("", 0).await, "name");
-    invalid(redis_primitives::naive::WatchMultiLimiter::new(conn.clone(), lim).check_at("", 0).await, "name");
+    invalid(redis_primitives_naive::WatchMultiLimiter::new(conn.clone(), lim).check_at("", 0).await, "name");
 
     // The same calls with valid input do reach for the (dead) server.
     let err = log.check("ok").await.unwrap_err();

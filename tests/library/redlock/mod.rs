@@ -18,9 +18,9 @@ use core::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
-use redis_primitives::naive::NaiveRedlock;
 use redis_primitives::redlock::{Acquisition, Extension, Redlock, RedlockConfig, RedlockLease, RefusalReason, Vote};
 use redis_primitives::{Drift, Error, Retry};
+use redis_primitives_naive::NaiveRedlock;
 use support::proxy::DelayProxy;
 use support::{ms, RedisServer};
 use tokio::time::Instant;

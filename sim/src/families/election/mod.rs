@@ -50,7 +50,7 @@
 //! | `figures.rs` | the reference's figures (cases 25, 26, 27), the family's section of the report |
 //!
 //! [`Election`]: redis_primitives::election::Election
-//! [`NaiveElection`]: redis_primitives::naive::NaiveElection
+//! [`NaiveElection`]: redis_primitives_naive::NaiveElection
 //! [`FencedStore`]: redis_primitives::FencedStore
 
 mod actor;

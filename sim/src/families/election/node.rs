@@ -5,8 +5,8 @@
 
 use core::time::Duration;
 use redis_primitives::election::{Demotion, DemotionReason, Election, Leadership};
-use redis_primitives::naive::NaiveElection;
 use redis_primitives::{Acknowledgement, FencedStore, FencingToken, OwnerSource, Tokens, WriteOutcome};
+use redis_primitives_naive::NaiveElection;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -257,7 +257,7 @@ pub(super) fn build_node(
         ElectionVariant::RenewOnly => {
             Node::Fenced { election: builder.demotion(Demotion::OnRenewTick).build()?, store: FencedStore::new(conn) }
         }
-        ElectionVariant::NoEpoch => Node::Naive(NaiveElection::new(builder)?),
+        ElectionVariant::NoEpoch => Node::Naive(NaiveElection::new(builder, conn)?),
     })
 }
 

@@ -23,7 +23,7 @@ pub enum ElectionVariant {
     /// [`Election`](redis_primitives::election::Election) with the reference's
     /// [`Demotion::OnRenewTick`](redis_primitives::election::Demotion::OnRenewTick), fenced writes.
     RenewOnly,
-    /// [`NaiveElection`](redis_primitives::naive::NaiveElection): no epoch, unfenced writes.
+    /// [`NaiveElection`](redis_primitives_naive::NaiveElection): no epoch, unfenced writes.
     NoEpoch,
     /// `election-failover`: [`Election`](redis_primitives::election::Election) on a primary whose replica is
     /// promoted after a replication cut (`families/lock/variants/failover.rs` has

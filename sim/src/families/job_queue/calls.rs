@@ -2,8 +2,8 @@
 //! extend, complete and reap on either queue, with what a claim's
 //! deadline and trust must say read back.
 
-use redis_primitives::naive::NaiveJobQueue;
 use redis_primitives::{Completion, Enqueued, JobQueue, Ttl};
+use redis_primitives_naive::NaiveJobQueue;
 
 use super::record::{payload_of, record, sim_ms, state_name, JobCall};
 use super::{JobQueueVariant, CLAIM, COMPLETE, ENQUEUE, EXTEND, QUEUE, REAP};

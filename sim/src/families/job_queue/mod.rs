@@ -80,7 +80,7 @@ const STATE: JobVerb = JobVerb::State;
 pub enum JobQueueVariant {
     /// `job-queue`: [`JobQueue`](redis_primitives::JobQueue), fenced by the job's attempt counter.
     Fenced,
-    /// `job-queue-naive`: [`NaiveJobQueue`](redis_primitives::naive::NaiveJobQueue), no lease and no fence.
+    /// `job-queue-naive`: [`NaiveJobQueue`](redis_primitives_naive::NaiveJobQueue), no lease and no fence.
     Naive,
 }
 

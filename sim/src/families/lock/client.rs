@@ -8,8 +8,8 @@
 
 use rand::rngs::StdRng;
 use rand::Rng;
-use redis_primitives::naive::{NaiveLock, UnfencedStore};
 use redis_primitives::{FencedStore, Lock, Ttl, WriteOutcome};
+use redis_primitives_naive::{NaiveLock, UnfencedStore};
 
 use super::modes::{attempt, Ctx, Mode};
 use super::record::{read_lock_state, view};

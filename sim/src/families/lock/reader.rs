@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use core::time::Duration;
-use redis_primitives::naive::UnfencedStore;
 use redis_primitives::{FencedStore, Lock, OwnerSource, Tokens, Ttl};
+use redis_primitives_naive::UnfencedStore;
 use tokio::task::JoinHandle;
 
 use super::workload::{fenced_lock, lock_drift, sleep_ms};

@@ -25,7 +25,7 @@ pub const RESOURCE_KEY: &str = "resource";
 pub enum LockKind {
     /// `redis_primitives::Lock`: fencing token, compare-and-delete release.
     Fenced,
-    /// `redis_primitives::naive::NaiveLock`: `SET NX PX`, bare `DEL`, no token.
+    /// `redis_primitives_naive::NaiveLock`: `SET NX PX`, bare `DEL`, no token.
     Naive,
 }
 

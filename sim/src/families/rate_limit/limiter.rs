@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use redis_primitives::naive::{ClientSideWindow, NaiveFixedWindow, WatchMultiLimiter};
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
 use redis_primitives::{OwnerSource, Ttl};
+use redis_primitives_naive::{ClientSideWindow, NaiveFixedWindow, WatchMultiLimiter};
 
 use super::op::{Admission, DecisionAccessors, RateLimitOp};
 use super::{RateLimitVariant, NAME};

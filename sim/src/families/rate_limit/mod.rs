@@ -107,10 +107,10 @@ pub enum RateLimitVariant {
     Log,
     /// [`SlidingWindowCounter`](redis_primitives::rate_limit::SlidingWindowCounter): approximate, bounded by `2 × max − 1`.
     Counter,
-    /// [`NaiveFixedWindow`](redis_primitives::naive::NaiveFixedWindow): `INCR` + `EXPIRE`.
+    /// [`NaiveFixedWindow`](redis_primitives_naive::NaiveFixedWindow): `INCR` + `EXPIRE`.
     FixedWindow,
-    /// [`ClientSideWindow`](redis_primitives::naive::ClientSideWindow): trim, count and add in three round trips.
+    /// [`ClientSideWindow`](redis_primitives_naive::ClientSideWindow): trim, count and add in three round trips.
     ClientSide,
-    /// [`WatchMultiLimiter`](redis_primitives::naive::WatchMultiLimiter) on the actor's shared connection.
+    /// [`WatchMultiLimiter`](redis_primitives_naive::WatchMultiLimiter) on the actor's shared connection.
     WatchMulti,
 }

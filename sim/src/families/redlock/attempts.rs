@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 use rand::rngs::StdRng;
 use rand::Rng;
-use redis_primitives::naive::NaiveRedlock;
 use redis_primitives::redlock::{Acquisition, Extension, MasterVote, Redlock, RedlockLease, RefusalReason, Vote};
 use redis_primitives::Retry;
+use redis_primitives_naive::NaiveRedlock;
 
 use super::op::{RedlockOp, RedlockRound};
 use super::record::{acquire_op, answers, lease_round, refusal_round};

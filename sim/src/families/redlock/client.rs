@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use core::time::Duration;
 use rand::Rng;
-use redis_primitives::naive::NaiveRedlock;
 use redis_primitives::redlock::{Redlock, RedlockConfig};
 use redis_primitives::{Error, OwnerSource, Ttl};
+use redis_primitives_naive::NaiveRedlock;
 use tokio::task::JoinHandle;
 
 use super::attempts::{correct_attempt, naive_attempt};

@@ -3,7 +3,7 @@
 //! Five bridged redis-servers are the independent masters; three client
 //! actors contend for one name with the production
 //! [`redis_primitives::redlock::Redlock`] (or the broken
-//! [`redis_primitives::naive::NaiveRedlock`]): TTL 300 ms, default drift.
+//! [`redis_primitives_naive::NaiveRedlock`]): TTL 300 ms, default drift.
 //! Every library call is recorded with `actor.call` (`Redlock::connect`,
 //! `acquire`, `acquire_with_retry`, `extend`, `release`) and, on completion,
 //! with its round: each master's answer (`y`/`n`/`e`/`t`, `u` for a timeout

@@ -1,6 +1,6 @@
 //! `lock-naive`: the `lock` workload with the lock everyone writes first,
 //! `SET NX PX` to acquire and a bare `DEL` to release
-//! (`redis_primitives::naive::NaiveLock`).
+//! (`redis_primitives_naive::NaiveLock`).
 //!
 //! What breaks: a holder that stalls inside its critical section outlives
 //! its lease; another client acquires; the stalled holder wakes, writes,

@@ -1,5 +1,5 @@
 //! `fencing-unfenced`: `fencing` with a resource that ignores the token
-//! (`redis_primitives::naive::UnfencedStore`, a plain `SET`).
+//! (`redis_primitives_naive::UnfencedStore`, a plain `SET`).
 //!
 //! What breaks: the stalled holder's late write is accepted after the newer
 //! holder's, and silently overwrites it. `no-stale-overwrite` reports the

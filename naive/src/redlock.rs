@@ -1,6 +1,6 @@
 //! **Broken on purpose:** Redlock without the elapsed-time / validity gate.
 //!
-//! It asks the same masters the same way as [`crate::redlock::Redlock`]
+//! It asks the same masters the same way as [`Redlock`]
 //! (the very same code: `SET NX PX` on every master at once, each under its
 //! own timeout, release everywhere when short of a majority), and then
 //! decides on the vote count alone. It never asks how long the round took,
@@ -14,14 +14,18 @@
 //! for keys that are already gone, or nearly, believes it holds the lock
 //! for a full TTL more, and a second client meanwhile takes a majority.
 //! Shown by `tests/library/redlock.rs::naive_redlock_without_the_gate_accepts_what_redlock_refuses`.
+//!
+//! The round and the release are borrowed from the library through its
+//! hidden `naive_seam` (ADR 0021): the same code as [`Redlock::acquire`]'s,
+//! which no public call runs without deciding, and a [`Released`], which
+//! has no public constructor.
 
 use core::time::Duration;
 use tokio::time::Instant;
 
-use crate::connection::Connection;
-use crate::error::Result;
-use crate::owner::Owner;
-use crate::redlock::{MasterVote, Redlock, RedlockConfig, Released, OWNER_BYTES};
+use redis_primitives::naive_seam::{redlock_release, redlock_set_round};
+use redis_primitives::redlock::{MasterVote, Redlock, RedlockConfig, Released};
+use redis_primitives::{Connection, Owner, Result};
 
 /// Redlock that counts votes and never looks at the clock. Do not use.
 #[derive(Debug, Clone)]
@@ -86,9 +90,7 @@ impl<C: Connection> NaiveRedlock<C> {
     /// One attempt: held whenever a majority said yes, however long it took.
     pub async fn acquire(&self, name: &str) -> Result<Option<NaiveRedlockLease>> {
         let key = self.inner.key(name)?;
-        let started = Instant::now();
-        let owner = self.inner.owners().next_owner(OWNER_BYTES);
-        let round = self.inner.set_round(started, &key, &owner).await;
+        let round = redlock_set_round(&self.inner, &key).await;
         let votes = round.yes();
         if votes >= self.inner.quorum() {
             // The bug: no `elapsed < TTL` check, and the TTL counted from T2.
@@ -96,17 +98,17 @@ impl<C: Connection> NaiveRedlock<C> {
                 valid_until: round.finished + self.inner.ttl().as_duration(),
                 elapsed: round.elapsed(),
                 key,
-                owner,
+                owner: round.owner,
                 votes,
                 masters: round.votes,
             }));
         }
-        self.inner.release_key(&key, &owner).await;
+        redlock_release(&self.inner, &key, &round.owner).await;
         Ok(None)
     }
 
     /// Compare-and-delete on every master (the naive part is the acquire only).
     pub async fn release(&self, lease: &NaiveRedlockLease) -> Released {
-        Released::from_votes(self.inner.release_key(&lease.key, &lease.owner).await)
+        redlock_release(&self.inner, &lease.key, &lease.owner).await
     }
 }

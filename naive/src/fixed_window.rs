@@ -18,39 +18,40 @@
 //!   Shown by `tests/library/rate_limit.rs::case17_naive_fixed_window_incr_without_expire_lives_forever`
 //!   (`PTTL` = −1).
 //!
-//! Use [`crate::rate_limit::SlidingWindowLog`] or
-//! [`crate::rate_limit::SlidingWindowCounter`] instead.
+//! Use [`redis_primitives::rate_limit::SlidingWindowLog`] or
+//! [`redis_primitives::rate_limit::SlidingWindowCounter`] instead.
 
 use core::time::Duration;
 
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::keys::Prefix;
-use crate::rate_limit::{now_arg, server_time_ms, Decision, Limit};
+use redis_primitives::rate_limit::{Decision, Limit};
+use redis_primitives::{Connection, Error, Result};
+
+use crate::support::{self, check_now, fault, server_time_ms};
+
+const PREFIX: &str = "naive-window";
 
 /// `INCR` + `EXPIRE` fixed-window counter. Do not use.
 #[derive(Debug, Clone)]
 pub struct NaiveFixedWindow<C> {
     conn: C,
     limit: Limit,
-    prefix: Prefix,
 }
 
 impl<C: Connection> NaiveFixedWindow<C> {
     /// A naive limiter with keys `naive-window:{name}:<index>`.
     pub fn new(conn: C, limit: Limit) -> NaiveFixedWindow<C> {
-        NaiveFixedWindow { conn, limit, prefix: Prefix::new("naive-window").expect("the default prefix is valid") }
+        NaiveFixedWindow { conn, limit }
     }
 
     /// The counter key of the window that contains `now_ms`.
     pub fn key(&self, name: &str, now_ms: u64) -> Result<String> {
         let window = self.limit.window().as_millis();
-        Ok(format!("{}:{}", self.prefix.key(name)?, now_ms / window))
+        Ok(format!("{}:{}", support::key(PREFIX, name)?, now_ms / window))
     }
 
     /// Decides at the server's time (one extra `TIME` round trip first).
     pub async fn check(&self, name: &str) -> Result<Decision> {
-        let probe = self.prefix.key(name)?;
+        let probe = support::key(PREFIX, name)?;
         let now = server_time_ms(&self.conn, &probe).await?;
         self.check_at(name, now).await
     }
@@ -65,12 +66,8 @@ impl<C: Connection> NaiveFixedWindow<C> {
             // The second round trip: a process that dies before this line
             // leaves the counter without a TTL (see `incr_only`).
             let mut conn = self.conn.clone();
-            let _: i64 = redis::cmd("PEXPIRE")
-                .arg(&key)
-                .arg(window)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| Error::from_redis(e, &key))?;
+            let _: i64 =
+                redis::cmd("PEXPIRE").arg(&key).arg(window).query_async(&mut conn).await.map_err(|e| fault(e, &key))?;
         }
         let max = self.limit.max().get();
         if count <= max {
@@ -85,11 +82,10 @@ impl<C: Connection> NaiveFixedWindow<C> {
     /// Only the first half of [`check_at`](Self::check_at): the `INCR`, as
     /// if the process died before its `EXPIRE`. Returns the new count.
     pub async fn incr_only(&self, name: &str, now_ms: u64) -> Result<u64> {
-        now_arg(Some(now_ms))?;
+        check_now(now_ms)?;
         let key = self.key(name, now_ms)?;
         let mut conn = self.conn.clone();
-        let count: i64 =
-            redis::cmd("INCR").arg(&key).query_async(&mut conn).await.map_err(|e| Error::from_redis(e, &key))?;
+        let count: i64 = redis::cmd("INCR").arg(&key).query_async(&mut conn).await.map_err(|e| fault(e, &key))?;
         u64::try_from(count).map_err(|_| Error::UnexpectedReply { key, detail: format!("INCR returned {count}") })
     }
 }

@@ -12,14 +12,14 @@
 //! leader is elected and writes; the old leader resumes and its write lands
 //! **after** the new leader's and silently replaces it. Shown by
 //! `tests/library/election.rs::naive_election_stale_leader_overwrites_new_leader`.
-//! The same schedule against [`Election`] and [`crate::FencedStore`]
+//! The same schedule against [`Election`] and [`redis_primitives::FencedStore`]
 //! (`tests/library/election.rs::case27_split_brain_window_renew_tick_versus_self_fencing`)
 //! refuses the stale write, because it carries the old epoch.
 
-use crate::connection::Connection;
-use crate::election::{Demotion, Election, ElectionBuilder};
-use crate::error::Result;
-use crate::naive::UnfencedStore;
+use redis_primitives::election::{Demotion, Election, ElectionBuilder};
+use redis_primitives::{Connection, Result};
+
+use crate::UnfencedStore;
 
 /// A leader that writes without an epoch. Do not use.
 #[derive(Debug, Clone)]
@@ -31,11 +31,13 @@ pub struct NaiveElection<C> {
 impl<C: Connection> NaiveElection<C> {
     /// Builds a node from the same settings as an [`Election`], forcing
     /// [`Demotion::OnRenewTick`] (a naive leader has no deadline either).
-    /// Its writes go to an [`UnfencedStore`] on the same connection.
-    pub fn new(builder: ElectionBuilder<C>) -> Result<NaiveElection<C>> {
+    /// Its writes go to an [`UnfencedStore`] on `conn`: pass the connection
+    /// the builder was made with (a clone), so that the leader writes where
+    /// it campaigns. The connection is asked for because the library does
+    /// not hand out the one inside a builder.
+    pub fn new(builder: ElectionBuilder<C>, conn: C) -> Result<NaiveElection<C>> {
         let election = builder.demotion(Demotion::OnRenewTick).build()?;
-        let store = UnfencedStore::new(election.lock().connection().clone());
-        Ok(NaiveElection { election, store })
+        Ok(NaiveElection { election, store: UnfencedStore::new(conn) })
     }
 
     /// The campaign/renew loop (see [`Election::run`]).

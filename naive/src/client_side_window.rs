@@ -2,7 +2,7 @@
 //! three round trips: `ZREMRANGEBYSCORE` (trim), `ZCARD` (count), then
 //! `ZADD` + `PEXPIRE` (record) if the count was under the limit.
 //!
-//! It is the same algorithm as [`crate::rate_limit::SlidingWindowLog`],
+//! It is the same algorithm as [`redis_primitives::rate_limit::SlidingWindowLog`],
 //! minus the atomicity. What breaks: concurrent callers all count before any
 //! of them records, so all see room and all are admitted. Shown by
 //! `tests/library/rate_limit.rs::case21_client_side_window_overshoots_under_concurrency`
@@ -13,30 +13,25 @@
 
 use core::time::Duration;
 
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::keys::Prefix;
-use crate::owner::OwnerSource;
-use crate::rate_limit::{now_arg, server_time_ms, Decision, Limit};
+use redis_primitives::rate_limit::{Decision, Limit};
+use redis_primitives::{Connection, OwnerSource, Result};
+
+use crate::support::{self, check_now, server_time_ms};
+
+const PREFIX: &str = "naive-log";
 
 /// Trim, count and add in three round trips. Do not use.
 #[derive(Debug, Clone)]
 pub struct ClientSideWindow<C> {
     conn: C,
     limit: Limit,
-    prefix: Prefix,
     members: OwnerSource,
 }
 
 impl<C: Connection> ClientSideWindow<C> {
     /// A naive limiter with keys `naive-log:{name}` and random members.
     pub fn new(conn: C, limit: Limit) -> ClientSideWindow<C> {
-        ClientSideWindow {
-            conn,
-            limit,
-            prefix: Prefix::new("naive-log").expect("the default prefix is valid"),
-            members: OwnerSource::Random,
-        }
+        ClientSideWindow { conn, limit, members: OwnerSource::Random }
     }
 
     /// Draws member suffixes from `members` (seeded for the simulation).
@@ -47,7 +42,7 @@ impl<C: Connection> ClientSideWindow<C> {
 
     /// The sorted set holding `name`'s log.
     pub fn key(&self, name: &str) -> Result<String> {
-        self.prefix.key(name)
+        support::key(PREFIX, name)
     }
 
     /// Decides at the server's time (one extra `TIME` round trip first).
@@ -60,12 +55,12 @@ impl<C: Connection> ClientSideWindow<C> {
     /// Trim, count, then record: three round trips with room for every
     /// other caller in between.
     pub async fn check_at(&self, name: &str, now_ms: u64) -> Result<Decision> {
-        now_arg(Some(now_ms))?;
+        check_now(now_ms)?;
         let key = self.key(name)?;
         let window = self.limit.window().as_millis();
         let max = self.limit.max().get();
         let mut conn = self.conn.clone();
-        let fault = |e| Error::from_redis(e, &key);
+        let fault = |e| support::fault(e, &key);
 
         let _: i64 = redis::cmd("ZREMRANGEBYSCORE")
             .arg(&key)

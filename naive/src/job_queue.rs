@@ -10,16 +10,16 @@
 //! swap storm) finds its job claimed again, both workers run it, and both
 //! completions count: [`NaiveJobQueue::complete`] never refuses. Enqueueing
 //! an id twice queues it twice, too. Shown by
-//! `job_queue::tests::naive_queue_completes_a_job_twice_after_a_reap`; the
-//! fix is [`crate::JobQueue`].
+//! `tests/library/job_queue.rs::naive_queue_completes_a_job_twice_after_a_reap`;
+//! the fix is [`redis_primitives::JobQueue`].
 //!
 //! Each step is its own round trip (the claim's pop and its payload read,
 //! the completion's `LREM` and its state write), so a crash between them
 //! leaves half a step behind, as such code does.
 
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::keys::validate_name;
+use redis_primitives::{validate_name, Connection, Error, Result};
+
+use crate::support::{fault, invalid};
 
 /// Pending and processing lists, no lease, no fence. Do not use.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ impl<C: Connection> NaiveJobQueue<C> {
 
     fn job_key(&self, id: &str) -> Result<String> {
         validate_name(id).map_err(|e| match e {
-            Error::InvalidInput { why, .. } => Error::invalid("job id", why),
+            Error::InvalidInput { why, .. } => invalid("job id", why),
             other => other,
         })?;
         Ok(format!("{}:job:{id}", self.base))
@@ -66,13 +66,8 @@ impl<C: Connection> NaiveJobQueue<C> {
             .arg(payload.as_ref())
             .query_async::<()>(&mut conn)
             .await
-            .map_err(|e| Error::from_redis(e, &job))?;
-        redis::cmd("LPUSH")
-            .arg(&pending)
-            .arg(id)
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &pending))
+            .map_err(|e| fault(e, &job))?;
+        redis::cmd("LPUSH").arg(&pending).arg(id).query_async::<()>(&mut conn).await.map_err(|e| fault(e, &pending))
     }
 
     /// `RPOPLPUSH pending processing`, then `HGET job payload`. No lease, no
@@ -85,18 +80,14 @@ impl<C: Connection> NaiveJobQueue<C> {
             .arg(self.processing_key())
             .query_async(&mut conn)
             .await
-            .map_err(|e| Error::from_redis(e, &pending))?;
+            .map_err(|e| fault(e, &pending))?;
         let Some(id) = id else { return Ok(None) };
         let job = format!("{}:job:{id}", self.base);
-        let payload: Option<Vec<u8>> = redis::cmd("HGET")
-            .arg(&job)
-            .arg("payload")
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &job))?;
+        let payload: Option<Vec<u8>> =
+            redis::cmd("HGET").arg(&job).arg("payload").query_async(&mut conn).await.map_err(|e| fault(e, &job))?;
         match payload {
             Some(payload) => Ok(Some((id, payload))),
-            None => Err(Error::corrupt(&job, "a queued id has no payload")),
+            None => Err(Error::CorruptState { key: job, detail: "a queued id has no payload".to_string() }),
         }
     }
 
@@ -112,14 +103,14 @@ impl<C: Connection> NaiveJobQueue<C> {
             .arg(id)
             .query_async::<()>(&mut conn)
             .await
-            .map_err(|e| Error::from_redis(e, &processing))?;
+            .map_err(|e| fault(e, &processing))?;
         redis::cmd("HSET")
             .arg(&job)
             .arg("state")
             .arg("done")
             .query_async::<()>(&mut conn)
             .await
-            .map_err(|e| Error::from_redis(e, &job))
+            .map_err(|e| fault(e, &job))
     }
 
     /// Moves **every** id in processing back to pending (`RPOPLPUSH`, as
@@ -129,11 +120,8 @@ impl<C: Connection> NaiveJobQueue<C> {
         let processing = self.processing_key();
         let pending = self.pending_key();
         let mut conn = self.conn.clone();
-        let n: usize = redis::cmd("LLEN")
-            .arg(&processing)
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from_redis(e, &processing))?;
+        let n: usize =
+            redis::cmd("LLEN").arg(&processing).query_async(&mut conn).await.map_err(|e| fault(e, &processing))?;
         let mut moved = Vec::with_capacity(n);
         // Counted first, so workers claiming meanwhile cannot keep it busy.
         for _ in 0..n {
@@ -142,7 +130,7 @@ impl<C: Connection> NaiveJobQueue<C> {
                 .arg(&pending)
                 .query_async(&mut conn)
                 .await
-                .map_err(|e| Error::from_redis(e, &processing))?;
+                .map_err(|e| fault(e, &processing))?;
             match id {
                 Some(id) => moved.push(id),
                 None => break,

@@ -6,27 +6,29 @@
 //! either. Shown by `tests/library/lock.rs::case03_release_is_compare_and_delete`
 //! and the `lock-naive` simulation scenario.
 
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::keys::Prefix;
-use crate::ttl::Ttl;
+use redis_primitives::{Connection, Result, Ttl};
+
+use crate::support::{fault, key};
+
+/// The library's own lock prefix, so both locks contend for the same keys.
+const PREFIX: &str = "lock";
 
 /// `SET NX PX` to acquire, `DEL` to release. Do not use.
 #[derive(Debug, Clone)]
 pub struct NaiveLock<C> {
     conn: C,
-    prefix: Prefix,
 }
 
 impl<C: Connection> NaiveLock<C> {
-    /// A naive lock using the same key names as [`crate::Lock`] by default.
+    /// A naive lock using the same key names as [`redis_primitives::Lock`]
+    /// by default.
     pub fn new(conn: C) -> NaiveLock<C> {
-        NaiveLock { conn, prefix: Prefix::new("lock").expect("the default prefix is valid") }
+        NaiveLock { conn }
     }
 
     /// `SET key 1 NX PX ttl`. Returns whether it was set.
     pub async fn acquire(&self, name: &str, ttl: Ttl) -> Result<bool> {
-        let key = self.prefix.key(name)?;
+        let key = key(PREFIX, name)?;
         let mut conn = self.conn.clone();
         let r: Option<String> = redis::cmd("SET")
             .arg(&key)
@@ -36,16 +38,15 @@ impl<C: Connection> NaiveLock<C> {
             .arg(ttl.as_millis())
             .query_async(&mut conn)
             .await
-            .map_err(|e| Error::from_redis(e, &key))?;
+            .map_err(|e| fault(e, &key))?;
         Ok(r.is_some())
     }
 
     /// `DEL key`: deletes whoever's lock is there. That is the bug.
     pub async fn release(&self, name: &str) -> Result<bool> {
-        let key = self.prefix.key(name)?;
+        let key = key(PREFIX, name)?;
         let mut conn = self.conn.clone();
-        let n: i64 =
-            redis::cmd("DEL").arg(&key).query_async(&mut conn).await.map_err(|e| Error::from_redis(e, &key))?;
+        let n: i64 = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.map_err(|e| fault(e, &key))?;
         Ok(n == 1)
     }
 }

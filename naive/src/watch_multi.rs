@@ -17,11 +17,12 @@
 
 use core::time::Duration;
 
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::keys::Prefix;
-use crate::owner::OwnerSource;
-use crate::rate_limit::{now_arg, server_time_ms, Decision, Limit};
+use redis_primitives::rate_limit::{Decision, Limit};
+use redis_primitives::{Connection, OwnerSource, Result};
+
+use crate::support::{self, check_now, server_time_ms};
+
+const PREFIX: &str = "naive-watch";
 
 /// A decision and how many times the transaction had to be retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +39,6 @@ pub struct WatchMultiOutcome {
 pub struct WatchMultiLimiter<C> {
     conn: C,
     limit: Limit,
-    prefix: Prefix,
     members: OwnerSource,
     max_retries: u32,
 }
@@ -47,13 +47,7 @@ impl<C: Connection> WatchMultiLimiter<C> {
     /// A limiter with keys `naive-watch:{name}`, random members and at most
     /// 10 000 retries per call.
     pub fn new(conn: C, limit: Limit) -> WatchMultiLimiter<C> {
-        WatchMultiLimiter {
-            conn,
-            limit,
-            prefix: Prefix::new("naive-watch").expect("the default prefix is valid"),
-            members: OwnerSource::Random,
-            max_retries: 10_000,
-        }
+        WatchMultiLimiter { conn, limit, members: OwnerSource::Random, max_retries: 10_000 }
     }
 
     /// Draws member suffixes from `members` (seeded for the simulation).
@@ -70,7 +64,7 @@ impl<C: Connection> WatchMultiLimiter<C> {
 
     /// The sorted set holding `name`'s log.
     pub fn key(&self, name: &str) -> Result<String> {
-        self.prefix.key(name)
+        support::key(PREFIX, name)
     }
 
     /// Decides at the server's time (one extra `TIME` round trip first).
@@ -83,13 +77,13 @@ impl<C: Connection> WatchMultiLimiter<C> {
     /// `WATCH key`, count the window, then `MULTI` {trim, add, expire} `EXEC`;
     /// start again whenever `EXEC` is aborted.
     pub async fn check_at(&self, name: &str, now_ms: u64) -> Result<WatchMultiOutcome> {
-        now_arg(Some(now_ms))?;
+        check_now(now_ms)?;
         let key = self.key(name)?;
         let window = self.limit.window().as_millis();
         let max = self.limit.max().get();
         let oldest_kept = format!("({}", now_ms as i64 - window as i64);
         let mut conn = self.conn.clone();
-        let fault = |e| Error::from_redis(e, &key);
+        let fault = |e| support::fault(e, &key);
         let mut retries = 0u32;
         loop {
             let _: () = redis::cmd("WATCH").arg(&key).query_async(&mut conn).await.map_err(fault)?;
