@@ -19,8 +19,9 @@
 //! lease: at-least-once work, exactly-once completion).
 //!
 //! This family was added through the harness's public extension points
-//! only: its plan, run and checker live here, its operations are
-//! [`Op::Custom`](crate::history::Op::Custom) records, its invariant is declared in its registry row.
+//! only: its plan, run and checker live here, its operations are its own
+//! type ([`JobOp`], an [`Operation`](crate::history::Operation)), and its
+//! invariant and histogram are declared in its [`REPORT_PART`].
 //! Restarts are left out: a redis-server without persistence loses the
 //! whole queue on a restart (the same non-guarantee `counter-loss` shows
 //! for the fence counter).

@@ -5,7 +5,7 @@
 //! scripts' refusal branches and batch bound would go unjudged. The probe
 //! (one actor, before the nemesis starts, each case on its own queue)
 //! plants each such state with raw commands, calls the library, and records
-//! what it answered and whether the keys changed: `Op::Custom` `job-probe`
+//! what it answered and whether the keys changed: `JobOp::Probe`
 //! events that [`super::check`] judges. Each case names what the library's
 //! docs promise for it.
 
