@@ -17,7 +17,9 @@ use core::any::Any;
 use core::fmt;
 use std::sync::Arc;
 
+use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
 
 /// A family's operation type: what its actors record and its checkers
 /// read. `Display` is its timeline line; the JSON its serde form gives is
@@ -32,7 +34,7 @@ pub trait Operation: fmt::Debug + fmt::Display + PartialEq + Serialize + Send + 
 trait Erased: fmt::Debug + fmt::Display + Send + Sync {
     fn as_any(&self) -> &dyn Any;
     fn verb(&self) -> &'static str;
-    fn json(&self) -> serde_json::Value;
+    fn json(&self) -> serde_json::Result<Box<RawValue>>;
     fn same(&self, other: &dyn Erased) -> bool;
 }
 
@@ -45,11 +47,10 @@ impl<T: Operation> Erased for T {
         Operation::verb(self)
     }
 
-    fn json(&self) -> serde_json::Value {
-        // An operation is plain data (strings, integers, options, lists):
-        // it serialises. Were it ever not to, the error stays in the digest
-        // rather than the operation being lost.
-        serde_json::to_value(self).unwrap_or_else(|e| serde_json::Value::String(format!("unserialisable: {e}")))
+    fn json(&self) -> serde_json::Result<Box<RawValue>> {
+        // Text, not a `serde_json::Value`: a `Value`'s map sorts its keys,
+        // and the digest hashes fields in declaration order.
+        RawValue::from_string(serde_json::to_string(self)?)
     }
 
     fn same(&self, other: &dyn Erased) -> bool {
@@ -103,7 +104,7 @@ impl Serialize for FamilyOp {
     /// variant reads `{"Acquire": {...}}`, as it did when the variant was
     /// the history's own.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.json().serialize(serializer)
+        self.0.json().map_err(S::Error::custom)?.serialize(serializer)
     }
 }
 

@@ -8,7 +8,7 @@ use redis_primitives::{Completion, Enqueued, JobQueue, Ttl};
 use super::record::{payload_of, record, sim_ms, state_name, JobCall};
 use super::{JobQueueVariant, CLAIM, COMPLETE, ENQUEUE, EXTEND, QUEUE, REAP};
 use crate::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP};
-use crate::checker::lease_views::Allowance;
+use crate::checker::Allowance;
 use crate::world::Actor;
 
 /// One queue or the other, behind the workload's calls.

@@ -46,7 +46,7 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::{ELECTION_RUN, ELECTION_STOP};
-use crate::checker::lease_views::Allowance;
+use crate::checker::Allowance;
 use crate::checker::{Violation, ELECTION_VIEWS};
 use crate::history::{Event, Millis, Op, Published};
 
