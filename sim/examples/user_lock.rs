@@ -14,8 +14,8 @@
 //! contend for it inside a deterministic simulation whose Redis is a real
 //! redis-server, through process pauses, partitions and latency. Each actor
 //! records what it does in the Jepsen vocabulary (invoke, then ok / fail /
-//! info); the built-in `mutual-exclusion` checker and a checker written
-//! here judge the history. A holder paused past its TTL wakes up and
+//! info), as the lock family's operations (`LockOp`); the built-in
+//! `mutual-exclusion` checker and a checker written here judge the history. A holder paused past its TTL wakes up and
 //! releases, deleting the *next* holder's key, so a third client gets in
 //! while the second still trusts its lease: both checkers report it, with
 //! the seed, and `--replay SEED` reruns exactly that history (same digest).
@@ -28,11 +28,12 @@ use std::process::ExitCode;
 use core::time::Duration;
 use rand::Rng;
 use redis::aio::ConnectionLike;
-use redis_primitives_sim::checker::mutual_exclusion::{self, Policy};
 use redis_primitives_sim::checker::Invariant;
+use redis_primitives_sim::families::lock::mutual_exclusion::{self, Policy};
+use redis_primitives_sim::families::lock::LockOp;
 
 use redis_primitives_sim::{
-    Actor, ActorResult, Event, EventKind, FaultClass, FaultSpace, Millis, Op, Servers, Violation, World, WorldConfig,
+    Actor, ActorResult, Event, EventKind, FaultClass, FaultSpace, Millis, Servers, Violation, World, WorldConfig,
 };
 
 /// The lock under test: written by "a user", with a bug.
@@ -82,7 +83,7 @@ async fn client(actor: Actor, fixed: bool) -> ActorResult {
         // (sent before a timeout, executed after) must not match this one.
         attempt += 1;
         let owner = format!("{}-{attempt}", actor.name());
-        let acquire = |deadline| Op::Acquire { name: NAME.into(), ttl_ms: TTL_MS, token: None, deadline };
+        let acquire = |deadline| LockOp::Acquire { name: NAME.into(), ttl_ms: TTL_MS, token: None, deadline };
         let id = actor.invoke(acquire(None));
         let sent = actor.now();
         match lock.acquire(NAME, &owner, TTL_MS).await {
@@ -105,7 +106,7 @@ async fn client(actor: Actor, fixed: bool) -> ActorResult {
             actor.stall(rng.random_range(150..400), "inside its critical section");
         }
         tokio::time::sleep(Duration::from_millis(rng.random_range(20..150))).await;
-        let release = Op::Release { name: NAME.into(), token: None };
+        let release = LockOp::Release { name: NAME.into(), token: None };
         let id = actor.invoke(release.clone());
         match lock.release(NAME, &owner, fixed).await {
             Ok(()) => actor.ok(id, release),
@@ -123,11 +124,12 @@ fn no_grant_over_a_trusted_lease(events: &[Event]) -> Vec<Violation> {
     let mut held: Vec<(&str, Millis)> = Vec::new(); // (holder, trusted until)
     let mut out = Vec::new();
     for e in events {
-        match (&e.op, e.kind) {
+        // The lock's operations come back typed, as recorded.
+        match (e.op.family::<LockOp>(), e.kind) {
             // A grant whose reply came back after its own deadline (the
             // client was paused in between) is a stale success: it proves
             // nothing, and a careful holder does not trust it.
-            (Op::Acquire { deadline: Some(until), .. }, EventKind::Ok) if *until > e.time => {
+            (Some(LockOp::Acquire { deadline: Some(until), .. }), EventKind::Ok) if *until > e.time => {
                 held.retain(|&(_, until)| until > e.time);
                 if let Some((other, until_other)) = held.iter().find(|(p, _)| *p != e.process) {
                     out.push(Violation::new(
@@ -141,7 +143,7 @@ fn no_grant_over_a_trusted_lease(events: &[Event]) -> Vec<Violation> {
                 }
                 held.push((e.process.as_str(), *until));
             }
-            (Op::Release { .. }, EventKind::Invoke) => held.retain(|(p, _)| *p != e.process),
+            (Some(LockOp::Release { .. }), EventKind::Invoke) => held.retain(|(p, _)| *p != e.process),
             _ => {}
         }
     }

@@ -83,7 +83,7 @@ mod tests {
     fn history(ops: &[&str]) -> Vec<Event> {
         let h = History::new();
         for (i, name) in ops.iter().enumerate() {
-            h.invoke_at(i as u64 * 10, "client-0", Op::Release { name: (*name).to_string(), token: None });
+            h.invoke_at(i as u64 * 10, "client-0", Op::Note { text: (*name).to_string() });
         }
         h.events()
     }

@@ -14,14 +14,18 @@
 //! [`Actor::connection`] and record what they do
 //! ([`Actor::invoke`], then `ok` / `fail` / `info`), give it a fault
 //! schedule (drawn from a [`FaultSpace`]), run it, and judge the history
-//! with the built-in checkers ([`checker`]) or your own. The same seed gives
-//! the same history and digest. `sim/examples/user_lock.rs` is the whole
+//! with the built-in checkers or your own. A lock of your own records the
+//! lock family's operations ([`families::lock::LockOp`]) and is judged by
+//! its mutual-exclusion check ([`families::lock::mutual_exclusion`]), both
+//! exported there and only there. The same seed gives the same history and
+//! digest. `sim/examples/user_lock.rs` is the whole
 //! program (a lock with a bare-`DEL` release, found, with the replay
 //! command printed); in short:
 //!
 //! ```no_run
-//! use redis_primitives_sim::checker::mutual_exclusion::{self, Policy};
-//! use redis_primitives_sim::{FaultClass, FaultSpace, Op, Servers, World, WorldConfig};
+//! use redis_primitives_sim::families::lock::mutual_exclusion::{self, Policy};
+//! use redis_primitives_sim::families::lock::LockOp;
+//! use redis_primitives_sim::{FaultClass, FaultSpace, Servers, World, WorldConfig};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut servers = Servers::new();
@@ -31,7 +35,7 @@
 //!         world.actor(format!("client-{i}"), |actor| async move {
 //!             let mut conn = actor.connection(0);
 //!             while actor.now() < 3000 {
-//!                 let op = |deadline| Op::Acquire { name: "l".into(), ttl_ms: 200, token: None, deadline };
+//!                 let op = |deadline| LockOp::Acquire { name: "l".into(), ttl_ms: 200, token: None, deadline };
 //!                 let id = actor.invoke(op(None));
 //!                 let sent = actor.now();
 //!                 let set: redis::RedisResult<Option<String>> =
@@ -66,9 +70,9 @@
 //! of one's own, and [`explore()`] (one job) or [`explore_with()`] (a shard,
 //! several jobs at once). Six modules stay public because they are
 //! vocabularies or tools rather than single types: [`history`] (the events
-//! and operations a history records), [`checker`] (the built-in invariants,
-//! one module each), [`families`] (the built-in primitive families, one
-//! folder each), [`scenarios`] (the registry of their variants), [`search`]
+//! and operations a history records), [`checker`] (the invariants several
+//! families share, one module each), [`families`] (the built-in primitive
+//! families, one folder each, with their own operations and checks), [`scenarios`] (the registry of their variants), [`search`]
 //! (the property search) and [`cli`] (the `rp-sim` command line). Every
 //! other module is private. Dependencies run one way, in the layers of ADR
 //! 0009 (`sim/tests/harness/modules.rs` fails on a cycle); the files, for a
@@ -84,7 +88,7 @@
 //! | `servers.rs`, `placement.rs` | real redis-server processes with the clock library preloaded, killed on drop, panic and Ctrl-C; on one core with the simulation |
 //! | `bridge.rs`, `net.rs`, `pause.rs` | a turmoil host per Redis node; client connections over simulated TCP; freezing an actor |
 //! | `world/` | one simulation: servers, bridges, actors, applying the schedule |
-//! | `checker/` | the built-in invariants, one module each |
+//! | `checker/` | the invariants several families share, one module each |
 //! | `outcome.rs`, `fault_space.rs`, `family.rs` | what a run produced and the situations it reached; what faults a run may draw; the `Family` trait |
 //! | `probes/` | probes several families share: configuration edges, acknowledged calls |
 //! | `families/` | one folder per primitive family: variants, plan and space, actors, probes, checks, situations |

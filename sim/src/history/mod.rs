@@ -385,8 +385,8 @@ mod tests {
 
     fn sample() -> History {
         let h = History::new();
-        let id = h.invoke_at(0, "c1", Op::Acquire { name: "l".into(), ttl_ms: 100, token: None, deadline: None });
-        h.ok(id, "c1", Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(1), deadline: Some(100) });
+        let id = h.invoke_at(0, "c1", Op::Read { key: "k".into(), value: None, token: None });
+        h.ok(id, "c1", Op::Read { key: "k".into(), value: Some("v".into()), token: Some(1) });
         h.fault_at(5, FaultRecord::on_client(crate::nemesis::FaultKind::ClientPause, "c1", false, 1500));
         let w = h.invoke_at(
             10,
@@ -427,7 +427,7 @@ mod tests {
         let t = sample().timeline();
         assert!(t.contains("!!"), "{t}");
         assert!(t.contains("??"), "{t}");
-        assert!(t.contains("acquire l ttl=100ms token=1 trusted-until=100ms"), "{t}");
+        assert!(t.contains("read k -> v token=1"), "{t}");
         let ev = sample().events();
         let round = History::from_events(ev.clone());
         assert_eq!(round.events(), ev);

@@ -1,5 +1,7 @@
-//! [`Op`]: every kind of operation and observation a history records,
-//! with its arguments and (on a completion) its result.
+//! [`Op`]: the operations and observations a history records, with their
+//! arguments and (on a completion) their result: those several families
+//! share, the ones not yet moved to their family, and a family's own
+//! ([`Op::Family`]).
 
 use serde::Serialize;
 
@@ -16,70 +18,6 @@ use crate::time::Millis;
 /// Serialised (into the JSON a history's digest hashes), never read back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Op {
-    /// `Lock::acquire` (or a naive lock's acquire).
-    Acquire {
-        /// Lock name.
-        name: String,
-        /// Requested lease length.
-        ttl_ms: u64,
-        /// Fencing token granted (on `Ok`; `None` for a lock without tokens).
-        token: Option<u64>,
-        /// The holder's local deadline (simulated ms) after which it stops
-        /// trusting the lease; `None` for a holder that never checks (naive).
-        deadline: Option<Millis>,
-    },
-    /// `Lock::release`: `Ok` = it deleted its own lease, `Fail` = it was
-    /// already gone (or someone else's; compare-and-delete refused).
-    Release {
-        /// Lock name.
-        name: String,
-        /// Token of the lease being released (`None` for a naive lock).
-        token: Option<u64>,
-    },
-    /// `Lock::extend`: `Ok` = extended, `Fail` = the lease was gone.
-    Extend {
-        /// Lock name.
-        name: String,
-        /// Token of the lease being extended.
-        token: Option<u64>,
-        /// New lease length.
-        ttl_ms: u64,
-        /// New local deadline on `Ok`.
-        deadline: Option<Millis>,
-    },
-    /// Observation: the holder decided its lease can no longer be trusted
-    /// (deadline passed, extend failed, guard fired). Ends its hold.
-    LeaseLost {
-        /// Lock name.
-        name: String,
-        /// Token of the lost lease.
-        token: Option<u64>,
-        /// Why, in a few words.
-        reason: String,
-    },
-    /// Observation: the harness overwrote the key of this process's lease
-    /// on `name` (granted with `token`) with another owner, as an operator
-    /// or a peer that ignored the lock would (`families/lock/probes/guard.rs`);
-    /// the lease's next extension must be refused. Judged by
-    /// `self-fencing` (`checker::guarded_body`).
-    TakenAway {
-        /// Lock name.
-        name: String,
-        /// Token of the lease whose key was overwritten.
-        token: Option<u64>,
-    },
-    /// Observation: the body of this process's guarded call on `name`
-    /// (granted with `token`) was dropped before it finished, at this
-    /// event's instant (the body's own drop guard records it). Judged by
-    /// `self-fencing` (`checker::guarded_body`): a `Cancelled { at }` says
-    /// when the body was dropped, so `at` is this instant, not the later
-    /// one at which the best-effort release returned.
-    BodyDropped {
-        /// Lock name.
-        name: String,
-        /// Token of the lease the body ran under.
-        token: u64,
-    },
     /// Observation: the call of this process invoked at `invoked` was
     /// refused for want of replicas (`Error::NotAcknowledged` on `key`).
     /// Judged by `acknowledged-writes`: the bridge's replication barrier has
@@ -116,53 +54,6 @@ pub enum Op {
         /// Token stored with it (fenced store), if any.
         token: Option<u64>,
     },
-    /// `Retry::run` around `Lock::acquire` (each attempt is its own
-    /// `Acquire`, invoked and completed inside this operation): `Ok` =
-    /// granted, `Fail` = attempts or deadline ran out.
-    Retry {
-        /// Lock name.
-        name: String,
-        /// Attempts the policy allows.
-        attempts: u32,
-        /// The policy's total deadline (ms), if any.
-        deadline_ms: Option<u64>,
-        /// Token granted (on `Ok`).
-        token: Option<u64>,
-        /// The policy's `(base_delay, max_delay)` in ms, when recorded: the
-        /// sleep after attempt `n` (from 0) is at most
-        /// `min(base × 2^n, max)`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        backoff_ms: Option<(u64, u64)>,
-    },
-    /// `Lock::with_lock_guarded` or a caller-driven `Lock::keep_alive`
-    /// around a body: the body's steps are the same process's writes
-    /// invoked inside this operation, with this token.
-    Guarded {
-        /// Lock name.
-        name: String,
-        /// Lease token (known once the inner acquire succeeded).
-        token: Option<u64>,
-        /// How it ended (on completion).
-        outcome: Option<GuardedResult>,
-        /// `KeepAlive::every` of the policy, in ms: the longest a
-        /// `with_lock_guarded` waits for its final release.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        every_ms: Option<u64>,
-    },
-    /// `Lock::current_token`: the fence counter (`None` = never issued).
-    CurrentToken {
-        /// Lock name.
-        name: String,
-        /// The counter read (on `Ok`).
-        token: Option<u64>,
-    },
-    /// `Lock::remaining_ttl`: the server-side time left (`None` = not held).
-    RemainingTtl {
-        /// Lock name.
-        name: String,
-        /// Milliseconds left (on `Ok`; `None` = no lease).
-        ms: Option<u64>,
-    },
     /// A fault injected (or healed) by the nemesis, or by the workload
     /// itself: typed, text only in `Display` and the JSON.
     Fault(FaultRecord),
@@ -180,24 +71,6 @@ pub enum Op {
     ErrorReply {
         /// The error as the client saw it.
         message: String,
-    },
-    /// Observation: what a held `Lease`'s accessors said at this instant
-    /// (the holder asked `is_trusted()` here); judged by `lease-views`.
-    LeaseView {
-        /// `Lease::name`.
-        name: String,
-        /// `Lease::key`.
-        key: String,
-        /// `Lease::token`.
-        token: u64,
-        /// `Lease::ttl`, in ms.
-        ttl_ms: u64,
-        /// `Lease::sent_at`, in simulated ms.
-        sent_ms: Millis,
-        /// `Lease::local_deadline`, in simulated ms (truncated).
-        deadline_ms: Millis,
-        /// `Lease::is_trusted()`.
-        trusted: bool,
     },
     /// Observation: what a primitive's accessors report of how it was
     /// built, beside what it was built with (`(accessor, reported,
@@ -249,16 +122,6 @@ pub enum Op {
         /// The error as the library displays it.
         message: String,
     },
-    /// The corruption probe planted a key, called the library and read the
-    /// keys back (`families/lock/probes/corruption.rs`); judged by `corrupt-state`.
-    StateProbe {
-        /// What was planted, and the call.
-        planted: Planted,
-        /// The library's answer.
-        reply: ProbeReply,
-        /// The keys afterwards (`None`: the read-back failed).
-        after: Option<ProbeAfter>,
-    },
     /// Anything else a scenario wants in the timeline.
     Note {
         /// Free text.
@@ -282,25 +145,13 @@ impl Op {
     /// A short verb for timelines.
     pub fn verb(&self) -> &'static str {
         match self {
-            Op::Acquire { .. } => "acquire",
-            Op::Release { .. } => "release",
-            Op::Extend { .. } => "extend",
-            Op::LeaseLost { .. } => "lease-lost",
-            Op::TakenAway { .. } => "taken-away",
-            Op::BodyDropped { .. } => "body-dropped",
             Op::NotAcknowledged { .. } => "not-acknowledged",
             Op::Write { .. } => "write",
             Op::Read { .. } => "read",
-            Op::Retry { .. } => "retry",
-            Op::Guarded { .. } => "guarded",
-            Op::CurrentToken { .. } => "current-token",
-            Op::RemainingTtl { .. } => "remaining-ttl",
             Op::Fault(_) => "fault",
             Op::Reached { .. } => "reached",
             Op::ErrorReply { .. } => "error-reply",
-            Op::StateProbe { .. } => "state-probe",
             Op::LibraryError { .. } => "library-error",
-            Op::LeaseView { .. } => "lease-view",
             Op::Configured { .. } => "configured",
             Op::Paused { .. } => "paused",
             Op::Delayed { .. } => "delayed",

@@ -1,10 +1,8 @@
 //! The typed results and arguments operations carry: what a store said
-//! about a write, a probe's reply. Plain data, serialised into the
-//! history's digest.
+//! about a write, a validation probe's case. Plain data, serialised
+//! into the history's digest.
 
 use serde::{Deserialize, Serialize};
-
-use crate::time::Millis;
 
 /// What a fenced (or unfenced) store said about a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,145 +14,6 @@ pub enum WriteResult {
         /// The highest token the store had accepted.
         highest_seen: u64,
     },
-}
-
-/// What the corruption probe planted, and which call it made
-/// (`families/lock/probes/corruption.rs`; judged by `corrupt-state`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "planted")]
-pub enum Planted {
-    /// `Lock::acquire` with the fence counter set to the string `value`
-    /// (and no lease).
-    Counter {
-        /// The lock key.
-        lock_key: String,
-        /// The fence counter's key.
-        fence_key: String,
-        /// What the counter held.
-        value: String,
-    },
-    /// [`Planted::Counter`] for a lock with time-floored tokens: the token
-    /// is `max(counter + 1, the server's clock in µs)`, and the server's
-    /// clock read somewhere in `window_us` (simulated unix µs before the
-    /// acquire was sent and after it was answered).
-    FlooredCounter {
-        /// The lock key.
-        lock_key: String,
-        /// The fence counter's key.
-        fence_key: String,
-        /// What the counter held.
-        value: String,
-        /// The server's clock was in this range when it ran the acquire.
-        window_us: (u64, u64),
-    },
-    /// `Lock::acquire` with the fence counter holding a hash.
-    CounterHash {
-        /// The lock key.
-        lock_key: String,
-        /// The fence counter's key.
-        fence_key: String,
-    },
-    /// `Lock::acquire` with the lock key holding a hash.
-    LockHash {
-        /// The lock key.
-        lock_key: String,
-        /// The fence counter's key.
-        fence_key: String,
-    },
-    /// `Lock::current_token` with the fence counter set to the string
-    /// `value` (`None`: absent).
-    CounterRead {
-        /// The fence counter's key.
-        fence_key: String,
-        /// What the counter held.
-        value: Option<String>,
-    },
-    /// `Lock::remaining_ttl` with the lock key set to a string with this
-    /// expiry in ms (`Some(None)`: no expiry; `None`: absent).
-    LeaseRead {
-        /// The lock key.
-        lock_key: String,
-        /// The planted key's expiry.
-        expiry: Option<Option<u64>>,
-    },
-    /// `FencedStore::read` of an entry whose `token` and `value` fields
-    /// were planted as given (`None`: field absent).
-    StoredRead {
-        /// The store's Redis key.
-        key: String,
-        /// The planted `token` field.
-        token: Option<String>,
-        /// The planted `value` field.
-        value: Option<String>,
-    },
-    /// `FencedStore::write` with token `write` over an entry whose `token`
-    /// field held the string `token` (and whose value was `planted`).
-    StoredToken {
-        /// The store's Redis key.
-        key: String,
-        /// What the entry's token field held.
-        token: String,
-        /// The token written.
-        write: u64,
-    },
-}
-
-/// The library's answer to a probe call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProbeReply {
-    /// `Lock::acquire` granted a lease with this token.
-    Token(u64),
-    /// `Lock::acquire` returned `Ok(None)`.
-    NotAcquired,
-    /// `Lock::current_token` / `Lock::remaining_ttl` returned `Ok(None)`.
-    Nothing,
-    /// `Lock::remaining_ttl` returned this many ms.
-    Remaining(u64),
-    /// `FencedStore::read` returned this entry.
-    Stored {
-        /// Its token.
-        token: u64,
-        /// Its value (lossy UTF-8).
-        value: String,
-    },
-    /// `FencedStore::write` accepted.
-    Accepted,
-    /// `FencedStore::write` rejected.
-    Rejected {
-        /// The `highest_seen` it reported.
-        highest_seen: u64,
-    },
-    /// `Error::CorruptState`.
-    CorruptState {
-        /// The key it named.
-        key: String,
-        /// Its detail.
-        detail: String,
-    },
-    /// `Error::WrongType`.
-    WrongType {
-        /// The key it named.
-        key: String,
-    },
-    /// An error whose outcome is unknown (timeout, dropped connection): not judged.
-    Unknown(String),
-    /// Any other error.
-    Error(String),
-}
-
-/// The probed keys afterwards, as read back by the probe. A string key is
-/// its value; another type is `<type>`; an absent key is `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ProbeAfter {
-    /// The lock key (lock probes).
-    pub lock: Option<String>,
-    /// The fence counter (lock probes).
-    pub counter: Option<String>,
-    /// The fenced entry's `token` field (store probes).
-    pub token: Option<String>,
-    /// The fenced entry's `value` field (store probes).
-    pub value: Option<String>,
 }
 
 /// A constructor or call the validation probe tried with values at the
@@ -292,24 +151,4 @@ pub enum KeyedOn {
     FenceKey,
     /// `FencedStore::redis_key`.
     StoreKey,
-}
-
-/// How a guarded body ended ([`Op::Guarded`](super::Op::Guarded)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum GuardedResult {
-    /// The lock was held by someone else; the body did not run.
-    NotAcquired,
-    /// The body finished while the lease was trusted.
-    Completed,
-    /// The lease stopped being trustworthy at `at` (simulated ms) and the
-    /// body was dropped there.
-    Cancelled {
-        /// When the body was dropped.
-        at: Millis,
-        /// Whether the guard said the local deadline was reached
-        /// (`LeaseLoss::DeadlineReached`), rather than a refused or failed
-        /// extension.
-        #[serde(default)]
-        deadline_reached: bool,
-    },
 }

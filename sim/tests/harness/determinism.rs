@@ -123,8 +123,8 @@ fn the_self_check_flags_code_that_reads_real_time() {
         let _: () = redis::cmd("SET").arg("k").arg("v").query_async(&mut conn).await?;
         // The broken rule: std::time instead of tokio::time.
         let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let id = actor.invoke(Op::Release { name: format!("wrote-at-{}", wall.as_nanos()), token: None });
-        actor.ok(id, Op::Release { name: "k".into(), token: None });
+        let id = actor.invoke(Op::Note { text: format!("wrote-at-{}", wall.as_nanos()) });
+        actor.ok(id, Op::Note { text: "k".into() });
         Ok(())
     }
     let mut servers = Servers::new();

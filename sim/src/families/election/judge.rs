@@ -80,7 +80,7 @@ fn views_and_keys(x: &Evidence<'_>) -> Vec<Violation> {
         renew_ms: planned.renew_ms,
         campaign_ms: planned.campaign_ms,
         at_deadline: x.variant.at_deadline(),
-        allowance: checker::lease_views::Allowance::DEFAULT,
+        allowance: checker::Allowance::DEFAULT,
         faults: x.fault_spans,
         freezes: x.freeze_spans,
         sampled_until: planned.length_ms,

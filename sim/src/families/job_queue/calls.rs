@@ -7,7 +7,7 @@ use redis_primitives_naive::NaiveJobQueue;
 
 use super::record::{payload_of, record, sim_ms, state_name, JobCall};
 use super::{JobQueueVariant, CLAIM, COMPLETE, ENQUEUE, EXTEND, QUEUE, REAP};
-use crate::checker::lease_views::Allowance;
+use crate::checker::Allowance;
 use crate::families::job_queue::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP};
 use crate::world::Actor;
 

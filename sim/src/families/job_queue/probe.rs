@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 mod edges;
 
-use crate::checker::lease_views::Allowance;
+use crate::checker::Allowance;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 

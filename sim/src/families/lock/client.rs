@@ -18,6 +18,7 @@ use super::{situation, variants, LockKind, LockWorkload, StoreKind, LOCK_NAME, R
 use crate::api::{
     FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_RELEASE, NAIVE_LOCK_ACQUIRE, NAIVE_LOCK_RELEASE, UNFENCED_STORE_WRITE,
 };
+use crate::families::lock::op::LockOp;
 use crate::history::{Op, WriteResult};
 use crate::net::SimConnection;
 use crate::probes::validation;
@@ -191,7 +192,7 @@ impl Client<'_> {
     async fn acquire(&mut self) -> Option<(Option<u64>, Held)> {
         let (actor, w) = (self.actor, self.w);
         let acquire_op =
-            |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
+            |token, deadline| LockOp::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
         let api = match &self.lock {
             AnyLock::Fenced(_) => LOCK_ACQUIRE,
             AnyLock::Naive(_) => NAIVE_LOCK_ACQUIRE,
@@ -271,7 +272,7 @@ impl Client<'_> {
             if stalled && w.modes {
                 actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
             }
-            actor.observe(Op::LeaseLost {
+            actor.observe(LockOp::LeaseLost {
                 name: LOCK_NAME.into(),
                 token,
                 reason: "local deadline passed before the write".into(),
@@ -284,7 +285,7 @@ impl Client<'_> {
     /// The release, recorded.
     async fn release(&self, held: &Held, token: Option<u64>) {
         let actor = self.actor;
-        let release_op = Op::Release { name: LOCK_NAME.into(), token };
+        let release_op = LockOp::Release { name: LOCK_NAME.into(), token };
         let api = match &self.lock {
             AnyLock::Fenced(_) => LOCK_RELEASE,
             AnyLock::Naive(_) => NAIVE_LOCK_RELEASE,

@@ -39,14 +39,18 @@
 //! | `modes/` | the attempts that call every other `Lock` operation, one file per kind |
 //! | `reader.rs` | the reader: the probes, liveness after the heal, the final read |
 //! | `probes/` | cases staged once per run on names of their own |
+//! | `op.rs` | [`LockOp`], the family's operations as the history records them, and the values they carry |
 //! | `record.rs` | lock calls recorded alike by the workload and the probes |
-//! | `checks.rs` | which checkers judge a run, and what only the whole history shows |
+//! | `checks/` | the lock's own checkers (mutual exclusion, tokens, replies, guarded bodies, lease views, liveness, corrupt state) |
+//! | `judge.rs` | which checkers judge a run, and what only the whole history shows |
 //! | `situations.rs` | the situations and operations the family declares |
 //! | `variants/` | [`LockVariant`], its [`Family`](crate::Family) impl, one file per variant's settings |
 
 mod checks;
 mod client;
+mod judge;
 mod modes;
+mod op;
 mod plan;
 pub mod probes;
 mod reader;
@@ -57,6 +61,11 @@ mod tenures;
 pub mod variants;
 mod workload;
 
+// The lock's operations and the mutual-exclusion check, for a user's own
+// lock run in a `World` (`sim/examples/user_lock.rs`): this is their one
+// public path. The other checks stay the family's.
+pub use checks::mutual_exclusion;
+pub use op::{GuardedResult, LockOp, Planted, ProbeAfter, ProbeReply};
 pub use plan::{LockPlan, LockSpace, Stall};
 pub use situations::{situation, FENCING_SITUATIONS, OPERATIONS, SITUATIONS};
 pub use variants::LockVariant;

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use super::workload::{fenced_lock, lock_drift, sleep_ms};
 use super::{probes, LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};
 use crate::api::{FENCED_STORE_READ, LOCK_ACQUIRE, LOCK_RELEASE, RETRY_RUN, UNFENCED_STORE_READ};
+use crate::families::lock::op::LockOp;
 use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
@@ -152,7 +153,7 @@ async fn read_resource(actor: &Actor, w: &LockWorkload) {
     }
 }
 
-/// The liveness probe (see `checker::lock_liveness`): once every client
+/// The liveness probe (see `checks::lock_liveness`): once every client
 /// has stopped, `Retry::run` around `Lock::acquire` must be granted within
 /// TTL + 150 ms; then it releases.
 async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> ActorResult {
@@ -164,7 +165,7 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
         .drift(lock_drift(w)?)
         .build()?;
     let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
-    let bound = w.plan.ttl_ms + crate::checker::lock_liveness::SLACK_MS;
+    let bound = w.plan.ttl_ms + super::checks::lock_liveness::SLACK_MS;
     let attempts = core::num::NonZeroU32::new(60).expect("non-zero");
     let Some(retry) =
         crate::probes::validation::retry(actor, attempts, Duration::from_millis(5), Duration::from_millis(20))
@@ -172,7 +173,7 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
         return Ok(());
     };
     let retry = retry.deadline(Duration::from_millis(bound - 20)).seeded(actor.seed_for("probe"));
-    let rop = |token| Op::Retry {
+    let rop = |token| LockOp::Retry {
         name: LOCK_NAME.into(),
         attempts: 60,
         deadline_ms: Some(bound - 20),
@@ -184,8 +185,12 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
         .run(|| {
             let (actor, lock) = (actor.clone(), lock.clone());
             async move {
-                let op =
-                    |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
+                let op = |token, deadline| LockOp::Acquire {
+                    name: LOCK_NAME.into(),
+                    ttl_ms: w.plan.ttl_ms,
+                    token,
+                    deadline,
+                };
                 let id = actor.call(LOCK_ACQUIRE, op(None, None));
                 let r = lock.acquire(LOCK_NAME, ttl).await;
                 match &r {
@@ -200,7 +205,7 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
     match r {
         Ok(Some(lease)) => {
             actor.ok(rid, rop(Some(lease.token().get())));
-            let op = Op::Release { name: LOCK_NAME.into(), token: Some(lease.token().get()) };
+            let op = LockOp::Release { name: LOCK_NAME.into(), token: Some(lease.token().get()) };
             let id = actor.call(LOCK_RELEASE, op.clone());
             match lock.release(&lease).await {
                 Ok(true) => actor.ok(id, op),

@@ -8,7 +8,8 @@ use redis_primitives::{FencedStore, Lock, WriteOutcome};
 
 use super::{situation, LOCK_NAME, RESOURCE_KEY};
 use crate::api::{FENCED_STORE_WRITE, LOCK_CURRENT_TOKEN, LOCK_REMAINING_TTL};
-use crate::history::{GuardedResult, Op, WriteResult};
+use crate::families::lock::op::{GuardedResult, LockOp};
+use crate::history::{Op, WriteResult};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -26,7 +27,7 @@ pub(super) fn loss_is_deadline(actor: &Actor, reason: &redis_primitives::LeaseLo
 }
 
 /// A guarded body's drop guard: made when the body starts, it records an
-/// [`Op::BodyDropped`] at the instant the guard drops the body unfinished,
+/// [`LockOp::BodyDropped`] at the instant the guard drops the body unfinished,
 /// which is the instant a `Cancelled { at }` must report. [`BodyMark::done`]
 /// disarms it when the body runs to its end.
 pub(super) struct BodyMark {
@@ -50,13 +51,13 @@ impl BodyMark {
 impl Drop for BodyMark {
     fn drop(&mut self) {
         if let Some(actor) = self.actor.take() {
-            actor.observe(Op::BodyDropped { name: std::mem::take(&mut self.name), token: self.token });
+            actor.observe(LockOp::BodyDropped { name: std::mem::take(&mut self.name), token: self.token });
         }
     }
 }
 
-/// A recorded `with_lock_guarded` call: its [`Op::Guarded`] (on `name`,
-/// with the keep-alive interval `every_ms`) and the [`Op::Acquire`] inside
+/// A recorded `with_lock_guarded` call: its [`LockOp::Guarded`] (on `name`,
+/// with the keep-alive interval `every_ms`) and the [`LockOp::Acquire`] inside
 /// it (asking `ttl_ms`), both invoked before the call.
 pub(super) struct GuardedCall<'a> {
     pub actor: &'a Actor,
@@ -80,8 +81,8 @@ pub(super) enum GuardedEnd {
 
 impl GuardedCall<'_> {
     /// Records `r`, the call's result, whose body returned the id of the
-    /// [`Op::Release`] it invoked at its end and its token: the release's
-    /// outcome, the loss of a cancelled lease ([`Op::LeaseLost`]) and the
+    /// [`LockOp::Release`] it invoked at its end and its token: the release's
+    /// outcome, the loss of a cancelled lease ([`LockOp::LeaseLost`]) and the
     /// call's completion. One record for the workload and the probes, so
     /// the checkers judge both the same way.
     pub fn end(
@@ -89,8 +90,8 @@ impl GuardedCall<'_> {
         r: redis_primitives::Result<redis_primitives::GuardedOutcome<(crate::history::OpId, u64)>>,
     ) -> GuardedEnd {
         let GuardedCall { actor, name, ttl_ms, every_ms, call, acquire } = self;
-        let gop = |token, outcome| Op::Guarded { name: name.into(), token, outcome, every_ms };
-        let acquire_op = || Op::Acquire { name: name.into(), ttl_ms, token: None, deadline: None };
+        let gop = |token, outcome| LockOp::Guarded { name: name.into(), token, outcome, every_ms };
+        let acquire_op = || LockOp::Acquire { name: name.into(), ttl_ms, token: None, deadline: None };
         match r {
             Ok(redis_primitives::GuardedOutcome::NotAcquired) => {
                 actor.fail(acquire, acquire_op());
@@ -98,7 +99,7 @@ impl GuardedCall<'_> {
                 GuardedEnd::NotAcquired
             }
             Ok(redis_primitives::GuardedOutcome::Completed { output: (rid, token), release, .. }) => {
-                let rel = Op::Release { name: name.into(), token: Some(token) };
+                let rel = LockOp::Release { name: name.into(), token: Some(token) };
                 match release {
                     redis_primitives::Release::Released => actor.ok(rid, rel),
                     redis_primitives::Release::AlreadyGone => actor.fail(rid, rel),
@@ -109,7 +110,7 @@ impl GuardedCall<'_> {
             }
             Ok(redis_primitives::GuardedOutcome::Cancelled { token, reason, at }) => {
                 let at = actor.millis_of(at);
-                actor.observe(Op::LeaseLost {
+                actor.observe(LockOp::LeaseLost {
                     name: name.into(),
                     token: Some(token.get()),
                     reason: format!("guard: {reason:?}"),
@@ -131,10 +132,10 @@ impl GuardedCall<'_> {
 }
 
 /// `lease.is_trusted()`, recorded with everything the lease says about
-/// itself (an [`Op::LeaseView`], judged by `lease-views`).
+/// itself (an [`LockOp::LeaseView`], judged by `lease-views`).
 pub(super) fn view(actor: &Actor, lease: &redis_primitives::Lease) -> bool {
     let trusted = lease.is_trusted();
-    actor.observe(Op::LeaseView {
+    actor.observe(LockOp::LeaseView {
         name: lease.name().to_string(),
         key: lease.key().to_string(),
         token: lease.token().get(),
@@ -164,7 +165,7 @@ pub(super) async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnectio
 
 /// `lock.current_token` of `name`, recorded (checked by `lock-replies`).
 pub(super) async fn read_current_token(actor: &Actor, lock: &Lock<SimConnection>, name: &str) {
-    let op = |token| Op::CurrentToken { name: name.into(), token };
+    let op = |token| LockOp::CurrentToken { name: name.into(), token };
     let id = actor.call(LOCK_CURRENT_TOKEN, op(None));
     match lock.current_token(name).await {
         Ok(t) => actor.ok(id, op(t.map(|t| t.get()))),
@@ -177,7 +178,7 @@ pub(super) async fn read_lock_state(actor: &Actor, lock: &Lock<SimConnection>, r
     if rng.random_bool(0.5) {
         read_current_token(actor, lock, LOCK_NAME).await;
     } else {
-        let op = |ms| Op::RemainingTtl { name: LOCK_NAME.into(), ms };
+        let op = |ms| LockOp::RemainingTtl { name: LOCK_NAME.into(), ms };
         let id = actor.call(LOCK_REMAINING_TTL, op(None));
         match lock.remaining_ttl(LOCK_NAME).await {
             Ok(d) => actor.ok(id, op(d.map(|d| d.as_millis() as u64))),

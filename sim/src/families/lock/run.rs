@@ -1,7 +1,7 @@
 //! One run of the lock workload: the world built from the seed, the
 //! clients and the reader registered, the schedule set, the world run. The
 //! actors are `client.rs` and `reader.rs`; what the run is judged by is
-//! `checks.rs`.
+//! `judge.rs`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! What the lock family's runs exist to reach: the named situations
 //! (each a moment a bug would need, counted per run in the coverage table)
 //! and the public operations the workload calls. Declared here, reached
-//! by the actors (`client.rs`, `modes/`) and by the analysis (`checks.rs`).
+//! by the actors (`client.rs`, `modes/`) and by the analysis (`judge.rs`).
 
 use crate::api::{
     FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_CURRENT_TOKEN, LOCK_EXTEND, LOCK_KEEP_ALIVE,

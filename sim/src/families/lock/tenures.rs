@@ -1,8 +1,8 @@
 //! The lock family's tenures: each lease from its acquire to its release
 //! or loss, trusted until the holder's local deadline (the timeline's
-//! bands; `crate::checker::mutual_exclusion::holds` computes them).
+//! bands; `checks::mutual_exclusion::holds` computes them).
 
-use crate::checker::mutual_exclusion;
+use super::checks::mutual_exclusion;
 use crate::history::Event;
 use crate::timeline::Tenure;
 

@@ -2,15 +2,15 @@
 //! nodes, which mitigation, which faults, which overlaps are violations
 //! ([`LockWorkload`], one per variant), and how the workload's `Lock` is
 //! built from them. What the actors do with them is `client.rs` and
-//! `reader.rs`; what a run is judged by is `checks.rs`.
+//! `reader.rs`; what a run is judged by is `judge.rs`.
 
 use core::time::Duration;
 use rand::Rng;
 use redis_primitives::{Acknowledgement, Lock, OwnerSource, Tokens};
 
+use super::checks::mutual_exclusion::Policy;
 use super::LockPlan;
-use crate::checker::lease_views;
-use crate::checker::mutual_exclusion::Policy;
+use crate::checker::Allowance;
 use crate::fault_space::FaultSpace;
 use crate::nemesis::Fault;
 use crate::net::SimConnection;
@@ -138,7 +138,7 @@ pub(super) async fn sleep_ms(ms: u64) {
 /// The drift allowance of the correct scenarios' locks: not the default,
 /// so an accessor or a computation that fell back to `Drift::DEFAULT`
 /// shows. `lease-views` judges deadlines with the same numbers.
-pub(super) const DRIFT: lease_views::Allowance = lease_views::Allowance { per_mille: 20, constant_ms: 3 };
+pub(super) const DRIFT: Allowance = Allowance { per_mille: 20, constant_ms: 3 };
 
 /// The workload's `Lock` on `conn`, configured as the scenario says (drift,
 /// acknowledged writes, time-floored tokens), drawing owners from `seed`.

@@ -45,8 +45,7 @@
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::checker::lease_views::Allowance;
-use crate::checker::Violation;
+use crate::checker::{Allowance, Violation};
 use crate::families::election::api::{ELECTION_RUN, ELECTION_STOP};
 use crate::families::election::invariants::ELECTION_VIEWS;
 use crate::families::election::{ElectionOp, Published};

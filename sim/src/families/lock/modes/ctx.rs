@@ -7,10 +7,11 @@ use rand::Rng;
 use redis_primitives::{FencedStore, Lock, Ttl};
 
 use crate::api::LOCK_RELEASE;
+use crate::families::lock::op::LockOp;
 use crate::families::lock::record::{view, write_fenced};
 use crate::families::lock::workload::sleep_ms;
 use crate::families::lock::{situation, LockWorkload, LOCK_NAME};
-use crate::history::{Api, Millis, Op};
+use crate::history::{Api, Millis};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -57,8 +58,8 @@ pub(in crate::families::lock) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    pub(super) fn acquire_op(&self, token: Option<u64>, deadline: Option<Millis>) -> Op {
-        Op::Acquire { name: LOCK_NAME.into(), ttl_ms: self.w.plan.ttl_ms, token, deadline }
+    pub(super) fn acquire_op(&self, token: Option<u64>, deadline: Option<Millis>) -> LockOp {
+        LockOp::Acquire { name: LOCK_NAME.into(), ttl_ms: self.w.plan.ttl_ms, token, deadline }
     }
 
     pub(super) fn deadline_ms(&self, lease: &redis_primitives::Lease) -> Millis {
@@ -120,7 +121,7 @@ impl Ctx<'_> {
             if paused_at.is_some() {
                 self.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
             }
-            self.actor.observe(Op::LeaseLost {
+            self.actor.observe(LockOp::LeaseLost {
                 name: LOCK_NAME.into(),
                 token: Some(lease.token().get()),
                 reason: "local deadline passed before the write".into(),
@@ -130,7 +131,7 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn release(&mut self, lease: &redis_primitives::Lease) -> Option<bool> {
-        let op = Op::Release { name: LOCK_NAME.into(), token: Some(lease.token().get()) };
+        let op = LockOp::Release { name: LOCK_NAME.into(), token: Some(lease.token().get()) };
         let id = self.actor.call(LOCK_RELEASE, op.clone());
         match self.lock.release(lease).await {
             Ok(true) => {

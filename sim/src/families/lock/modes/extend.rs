@@ -9,10 +9,11 @@ use redis_primitives::Ttl;
 
 use super::ctx::{send_then_pause, Ctx};
 use crate::api::{LOCK_ACQUIRE, LOCK_EXTEND};
+use crate::families::lock::op::LockOp;
 use crate::families::lock::record::view;
 use crate::families::lock::workload::sleep_ms;
 use crate::families::lock::{situation, LOCK_NAME};
-use crate::history::{Millis, Op};
+use crate::history::Millis;
 use crate::world::{Actor, ActorResult};
 
 /// One `Mode::Extend` attempt (see the module docs).
@@ -71,7 +72,7 @@ async fn extend_once(
     if pause.is_some() {
         *paused_at = Some(cx.actor.now());
     }
-    let op = |deadline| Op::Extend { name: LOCK_NAME.into(), token: Some(token), ttl_ms: ext_ms, deadline };
+    let op = |deadline| LockOp::Extend { name: LOCK_NAME.into(), token: Some(token), ttl_ms: ext_ms, deadline };
     let id = cx.actor.call(LOCK_EXTEND, op(None));
     let ext = Ttl::from_millis(ext_ms)?;
     match send_then_pause(cx.actor, cx.lock.extend(lease, ext), pause).await {

@@ -11,16 +11,17 @@ use redis_primitives::{KeepAlive, Ttl};
 
 use super::ctx::Ctx;
 use crate::api::{LOCK_ACQUIRE, LOCK_KEEP_ALIVE, LOCK_WITH_LOCK_GUARDED};
+use crate::families::lock::op::{GuardedResult, LockOp};
 use crate::families::lock::record::{loss_is_deadline, BodyMark, GuardedCall, GuardedEnd};
 use crate::families::lock::{situation, LOCK_NAME};
-use crate::history::{GuardedResult, Millis, Op};
+use crate::history::Millis;
 use crate::world::ActorResult;
 
 /// One `Mode::Guarded` attempt (see the module docs).
 pub(super) async fn guarded(cx: &mut Ctx<'_>) -> ActorResult {
     let policy = draw_policy(cx)?;
     let every_ms = Some(policy.every().as_millis() as u64);
-    let gop = Op::Guarded { name: LOCK_NAME.into(), token: None, outcome: None, every_ms };
+    let gop = LockOp::Guarded { name: LOCK_NAME.into(), token: None, outcome: None, every_ms };
     let gid = cx.actor.call(LOCK_WITH_LOCK_GUARDED, gop);
     let acquire_id = cx.actor.invoke(cx.acquire_op(None, None));
     let actor = cx.actor.clone();
@@ -38,7 +39,7 @@ pub(super) async fn guarded(cx: &mut Ctx<'_>) -> ActorResult {
         let d = actor.millis_of(lease.local_deadline());
         actor.ok(
             acquire_id,
-            Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token: Some(token), deadline: Some(d) },
+            LockOp::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token: Some(token), deadline: Some(d) },
         );
         if let Some(ms) = held_extend {
             // The next request naming the lease key is the first
@@ -67,7 +68,7 @@ pub(super) async fn guarded(cx: &mut Ctx<'_>) -> ActorResult {
             actor.reached(situation::FINAL_RELEASE_DELAYED);
         }
         mark.done();
-        (actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)
+        (actor.invoke(LockOp::Release { name: LOCK_NAME.into(), token: Some(token) }), token)
     };
     let r = cx.lock.with_lock_guarded(LOCK_NAME, policy, body).await;
     let call = GuardedCall {
@@ -126,7 +127,7 @@ pub(super) async fn keep_alive(cx: &mut Ctx<'_>) -> ActorResult {
     let token = lease.token().get();
     let deadline = cx.deadline_ms(&lease);
     let policy = KeepAlive::thirds(cx.lock, cx.ttl)?;
-    let gop = |outcome| Op::Guarded { name: LOCK_NAME.into(), token: Some(token), outcome, every_ms: None };
+    let gop = |outcome| LockOp::Guarded { name: LOCK_NAME.into(), token: Some(token), outcome, every_ms: None };
     let gid = cx.actor.call(LOCK_KEEP_ALIVE, gop(None));
     let lock = cx.lock.clone();
     let loss = {
@@ -142,7 +143,7 @@ pub(super) async fn keep_alive(cx: &mut Ctx<'_>) -> ActorResult {
     };
     match loss {
         Some((reason, at)) => {
-            cx.actor.observe(Op::LeaseLost {
+            cx.actor.observe(LockOp::LeaseLost {
                 name: LOCK_NAME.into(),
                 token: Some(token),
                 reason: format!("keep_alive: {reason:?}"),

@@ -14,9 +14,10 @@ use redis_primitives::{Lease, Lock, Ttl};
 
 use super::ctx::Ctx;
 use crate::api::{LOCK_ACQUIRE, RETRY_RUN};
+use crate::families::lock::op::LockOp;
 use crate::families::lock::workload::sleep_ms;
 use crate::families::lock::{situation, LockWorkload, LOCK_NAME};
-use crate::history::{Millis, Op};
+use crate::history::Millis;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -89,7 +90,7 @@ pub(super) async fn attempt(cx: &mut Ctx<'_>) -> ActorResult {
         cx.actor.configured("Retry", &[("Retry::attempts", retry.attempts().to_string(), attempts.to_string())]);
     }
     let backoff_ms = Some((5, max_delay_ms));
-    let rop = |token| Op::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token, backoff_ms };
+    let rop = |token| LockOp::Retry { name: LOCK_NAME.into(), attempts, deadline_ms, token, backoff_ms };
     let rid = cx.actor.call(RETRY_RUN, rop(None));
     let started = cx.actor.now();
     if let Some(ms) = edges.first_held {
@@ -136,7 +137,7 @@ async fn acquire_once(
     started: Millis,
 ) -> redis_primitives::Result<Option<Lease>> {
     tries.set(tries.get() + 1);
-    let op = |token, deadline| Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
+    let op = |token, deadline| LockOp::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token, deadline };
     let id = actor.call(LOCK_ACQUIRE, op(None, None));
     let r = lock.acquire(LOCK_NAME, ttl).await;
     match &r {

@@ -8,10 +8,11 @@ use redis_primitives::{LockOutcome, Release};
 
 use super::ctx::Ctx;
 use crate::api::LOCK_WITH_LOCK;
+use crate::families::lock::op::LockOp;
 use crate::families::lock::record::{view, write_fenced};
 use crate::families::lock::workload::sleep_ms;
 use crate::families::lock::{situation, LOCK_NAME};
-use crate::history::{Op, OpId};
+use crate::history::OpId;
 use crate::world::ActorResult;
 
 /// One `Mode::WithLock` attempt (see the module docs).
@@ -36,13 +37,13 @@ pub(super) async fn attempt(cx: &mut Ctx<'_>) -> ActorResult {
         let d = actor.millis_of(lease.local_deadline());
         actor.ok(
             acquire_id,
-            Op::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token: Some(token), deadline: Some(d) },
+            LockOp::Acquire { name: LOCK_NAME.into(), ttl_ms: w.plan.ttl_ms, token: Some(token), deadline: Some(d) },
         );
         sleep_ms(hold).await;
         if view(&actor, &lease) || !w.check_deadline {
             write_fenced(&actor, &store, &format!("{}-{writes}", actor.name()), token).await;
         } else {
-            actor.observe(Op::LeaseLost {
+            actor.observe(LockOp::LeaseLost {
                 name: LOCK_NAME.into(),
                 token: Some(token),
                 reason: "local deadline passed before the write".into(),
@@ -55,7 +56,7 @@ pub(super) async fn attempt(cx: &mut Ctx<'_>) -> ActorResult {
             // falling back to scripts is not the fault meant here.
             actor.delay_next_request_mentioning(w.lock_node, ms, lease.key());
         }
-        st.set(Some((actor.invoke(Op::Release { name: LOCK_NAME.into(), token: Some(token) }), token)));
+        st.set(Some((actor.invoke(LockOp::Release { name: LOCK_NAME.into(), token: Some(token) }), token)));
         token
     };
     let r = cx.lock.with_lock(LOCK_NAME, cx.ttl, body).await;
@@ -72,7 +73,7 @@ fn record(
     acquire_id: OpId,
     unanswered: bool,
 ) -> ActorResult {
-    let rel = |token| Op::Release { name: LOCK_NAME.into(), token: Some(token) };
+    let rel = |token| LockOp::Release { name: LOCK_NAME.into(), token: Some(token) };
     match (r, ran) {
         (Ok(LockOutcome::NotAcquired), _) => cx.actor.fail(acquire_id, cx.acquire_op(None, None)),
         (Ok(LockOutcome::Ran { output, release, .. }), Some((rid, _))) => {

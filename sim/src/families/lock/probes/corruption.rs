@@ -8,7 +8,7 @@
 //! pass every seed. Once the lock workload has healed, the probe plants such
 //! values under names nobody else uses, calls the production
 //! `Lock::acquire` and `FencedStore::write`, reads the keys back, and
-//! records the three as one [`Op::StateProbe`]. What each answer must be is
+//! records the three as one [`LockOp::StateProbe`]. What each answer must be is
 //! the `corrupt-state` checker's business, not the probe's.
 //!
 //! The numbers are drawn per seed (which negative number, where past
@@ -22,7 +22,7 @@ use rand::Rng;
 use redis::AsyncCommands;
 use redis_primitives::{Error, FencedStore, FencingToken, Lock, OwnerSource, Tokens, Ttl, WriteOutcome};
 
-use crate::history::{Op, Planted, ProbeAfter, ProbeReply};
+use crate::families::lock::op::{LockOp, Planted, ProbeAfter, ProbeReply};
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -148,7 +148,7 @@ impl Probe<'_> {
                 Ok(None) => ProbeReply::Nothing,
                 Err(e) => reply_of(e),
             };
-            self.actor.observe(Op::StateProbe {
+            self.actor.observe(LockOp::StateProbe {
                 planted: Planted::CounterRead { fence_key, value },
                 reply,
                 after: None,
@@ -178,7 +178,7 @@ impl Probe<'_> {
                 Ok(None) => ProbeReply::Nothing,
                 Err(e) => reply_of(e),
             };
-            self.actor.observe(Op::StateProbe {
+            self.actor.observe(LockOp::StateProbe {
                 planted: Planted::LeaseRead { lock_key, expiry: planted },
                 reply,
                 after: None,
@@ -223,7 +223,7 @@ impl Probe<'_> {
                 Ok(None) => ProbeReply::Nothing,
                 Err(e) => reply_of(e),
             };
-            self.actor.observe(Op::StateProbe {
+            self.actor.observe(LockOp::StateProbe {
                 planted: Planted::StoredRead { key, token, value },
                 reply,
                 after: None,
@@ -267,7 +267,7 @@ impl Probe<'_> {
                 .await
                 .ok()
                 .map(|(token, value)| ProbeAfter { token, value, ..ProbeAfter::default() });
-            self.actor.observe(Op::StateProbe { planted, reply, after });
+            self.actor.observe(LockOp::StateProbe { planted, reply, after });
         }
     }
 
@@ -345,7 +345,7 @@ async fn probe_lock(
     }
     .await
     .ok();
-    actor.observe(Op::StateProbe { planted, reply, after });
+    actor.observe(LockOp::StateProbe { planted, reply, after });
 }
 
 /// Simulated unix time in µs: what the bridge pins the server's clock to.

@@ -28,8 +28,8 @@
 //!   past the response timeout on an uncontended name: the body ran, the
 //!   release's outcome is unknown, and the call must say so
 //!   (`Release::Unknown`), not report the key already gone, and return the
-//!   body's output (an [`Op::Configured`] read-back when it returns an
-//!   error instead). The workload's
+//!   body's output (an [`Op::Configured`](crate::history::Op::Configured)
+//!   read-back when it returns an error instead). The workload's
 //!   `with_lock` calls stage the same hold, but only when they win the
 //!   contended name.
 //!
@@ -57,12 +57,12 @@
 //! healed the failed extension and the kept-alive body again
 //! ([`after_heal`]), on names of its own through a
 //! `Lock` configured as the workload's, and records them as the
-//! workload records its calls ([`Op::Guarded`] around an [`Op::Acquire`],
-//! an [`Op::Release`] from the body's end), with an [`Op::TakenAway`] at the
-//! overwrite and an [`Op::RemainingTtl`] read right after the second call.
+//! workload records its calls ([`LockOp::Guarded`] around an [`LockOp::Acquire`],
+//! an [`LockOp::Release`] from the body's end), with an [`LockOp::TakenAway`] at the
+//! overwrite and an [`LockOp::RemainingTtl`] read right after the second call.
 //! What the outcomes must be is the checkers' business
-//! (`checker::guarded_body`'s *taken away*, *hand-back* and *schedule* rules,
-//! `checker::lock_replies`' rule 7 for the release), which know the faults
+//! (`checks::guarded_body`'s *taken away*, *hand-back* and *schedule* rules,
+//! `checks::lock_replies`' rule 7 for the release), which know the faults
 //! that excuse a late answer; the probe only stages and records.
 
 use core::time::Duration;
@@ -72,8 +72,8 @@ use std::sync::Arc;
 use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
 use crate::api::{LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED};
+use crate::families::lock::op::LockOp;
 use crate::families::lock::record::{BodyMark, GuardedCall, GuardedEnd};
-use crate::history::Op;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -233,8 +233,8 @@ async fn unanswered_release(actor: &Actor, lock: &Lock<SimConnection>, node: usi
     let ttl_ms = FAILED_TTL_MS;
     let ttl = Ttl::from_millis(ttl_ms)?;
     let hold = actor.net().response_timeout.as_millis() as u64 + 10;
-    let acquire = |token, deadline| Op::Acquire { name: UNANSWERED.into(), ttl_ms, token, deadline };
-    let release = |token| Op::Release { name: UNANSWERED.into(), token: Some(token) };
+    let acquire = |token, deadline| LockOp::Acquire { name: UNANSWERED.into(), ttl_ms, token, deadline };
+    let release = |token| LockOp::Release { name: UNANSWERED.into(), token: Some(token) };
     let acquire_id = actor.call(LOCK_WITH_LOCK, acquire(None, None));
     let inner = actor.clone();
     let ran = Arc::new(AtomicBool::new(false));
@@ -289,7 +289,7 @@ async fn taken_away(actor: &Actor, lock: &Lock<SimConnection>, conn: &SimConnect
             .query_async::<Option<String>>(&mut c)
             .await;
         if matches!(set, Ok(Some(ref ok)) if ok == "OK") {
-            actor.observe(Op::TakenAway { name: TAKEN.into(), token: Some(lease.token().get()) });
+            actor.observe(LockOp::TakenAway { name: TAKEN.into(), token: Some(lease.token().get()) });
             tokio::time::sleep(Duration::from_millis(BODY_MS)).await;
         }
     };
@@ -314,7 +314,7 @@ async fn failed_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize
         tokio::time::sleep(Duration::from_millis(BODY_MS)).await;
     };
     if guarded(actor, lock, name, policy, body).await? == Some(true) {
-        let op = |ms| Op::RemainingTtl { name: name.into(), ms };
+        let op = |ms| LockOp::RemainingTtl { name: name.into(), ms };
         let id = actor.call(LOCK_REMAINING_TTL, op(None));
         match lock.remaining_ttl(name).await {
             Ok(d) => actor.ok(id, op(d.map(|d| d.as_millis() as u64))),
@@ -340,10 +340,10 @@ where
 {
     let ttl_ms = policy.ttl().as_millis();
     let every_ms = Some(policy.every().as_millis() as u64);
-    let acquire = |token, deadline| Op::Acquire { name: name.into(), ttl_ms, token, deadline };
-    let release = |token| Op::Release { name: name.into(), token: Some(token) };
+    let acquire = |token, deadline| LockOp::Acquire { name: name.into(), ttl_ms, token, deadline };
+    let release = |token| LockOp::Release { name: name.into(), token: Some(token) };
     let gid =
-        actor.call(LOCK_WITH_LOCK_GUARDED, Op::Guarded { name: name.into(), token: None, outcome: None, every_ms });
+        actor.call(LOCK_WITH_LOCK_GUARDED, LockOp::Guarded { name: name.into(), token: None, outcome: None, every_ms });
     let acquire_id = actor.invoke(acquire(None, None));
     let inner = actor.clone();
     let r = lock

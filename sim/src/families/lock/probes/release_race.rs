@@ -23,8 +23,8 @@
 //! two-request release spends the second delay on its `DEL`, which runs
 //! after the rival's grant: the read then says the name is free while the
 //! rival holds it. Everything is recorded as the workload records its calls
-//! ([`Op::Acquire`], [`Op::Release`], [`Op::RemainingTtl`]): whether the
-//! answers fit is `checker::lock_replies`' business, which knows the
+//! ([`LockOp::Acquire`], [`LockOp::Release`], [`LockOp::RemainingTtl`]): whether the
+//! answers fit is `checks::lock_replies`' business, which knows the
 //! faults that make a lease end early. The rival releases its lease at the
 //! end.
 //!
@@ -35,14 +35,14 @@
 //! than what the lease has left (30 ms) in place of the
 //! release: one request extends the short lease so that it still expires
 //! before the rival acquires (recorded as the workload records its
-//! extends, [`Op::Extend`]); two requests shorten the rival's lease, and
+//! extends, [`LockOp::Extend`]); two requests shorten the rival's lease, and
 //! the rival's read finds the name free while it holds it.
 
 use core::time::Duration;
 use redis_primitives::{Lease, Lock, Ttl};
 
 use crate::api::{LOCK_ACQUIRE, LOCK_EXTEND, LOCK_RELEASE, LOCK_REMAINING_TTL};
-use crate::history::Op;
+use crate::families::lock::op::LockOp;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -112,7 +112,7 @@ async fn race(
         sleep_until(actor, sent + RIVAL_AFTER_MS).await;
         let Some(held) = acquire(actor, rival, name, RIVAL_TTL_MS).await? else { return Ok(()) };
         sleep_until(actor, sent + READ_AFTER_MS).await;
-        let read = |ms| Op::RemainingTtl { name: name.into(), ms };
+        let read = |ms| LockOp::RemainingTtl { name: name.into(), ms };
         let id = actor.call(LOCK_REMAINING_TTL, read(None));
         match rival.remaining_ttl(name).await {
             Ok(d) => actor.ok(id, read(d.map(|d| d.as_millis() as u64))),
@@ -141,7 +141,7 @@ pub(super) async fn acquire(
     name: &str,
     ttl_ms: u64,
 ) -> redis_primitives::Result<Option<Lease>> {
-    let op = |token, deadline| Op::Acquire { name: name.into(), ttl_ms, token, deadline };
+    let op = |token, deadline| LockOp::Acquire { name: name.into(), ttl_ms, token, deadline };
     let id = actor.call(LOCK_ACQUIRE, op(None, None));
     match lock.acquire(name, Ttl::from_millis(ttl_ms)?).await {
         Ok(Some(l)) => {
@@ -163,7 +163,7 @@ pub(super) async fn acquire(
 /// workload records its extends.
 async fn extend(actor: &Actor, lock: &Lock<SimConnection>, lease: &mut Lease) -> redis_primitives::Result<()> {
     let (name, token, ttl_ms) = (lease.name().to_string(), lease.token().get(), EXTENDED_TTL_MS);
-    let op = |deadline| Op::Extend { name: name.clone(), token: Some(token), ttl_ms, deadline };
+    let op = |deadline| LockOp::Extend { name: name.clone(), token: Some(token), ttl_ms, deadline };
     let id = actor.call(LOCK_EXTEND, op(None));
     let result = lock.extend(lease, Ttl::from_millis(ttl_ms)?).await;
     let deadline = Some(actor.millis_of(lease.local_deadline()));
@@ -180,7 +180,7 @@ async fn extend(actor: &Actor, lock: &Lock<SimConnection>, lease: &mut Lease) ->
 /// `lock.release` of `lease`, recorded.
 pub(super) async fn release(actor: &Actor, lock: &Lock<SimConnection>, lease: &Lease) {
     let token = lease.token().get();
-    let op = || Op::Release { name: lease.name().into(), token: Some(token) };
+    let op = || LockOp::Release { name: lease.name().into(), token: Some(token) };
     let id = actor.call(LOCK_RELEASE, op());
     match lock.release(lease).await {
         Ok(true) => actor.ok(id, op()),

@@ -1,7 +1,7 @@
 //! The retry probe: `Retry::run`'s edges, staged on every run.
 //!
 //! The workload wraps some acquires in `Retry::run` with drawn settings, and
-//! `checker::lock_replies` judges each run from its attempts: none starts
+//! `checks::lock_replies` judges each run from its attempts: none starts
 //! at or past the deadline, no sleep is longer than its cap, no more
 //! attempts than configured, an error ends the retry, and the run returns
 //! at once after its last attempt. But each rule bites only when the
@@ -25,7 +25,7 @@
 //!    error, not try again.
 //!
 //! Everything is recorded as the workload records its retries
-//! ([`Op::Retry`] around [`Op::Acquire`]s); the checker is the judge. A
+//! ([`LockOp::Retry`] around [`LockOp::Acquire`]s); the checker is the judge. A
 //! fault that ends the probe's own hold early (a restart) lets an attempt
 //! win: that lease is released, and the rules still apply to what was
 //! recorded.
@@ -39,7 +39,7 @@ use redis_primitives::{Lock, Ttl};
 
 use super::release_race::{acquire, release};
 use crate::api::{LOCK_ACQUIRE, RETRY_RUN};
-use crate::history::Op;
+use crate::families::lock::op::LockOp;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -106,7 +106,7 @@ async fn run(actor: &Actor, lock: &Lock<SimConnection>, node: usize, n: usize, c
         retry = retry.deadline(Duration::from_millis(d));
     }
     let backoff_ms = Some((case.base_ms, case.max_ms));
-    let rop = |token| Op::Retry {
+    let rop = |token| LockOp::Retry {
         name: NAME.into(),
         attempts: case.attempts,
         deadline_ms: case.deadline_ms,
@@ -124,7 +124,7 @@ async fn run(actor: &Actor, lock: &Lock<SimConnection>, node: usize, n: usize, c
             let tries = Rc::clone(&tries);
             async move {
                 tries.set(tries.get() + 1);
-                let op = |token, deadline| Op::Acquire { name: NAME.into(), ttl_ms: HOLD_TTL_MS, token, deadline };
+                let op = |token, deadline| LockOp::Acquire { name: NAME.into(), ttl_ms: HOLD_TTL_MS, token, deadline };
                 let id = actor.call(LOCK_ACQUIRE, op(None, None));
                 let r = lock.acquire(NAME, Ttl::from_millis(HOLD_TTL_MS)?).await;
                 match &r {

@@ -18,7 +18,7 @@
 //! the next token is the server's clock in µs, above every token issued
 //! before, so `fencing-tokens-increase` holds.
 
-use crate::checker::mutual_exclusion::Policy;
+use crate::families::lock::checks::mutual_exclusion::Policy;
 use crate::families::lock::{LockKind, LockWorkload, Protection, StoreKind};
 use crate::nemesis::{Fault, FaultKind, Target};
 

@@ -31,9 +31,10 @@
 //!
 //! The resource lives on a second, unreplicated node, as in `counter-loss`.
 
-use crate::checker::mutual_exclusion::Policy;
+use crate::families::lock::checks::mutual_exclusion::Policy;
+use crate::families::lock::op::LockOp;
 use crate::families::lock::{LockKind, LockWorkload, Protection, StoreKind};
-use crate::history::{EventKind, Op};
+use crate::history::EventKind;
 use crate::nemesis::{Fault, FaultKind, Schedule, Target};
 use crate::outcome::Outcome;
 
@@ -131,10 +132,11 @@ pub fn clock_back() -> LockWorkload {
 pub fn reach(outcome: &mut Outcome, schedule: &Schedule) {
     let promoted = schedule.faults.iter().filter(|f| f.kind == FaultKind::Failover).map(Fault::end).min();
     let Some(promoted) = promoted else { return };
-    let granted_after = outcome
-        .history
-        .iter()
-        .any(|e| e.kind == EventKind::Ok && e.time > promoted && matches!(e.op, Op::Acquire { token: Some(_), .. }));
+    let granted_after = outcome.history.iter().any(|e| {
+        e.kind == EventKind::Ok
+            && e.time > promoted
+            && matches!(LockOp::of(&e.op), Some(LockOp::Acquire { token: Some(_), .. }))
+    });
     if granted_after {
         outcome.reach(situation::GRANTED_AFTER_FAILOVER);
     }

@@ -9,7 +9,7 @@
 //! `no-stale-overwrite` holds. Believed overlap between the stalled holder
 //! and the new one is expected and measured (`unsafe-window`), not forbidden.
 
-use crate::checker::mutual_exclusion::Policy;
+use crate::families::lock::checks::mutual_exclusion::Policy;
 use crate::families::lock::{LockKind, LockWorkload, StoreKind};
 
 /// The `fencing` settings.

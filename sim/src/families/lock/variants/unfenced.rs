@@ -6,7 +6,7 @@
 //! store accepting a lower token after a higher one, and (when nothing newer
 //! lands afterwards) a final value written with a stale token.
 
-use crate::checker::mutual_exclusion::Policy;
+use crate::families::lock::checks::mutual_exclusion::Policy;
 use crate::families::lock::{LockKind, LockWorkload, StoreKind};
 
 /// The `fencing-unfenced` settings.

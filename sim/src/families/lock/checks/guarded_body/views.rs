@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use crate::bridge::Execution;
-use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
+use crate::families::lock::op::{GuardedResult, LockOp};
+use crate::history::{Event, EventKind, Millis, Op};
 
 /// One operation with its completion (if any).
 pub(super) struct Call<'a> {
@@ -126,11 +127,10 @@ fn calls(events: &[Event]) -> Vec<Call<'_>> {
 fn grants<'a>(calls: &[Call<'a>]) -> Vec<Grant<'a>> {
     calls
         .iter()
-        .filter_map(|c| match c.done {
-            Some(Event { kind: EventKind::Ok, op: Op::Acquire { name, token, .. }, time, .. }) => {
-                Some((name.as_str(), c.process, *token, c.invoked, *time))
-            }
-            _ => None,
+        .filter_map(|c| {
+            let done = c.done.filter(|d| d.kind == EventKind::Ok)?;
+            let Some(LockOp::Acquire { name, token, .. }) = LockOp::of(&done.op) else { return None };
+            Some((name.as_str(), c.process, *token, c.invoked, done.time))
         })
         .collect()
 }
@@ -139,13 +139,12 @@ fn grants<'a>(calls: &[Call<'a>]) -> Vec<Grant<'a>> {
 fn deadlines<'a>(calls: &[Call<'a>]) -> BTreeMap<(&'a str, &'a str, u64), Millis> {
     calls
         .iter()
-        .filter_map(|c| match c.done {
-            Some(Event {
-                kind: EventKind::Ok,
-                op: Op::Acquire { name, token: Some(t), deadline: Some(d), .. },
-                ..
-            }) => Some(((name.as_str(), c.process, *t), *d)),
-            _ => None,
+        .filter_map(|c| {
+            let done = c.done.filter(|d| d.kind == EventKind::Ok)?;
+            let Some(LockOp::Acquire { name, token: Some(t), deadline: Some(d), .. }) = LockOp::of(&done.op) else {
+                return None;
+            };
+            Some(((name.as_str(), c.process, *t), *d))
         })
         .collect()
 }
@@ -166,29 +165,29 @@ pub(super) struct Guarded<'v, 'a> {
     /// dropped: the keep-alive stops there.
     pub(super) body_end: Option<Millis>,
     /// When the lease's key was overwritten with another owner inside the
-    /// call ([`Op::TakenAway`]).
+    /// call ([`LockOp::TakenAway`]).
     pub(super) taken: Option<Millis>,
-    /// When the body's own drop guard fired ([`Op::BodyDropped`]).
+    /// When the body's own drop guard fired ([`LockOp::BodyDropped`]).
     pub(super) dropped: Option<Millis>,
 }
 
 impl<'v, 'a> Guarded<'v, 'a> {
     /// `g` as a guarded call, if it is one, completed and with a token.
     pub(super) fn of(v: &Views<'a>, g: &'v Call<'a>) -> Option<Guarded<'v, 'a>> {
-        let Op::Guarded { name, every_ms, .. } = g.op else { return None };
+        let Some(LockOp::Guarded { name, every_ms, .. }) = LockOp::of(g.op) else { return None };
         let done = g.done?;
-        let Op::Guarded { token: Some(token), outcome, .. } = &done.op else { return None };
+        let Some(LockOp::Guarded { token: Some(token), outcome, .. }) = LockOp::of(&done.op) else { return None };
         let within = |e: &&Event| e.process == g.process && e.time >= g.invoked && e.time <= done.time;
-        let taken = v.events.iter().filter(within).find_map(|e| match &e.op {
-            Op::TakenAway { name: n, token: Some(t) } if n == name && t == token => Some(e.time),
+        let taken = v.events.iter().filter(within).find_map(|e| match LockOp::of(&e.op) {
+            Some(LockOp::TakenAway { name: n, token: Some(t) }) if n == name && t == token => Some(e.time),
             _ => None,
         });
         // The body's own drop guard saw when it was dropped: the instant a
         // cancellation reports, within the millisecond the two readings may
         // straddle. A later `at` is when something after the drop (the
         // best-effort release) returned.
-        let dropped = v.events.iter().filter(within).find_map(|e| match &e.op {
-            Op::BodyDropped { name: n, token: t } if n == name && t == token => Some(e.time),
+        let dropped = v.events.iter().filter(within).find_map(|e| match LockOp::of(&e.op) {
+            Some(LockOp::BodyDropped { name: n, token: t }) if n == name && t == token => Some(e.time),
             _ => None,
         });
         let body_end = match outcome {
@@ -198,7 +197,7 @@ impl<'v, 'a> Guarded<'v, 'a> {
                 .iter()
                 .filter(|r| {
                     r.process == g.process
-                        && matches!(r.op, Op::Release { token: Some(t), .. } if t == token)
+                        && matches!(LockOp::of(r.op), Some(LockOp::Release { token: Some(t), .. }) if t == token)
                         && r.invoked >= g.invoked
                         && r.invoked <= done.time
                 })
@@ -223,16 +222,16 @@ impl<'v, 'a> Guarded<'v, 'a> {
 
 /// The name an operation acts on, for the lock operations that name one.
 pub(super) fn named(op: &Op) -> Option<&str> {
-    match op {
-        Op::Acquire { name, .. }
-        | Op::Release { name, .. }
-        | Op::Extend { name, .. }
-        | Op::LeaseLost { name, .. }
-        | Op::TakenAway { name, .. }
-        | Op::Retry { name, .. }
-        | Op::Guarded { name, .. }
-        | Op::CurrentToken { name, .. }
-        | Op::RemainingTtl { name, .. } => Some(name),
+    match LockOp::of(op)? {
+        LockOp::Acquire { name, .. }
+        | LockOp::Release { name, .. }
+        | LockOp::Extend { name, .. }
+        | LockOp::LeaseLost { name, .. }
+        | LockOp::TakenAway { name, .. }
+        | LockOp::Retry { name, .. }
+        | LockOp::Guarded { name, .. }
+        | LockOp::CurrentToken { name, .. }
+        | LockOp::RemainingTtl { name, .. } => Some(name),
         _ => None,
     }
 }
@@ -241,12 +240,16 @@ pub(super) fn named(op: &Op) -> Option<&str> {
 /// its acquire asked for, which every extension of `with_lock_guarded`
 /// sets again.
 pub(super) fn lease_ttl(calls: &[Call<'_>], g: &Call<'_>, token: u64) -> Option<Millis> {
-    calls.iter().find_map(|c| match (c.op, c.done) {
-        (
-            Op::Acquire { ttl_ms, .. },
-            Some(Event { kind: EventKind::Ok, op: Op::Acquire { token: Some(t), .. }, .. }),
-        ) if c.process == g.process && c.invoked >= g.invoked && *t == token => Some(*ttl_ms),
-        _ => None,
+    calls.iter().find_map(|c| {
+        let done = c.done.filter(|d| d.kind == EventKind::Ok)?;
+        match (LockOp::of(c.op), LockOp::of(&done.op)) {
+            (Some(LockOp::Acquire { ttl_ms, .. }), Some(LockOp::Acquire { token: Some(t), .. }))
+                if c.process == g.process && c.invoked >= g.invoked && *t == token =>
+            {
+                Some(*ttl_ms)
+            }
+            _ => None,
+        }
     })
 }
 

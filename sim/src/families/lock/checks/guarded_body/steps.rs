@@ -5,7 +5,8 @@
 
 use super::views::{Call, Guarded, Views};
 use crate::checker::{Violation, SELF_FENCING};
-use crate::history::{GuardedResult, Millis, Op};
+use crate::families::lock::op::GuardedResult;
+use crate::history::{Millis, Op};
 
 /// Judges every body step of `g`, whose lease was granted at `acquired`;
 /// `held` is the deadline its held first extend ran past, and when it ran

@@ -13,7 +13,7 @@
 //! - every granted acquire and confirmed extend reports the deadline
 //!   `invoke + ttl − allowance(ttl)` (truncated to the millisecond), where
 //!   `allowance(ttl) = ttl × factor‰ + constant` (`Drift`);
-//! - every [`Op::LeaseView`] (a holder asking `is_trusted()`) reports the
+//! - every [`LockOp::LeaseView`] (a holder asking `is_trusted()`) reports the
 //!   name and token it was granted, the documented key `lock:{name}`, the
 //!   TTL, send instant and deadline of the last acquire or confirmed extend
 //!   that set it, and `trusted` exactly when the view's instant is before
@@ -21,30 +21,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Violation, LEASE_VIEWS};
-use crate::history::{Event, EventKind, Millis, Op};
-
-/// The drift allowance the lock was built with (`Drift::new(factor, constant)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Allowance {
-    /// Per mille of the TTL.
-    pub per_mille: u64,
-    /// Constant part, ms.
-    pub constant_ms: u64,
-}
-
-impl Allowance {
-    /// `Drift::DEFAULT`: 10 ‰ of the TTL plus 2 ms.
-    pub const DEFAULT: Allowance = Allowance { per_mille: 10, constant_ms: 2 };
-
-    /// The deadline, in ns since the start, of a lease set by a request sent
-    /// at `sent_ms` for `ttl_ms`.
-    pub(crate) fn deadline_ns(self, sent_ms: Millis, ttl_ms: u64) -> u128 {
-        let ttl_ns = u128::from(ttl_ms) * 1_000_000;
-        let allowance = ttl_ns * u128::from(self.per_mille) / 1000 + u128::from(self.constant_ms) * 1_000_000;
-        u128::from(sent_ms) * 1_000_000 + ttl_ns.saturating_sub(allowance)
-    }
-}
+use crate::checker::{Allowance, Violation, LEASE_VIEWS};
+use crate::families::lock::op::LockOp;
+use crate::history::{Event, EventKind, Millis};
 
 /// What set a lease last: `(sent ms, ttl ms, deadline ns, completed at)`.
 type Setter = (Millis, u64, u128, Millis);
@@ -66,11 +45,12 @@ pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
             continue;
         }
         let sent = invoked.get(&e.op_id.0).copied().unwrap_or(e.time);
-        let set = match &e.op {
-            Op::Acquire { name, ttl_ms, token: Some(token), deadline: Some(d), .. } if e.kind == EventKind::Ok => {
+        let Some(op) = LockOp::of(&e.op) else { continue };
+        let set = match (op, e.kind) {
+            (LockOp::Acquire { name, ttl_ms, token: Some(token), deadline: Some(d), .. }, EventKind::Ok) => {
                 Some((name, *ttl_ms, *token, *d, "acquire"))
             }
-            Op::Extend { name, ttl_ms, token: Some(token), deadline: Some(d), .. } if e.kind == EventKind::Ok => {
+            (LockOp::Extend { name, ttl_ms, token: Some(token), deadline: Some(d), .. }, EventKind::Ok) => {
                 Some((name, *ttl_ms, *token, *d, "extend"))
             }
             _ => None,
@@ -78,8 +58,8 @@ pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
         // An extend of unknown outcome may have run and set the key to its
         // TTL from the send: the lease keeps its TTL and send instant, and
         // its deadline becomes the earlier of the two.
-        if let (Op::Extend { name, ttl_ms, token: Some(token), deadline: Some(d), .. }, EventKind::Info) =
-            (&e.op, e.kind)
+        if let (LockOp::Extend { name, ttl_ms, token: Some(token), deadline: Some(d), .. }, EventKind::Info) =
+            (op, e.kind)
         {
             let Some(setters) = leases
                 .get_mut(&(e.process.as_str(), *token))
@@ -128,7 +108,7 @@ pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
             names[i].1.push((sent, ttl_ms, deadline_ns, e.time));
             continue;
         }
-        let Op::LeaseView { name, key, token, ttl_ms, sent_ms, deadline_ms, trusted } = &e.op else { continue };
+        let LockOp::LeaseView { name, key, token, ttl_ms, sent_ms, deadline_ms, trusted } = op else { continue };
         // The lease of the name it reports, or else any of that token (its
         // name is then wrong).
         let granted = leases.get(&(e.process.as_str(), *token));
@@ -147,7 +127,7 @@ pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
         };
         let Some(&(sent, ttl, deadline_ns, _)) = setters.iter().rev().find(|s| s.3 <= e.time) else { continue };
         let expected_trusted = u128::from(e.time) * 1_000_000 < deadline_ns;
-        let documented_key = super::lock_key(granted_name);
+        let documented_key = crate::checker::lock_key(granted_name);
         let mut wrong = Vec::new();
         if name != granted_name {
             wrong.push(format!("name {name:?} (granted for {granted_name:?})"));
@@ -189,7 +169,7 @@ mod tests {
     use crate::history::History;
 
     fn view(h: &History, t: Millis, deadline_ms: Millis, trusted: bool) {
-        let op = Op::LeaseView {
+        let op = LockOp::LeaseView {
             name: "l".into(),
             key: "lock:{l}".into(),
             token: 1,
@@ -202,7 +182,7 @@ mod tests {
     }
 
     fn acquire(h: &History, deadline: Millis) {
-        let op = |token, deadline| Op::Acquire { name: "l".into(), ttl_ms: 300, token, deadline };
+        let op = |token, deadline| LockOp::Acquire { name: "l".into(), ttl_ms: 300, token, deadline };
         let id = h.invoke_at(10, "c", op(None, None));
         h.complete_at(14, id, "c", EventKind::Ok, op(Some(1), Some(deadline)));
     }
@@ -215,7 +195,7 @@ mod tests {
         let run = |reported: Millis| {
             let h = History::new();
             acquire(&h, 305);
-            let op = |deadline| Op::Extend { name: "l".into(), token: Some(1), ttl_ms: 100, deadline };
+            let op = |deadline| LockOp::Extend { name: "l".into(), token: Some(1), ttl_ms: 100, deadline };
             let id = h.invoke_at(100, "c", op(None));
             h.complete_at(130, id, "c", EventKind::Info, op(Some(reported)));
             view(&h, 150, reported, true);
@@ -250,7 +230,7 @@ mod tests {
     fn a_view_is_judged_against_its_own_names_lease_when_tokens_repeat_across_names() {
         // Token 1 of another name first (sent at 0 ms), then token 1 of `l`.
         let h = History::new();
-        let other = |token, deadline| Op::Acquire { name: "m".into(), ttl_ms: 600, token, deadline };
+        let other = |token, deadline| LockOp::Acquire { name: "m".into(), ttl_ms: 600, token, deadline };
         let id = h.invoke_at(0, "c", other(None, None));
         h.complete_at(3, id, "c", EventKind::Ok, other(Some(1), Some(592)));
         acquire(&h, 305);

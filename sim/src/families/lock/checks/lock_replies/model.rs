@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::history::{Event, EventKind, GuardedResult, Millis, Op};
+use crate::families::lock::op::{GuardedResult, LockOp};
+use crate::history::{Event, EventKind, Millis, Op};
 use crate::nemesis::FaultClass;
 
 /// After the last fault heals, a request still in flight is delivered
@@ -19,8 +20,8 @@ pub(super) struct Call<'a> {
     pub(super) process: &'a str,
     pub(super) invoked: Millis,
     /// `None`: never completed (a dropped future), like `Info`.
-    pub(super) done: Option<(EventKind, Millis, &'a Op)>,
-    pub(super) op: &'a Op,
+    pub(super) done: Option<(EventKind, Millis, &'a LockOp)>,
+    pub(super) op: &'a LockOp,
 }
 
 impl<'a> Call<'a> {
@@ -36,23 +37,26 @@ impl<'a> Call<'a> {
     pub(super) fn done_at(&self) -> Millis {
         self.done.map_or(Millis::MAX, |(_, t, _)| t)
     }
-    pub(super) fn result(&self) -> &'a Op {
+    pub(super) fn result(&self) -> &'a LockOp {
         self.done.map_or(self.op, |(_, _, op)| op)
     }
 }
 
+/// Every lock operation, paired with its completion (the history's other
+/// operations are no call of the lock's).
 fn calls(events: &[Event]) -> Vec<Call<'_>> {
     let mut out: Vec<Call<'_>> = Vec::new();
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
     for e in events {
+        let Some(op) = LockOp::of(&e.op) else { continue };
         if e.kind == EventKind::Invoke {
             open.insert(e.op_id.0, out.len());
-            out.push(Call { process: &e.process, invoked: e.time, done: None, op: &e.op });
+            out.push(Call { process: &e.process, invoked: e.time, done: None, op });
         } else if let Some(i) = open.remove(&e.op_id.0) {
-            out[i].done = Some((e.kind, e.time, &e.op));
+            out[i].done = Some((e.kind, e.time, op));
         } else {
             // An observation: invoked and completed at once.
-            out.push(Call { process: &e.process, invoked: e.time, done: Some((e.kind, e.time, &e.op)), op: &e.op });
+            out.push(Call { process: &e.process, invoked: e.time, done: Some((e.kind, e.time, op)), op });
         }
     }
     out
@@ -89,9 +93,9 @@ pub(super) struct Model<'a> {
     pub(super) leases_may_end_early: bool,
 }
 
-pub(super) fn ttl_of(op: &Op) -> Millis {
+pub(super) fn ttl_of(op: &LockOp) -> Millis {
     match op {
-        Op::Acquire { ttl_ms, .. } | Op::Extend { ttl_ms, .. } => *ttl_ms,
+        LockOp::Acquire { ttl_ms, .. } | LockOp::Extend { ttl_ms, .. } => *ttl_ms,
         _ => 0,
     }
 }
@@ -127,7 +131,7 @@ fn granted<'a>(calls: &[Call<'a>]) -> (Vec<Lease<'a>>, LeaseKeys<'a>) {
     let mut leases = Vec::new();
     let mut by_key = BTreeMap::new();
     for c in calls {
-        if let (true, Op::Acquire { name, ttl_ms, token, .. }) = (c.ok(), c.result()) {
+        if let (true, LockOp::Acquire { name, ttl_ms, token, .. }) = (c.ok(), c.result()) {
             by_key.insert((name.as_str(), c.process, *token), leases.len());
             leases.push(Lease {
                 name,
@@ -149,14 +153,14 @@ fn granted<'a>(calls: &[Call<'a>]) -> (Vec<Lease<'a>>, LeaseKeys<'a>) {
 /// The lease an extend, release or guarded call acts on, if any.
 fn target(c: &Call<'_>, leases: &[Lease<'_>], by_key: &LeaseKeys<'_>) -> Option<usize> {
     match c.op {
-        Op::Extend { name, token, .. } | Op::Release { name, token } => {
+        LockOp::Extend { name, token, .. } | LockOp::Release { name, token } => {
             by_key.get(&(name.as_str(), c.process, *token)).copied()
         }
         // A guarded call's lease is the first one its process was
         // granted after invoking it (its token may be unknown when
         // the call failed).
-        Op::Guarded { name, .. } => match c.result() {
-            Op::Guarded { token: Some(t), .. } => by_key.get(&(name.as_str(), c.process, Some(*t))).copied(),
+        LockOp::Guarded { name, .. } => match c.result() {
+            LockOp::Guarded { token: Some(t), .. } => by_key.get(&(name.as_str(), c.process, Some(*t))).copied(),
             _ => None,
         }
         .or_else(|| {
@@ -180,15 +184,15 @@ fn attach(calls: &[Call<'_>], leases: &mut [Lease<'_>], by_key: &LeaseKeys<'_>) 
     for (i, c) in calls.iter().enumerate() {
         let Some(l) = target(c, leases, by_key) else { continue };
         match c.op {
-            Op::Extend { .. } => leases[l].extends.push(i),
-            Op::Release { .. } => leases[l].releases.push(i),
+            LockOp::Extend { .. } => leases[l].extends.push(i),
+            LockOp::Release { .. } => leases[l].releases.push(i),
             _ => {
                 let end = c.done_at();
                 let h = leases[l].hidden_until.get_or_insert(end);
                 *h = (*h).max(end);
                 let release_from = match c.result() {
-                    Op::Guarded { outcome: Some(GuardedResult::Cancelled { at, .. }), .. } => Some(*at),
-                    Op::Guarded { outcome: Some(_), .. } if c.ok() => None,
+                    LockOp::Guarded { outcome: Some(GuardedResult::Cancelled { at, .. }), .. } => Some(*at),
+                    LockOp::Guarded { outcome: Some(_), .. } if c.ok() => None,
                     _ => Some(c.invoked),
                 };
                 if let Some(r) = release_from {
@@ -211,7 +215,7 @@ impl<'a> Model<'a> {
 
     pub(super) fn lease_of(&self, c: &Call<'a>) -> Option<usize> {
         let (name, token) = match c.op {
-            Op::Extend { name, token, .. } | Op::Release { name, token } => (name.as_str(), *token),
+            LockOp::Extend { name, token, .. } | LockOp::Release { name, token } => (name.as_str(), *token),
             _ => return None,
         };
         self.by_key.get(&(name, c.process, token)).copied()
@@ -304,7 +308,7 @@ impl<'a> Model<'a> {
             .filter(|l| l.name == name && l.invoked < until)
             .all(|l| self.gone_after(l, until) < from);
         let unknown_gone = self.calls.iter().enumerate().all(|(i, c)| match c.op {
-            Op::Acquire { name: n, ttl_ms, .. }
+            LockOp::Acquire { name: n, ttl_ms, .. }
                 if n == name && c.unknown() && Some(i) != except_call && c.invoked < until =>
             {
                 let latest_run = c.invoked.saturating_add(SETTLE_MS).max(self.settled.saturating_add(SETTLE_MS));

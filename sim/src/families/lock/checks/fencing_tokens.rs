@@ -16,8 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, order, Violation, FENCING_TOKENS_INCREASE};
-use crate::history::{Event, EventKind, Op};
+use crate::checker::{completed, order, Violation, FENCING_TOKENS_INCREASE};
+use crate::families::lock::op::LockOp;
+use crate::history::{Event, EventKind};
 
 /// Most violations reported per run: the first few tell the story.
 /// A granted acquire: who got which token, and when.
@@ -30,7 +31,7 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
         if c.done.kind != EventKind::Ok {
             continue;
         }
-        if let Op::Acquire { name, token: Some(token), .. } = &c.done.op {
+        if let Some(LockOp::Acquire { name, token: Some(token), .. }) = LockOp::of(&c.done.op) {
             by_name.entry(name.as_str()).or_default().push(Grant {
                 process: &c.done.process,
                 invoked: c.invoke_time,
@@ -69,7 +70,7 @@ pub fn check(events: &[Event]) -> Vec<Violation> {
             ));
         }
     }
-    super::capped(out, FENCING_TOKENS_INCREASE)
+    crate::checker::capped(out, FENCING_TOKENS_INCREASE)
 }
 
 #[cfg(test)]
@@ -79,7 +80,7 @@ mod tests {
     use crate::nemesis::FaultKind;
 
     fn acquire(h: &History, p: &str, t0: u64, t1: u64, token: u64) {
-        let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
+        let op = |token| LockOp::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
         let id = h.invoke_at(t0, p, op(None));
         h.complete_at(t1, id, p, EventKind::Ok, op(Some(token)));
     }
@@ -89,7 +90,7 @@ mod tests {
         let h = History::new();
         acquire(&h, "a", 0, 5, 1);
         // b and c overlap: c's reply (token 2) may arrive after b's (token 3).
-        let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
+        let op = |token| LockOp::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
         let b = h.invoke_at(10, "b", op(None));
         let c = h.invoke_at(10, "c", op(None));
         h.complete_at(12, b, "b", EventKind::Ok, op(Some(3)));

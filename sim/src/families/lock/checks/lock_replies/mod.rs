@@ -14,7 +14,7 @@
 //!   its TTL, pushed on by every other extend (confirmed or unknown) that
 //!   could have run while the key was alive, and by extensions the history
 //!   cannot see (a `keep_alive` loop or `with_lock_guarded` body:
-//!   [`Op::Guarded`]) up to twice the TTL after that operation ended (the
+//!   [`LockOp::Guarded`]) up to twice the TTL after that operation ended (the
 //!   loop stops there; one extension may still be in flight);
 //! - **earliest possible expiry** `alive_min`: the invoke of whichever
 //!   setter could have run last, plus its TTL.
@@ -70,9 +70,10 @@
 //! `acquire` rule 3, `reads` rules 4 and 5, `retry` rule 6, `origin`
 //! rule 7.
 
-use super::{Violation, LOCK_REPLIES};
 use crate::bridge::Execution;
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::checker::{Violation, LOCK_REPLIES};
+use crate::families::lock::op::LockOp;
+use crate::history::{Event, EventKind, Millis};
 
 mod acquire;
 mod holder;
@@ -105,7 +106,7 @@ struct Reply<'m, 'a> {
     call: &'m Call<'a>,
     kind: EventKind,
     done: Millis,
-    result: &'a Op,
+    result: &'a LockOp,
 }
 
 /// Records a `lock-replies` violation that became visible at `at`.
@@ -124,19 +125,19 @@ fn check_tokens(events: &[Event], executions: &[Execution], floor_epoch_ms: Opti
         let r = Reply { index, call, kind, done, result };
         origin::came_from_redis(&r, executions, &mut out);
         match (call.op, kind) {
-            (Op::Extend { .. } | Op::Release { .. }, EventKind::Ok) => holder::confirmed(&m, &r, &mut out),
-            (Op::Extend { .. } | Op::Release { .. }, EventKind::Fail) => holder::refused(&m, &r, &mut out),
-            (Op::Acquire { name, .. }, EventKind::Fail) => acquire::refused(&m, &r, name, &mut out),
-            (Op::Acquire { name, .. }, EventKind::Ok) => acquire::granted(&m, &r, name, &mut out),
-            (Op::CurrentToken { name, .. }, EventKind::Ok) => {
+            (LockOp::Extend { .. } | LockOp::Release { .. }, EventKind::Ok) => holder::confirmed(&m, &r, &mut out),
+            (LockOp::Extend { .. } | LockOp::Release { .. }, EventKind::Fail) => holder::refused(&m, &r, &mut out),
+            (LockOp::Acquire { name, .. }, EventKind::Fail) => acquire::refused(&m, &r, name, &mut out),
+            (LockOp::Acquire { name, .. }, EventKind::Ok) => acquire::granted(&m, &r, name, &mut out),
+            (LockOp::CurrentToken { name, .. }, EventKind::Ok) => {
                 reads::current_token(&m, &r, name, floor_epoch_ms, &mut out);
             }
-            (Op::RemainingTtl { name, .. }, EventKind::Ok) => reads::remaining_ttl(&m, &r, name, &mut out),
-            (Op::Retry { .. }, EventKind::Ok | EventKind::Fail) => retry::judge(events, &m, &r, &mut out),
+            (LockOp::RemainingTtl { name, .. }, EventKind::Ok) => reads::remaining_ttl(&m, &r, name, &mut out),
+            (LockOp::Retry { .. }, EventKind::Ok | EventKind::Fail) => retry::judge(events, &m, &r, &mut out),
             _ => {}
         }
     }
-    super::capped(out, LOCK_REPLIES)
+    crate::checker::capped(out, LOCK_REPLIES)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use super::model::{who, Model};
 use super::{report, Reply};
 use crate::checker::Violation;
-use crate::history::Op;
+use crate::families::lock::op::LockOp;
 
 /// A refusal while every earlier lease is definitely gone and every
 /// acquire of unknown outcome definitely expired: a lock that never grants
@@ -27,7 +27,7 @@ pub(super) fn granted(m: &Model<'_>, r: &Reply<'_, '_>, name: &str, out: &mut Ve
         name,
         c.process,
         match r.result {
-            Op::Acquire { token, .. } => *token,
+            LockOp::Acquire { token, .. } => *token,
             _ => None,
         },
     ));

@@ -2,10 +2,11 @@
 //! guarded call each, with the outcome that passes and the one that fails.
 
 use super::*;
-use crate::history::{EventKind, GuardedResult, History, Op, OpId};
+use crate::families::lock::op::{GuardedResult, LockOp};
+use crate::history::{EventKind, History, Op, OpId};
 
 fn acq(h: &History, p: &str, t0: u64, t1: u64, token: u64) {
-    let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
+    let op = |token| LockOp::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
     let id = h.invoke_at(t0, p, op(None));
     h.complete_at(t1, id, p, EventKind::Ok, op(Some(token)));
 }
@@ -20,7 +21,7 @@ fn step(h: &History, p: &str, t: u64, token: u64, complete: bool) -> OpId {
 }
 
 fn guarded(h: &History, t0: u64, build: impl FnOnce(&History), t1: u64, outcome: GuardedResult) {
-    let op = |token, outcome| Op::Guarded { name: "l".into(), token, outcome, every_ms: None };
+    let op = |token, outcome| LockOp::Guarded { name: "l".into(), token, outcome, every_ms: None };
     let id = h.invoke_at(t0, "a", op(None, None));
     build(h);
     h.complete_at(t1, id, "a", EventKind::Ok, op(Some(1), Some(outcome)));
@@ -45,7 +46,7 @@ fn a_body_that_stops_in_time_passes() {
 }
 
 fn acq_until(h: &History, p: &str, t0: u64, t1: u64, token: u64, deadline: u64) {
-    let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: Some(deadline) };
+    let op = |token| LockOp::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: Some(deadline) };
     let id = h.invoke_at(t0, p, op(None));
     h.complete_at(t1, id, p, EventKind::Ok, op(Some(token)));
 }
@@ -177,7 +178,7 @@ fn a_cancellation_reported_after_the_body_was_dropped_fails() {
             0,
             |h| {
                 acq(h, "a", 0, 2, 1);
-                h.observe_at(dropped, "a", Op::BodyDropped { name: "l".into(), token: 1 });
+                h.observe_at(dropped, "a", LockOp::BodyDropped { name: "l".into(), token: 1 });
             },
             95,
             outcome,
@@ -203,10 +204,10 @@ fn a_body_completed_past_an_unmoved_deadline_fails() {
     // body's end (its release invoked) at `end`.
     let run = |end: u64, extended_at: Option<u64>| {
         let h = History::new();
-        let op = |token, outcome| Op::Guarded { name: "l".into(), token, outcome, every_ms: Some(250) };
+        let op = |token, outcome| LockOp::Guarded { name: "l".into(), token, outcome, every_ms: Some(250) };
         let id = h.invoke_at(0, "a", op(None, None));
         acq_until(&h, "a", 0, 2, 1, 291);
-        h.invoke_at(end, "a", Op::Release { name: "l".into(), token: Some(1) });
+        h.invoke_at(end, "a", LockOp::Release { name: "l".into(), token: Some(1) });
         h.complete_at(end + 1, id, "a", EventKind::Ok, op(Some(1), Some(GuardedResult::Completed)));
         let log: Vec<Execution> = extended_at
             .into_iter()
@@ -234,11 +235,11 @@ fn a_body_completed_past_an_unmoved_deadline_fails() {
 /// A guarded call of `a` on `l` (every 100 ms, token 1) from 0 ms to
 /// `end`, whose key is taken away at `taken` (if any), with `outcome`.
 fn every_100(h: &History, taken: Option<u64>, end: u64, outcome: GuardedResult) {
-    let op = |token, outcome| Op::Guarded { name: "l".into(), token, outcome, every_ms: Some(100) };
+    let op = |token, outcome| LockOp::Guarded { name: "l".into(), token, outcome, every_ms: Some(100) };
     let id = h.invoke_at(0, "a", op(None, None));
     acq_until(h, "a", 0, 2, 1, 291);
     if let Some(t) = taken {
-        h.observe_at(t, "a", Op::TakenAway { name: "l".into(), token: Some(1) });
+        h.observe_at(t, "a", LockOp::TakenAway { name: "l".into(), token: Some(1) });
     }
     h.complete_at(end, id, "a", EventKind::Ok, op(Some(1), Some(outcome)));
 }
@@ -276,8 +277,8 @@ fn cancelled_then_read(taken: Option<u64>, left: Option<u64>, also: impl FnOnce(
     let h = History::new();
     every_100(&h, taken, 102, GuardedResult::Cancelled { at: 100, deadline_reached: false });
     also(&h);
-    let id = h.invoke_at(103, "a", Op::RemainingTtl { name: "l".into(), ms: None });
-    h.complete_at(105, id, "a", EventKind::Ok, Op::RemainingTtl { name: "l".into(), ms: left });
+    let id = h.invoke_at(103, "a", LockOp::RemainingTtl { name: "l".into(), ms: None });
+    h.complete_at(105, id, "a", EventKind::Ok, LockOp::RemainingTtl { name: "l".into(), ms: left });
     h
 }
 
@@ -301,8 +302,8 @@ fn a_lease_still_held_right_after_a_cancellation_fails_the_hand_back() {
     assert_eq!(judge(cancelled_then_read(None, Some(480), paused), &calm), 0);
     // Another op of its own on the name before the read: not judged.
     let own = |h: &History| {
-        let id = h.invoke_at(102, "a", Op::CurrentToken { name: "l".into(), token: None });
-        h.complete_at(103, id, "a", EventKind::Ok, Op::CurrentToken { name: "l".into(), token: Some(1) });
+        let id = h.invoke_at(102, "a", LockOp::CurrentToken { name: "l".into(), token: None });
+        h.complete_at(103, id, "a", EventKind::Ok, LockOp::CurrentToken { name: "l".into(), token: Some(1) });
     };
     assert_eq!(judge(cancelled_then_read(None, Some(480), own), &calm), 0);
 }

@@ -5,14 +5,19 @@
 use super::{report, Reply};
 use crate::bridge::Execution;
 use crate::checker::Violation;
-use crate::history::{EventKind, Op};
+use crate::families::lock::op::LockOp;
+use crate::history::{EventKind, Operation};
 
 /// Whether a `Lock` call's definite answer must have come from the server
 /// (rule 7): every operation that asks Redis, none that only observes.
-fn asks_the_server(op: &Op) -> bool {
+fn asks_the_server(op: &LockOp) -> bool {
     matches!(
         op,
-        Op::Acquire { .. } | Op::Extend { .. } | Op::Release { .. } | Op::RemainingTtl { .. } | Op::CurrentToken { .. }
+        LockOp::Acquire { .. }
+            | LockOp::Extend { .. }
+            | LockOp::Release { .. }
+            | LockOp::RemainingTtl { .. }
+            | LockOp::CurrentToken { .. }
     )
 }
 

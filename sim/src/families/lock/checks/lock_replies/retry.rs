@@ -5,6 +5,7 @@
 use super::model::{Call, Model};
 use super::{report, Reply};
 use crate::checker::Violation;
+use crate::families::lock::op::LockOp;
 use crate::history::{Event, EventKind, Millis, Op};
 
 /// The policy a `Retry::run` was given, as the history records it.
@@ -18,12 +19,12 @@ struct Policy<'a> {
 
 /// Every step of rule 6 for one completed `Retry::run`.
 pub(super) fn judge(events: &[Event], m: &Model<'_>, r: &Reply<'_, '_>, out: &mut Vec<Violation>) {
-    let Op::Retry { name, attempts, deadline_ms, backoff_ms, .. } = r.call.op else { return };
+    let LockOp::Retry { name, attempts, deadline_ms, backoff_ms, .. } = r.call.op else { return };
     let p = Policy { name, attempts: *attempts, deadline_ms: *deadline_ms, backoff_ms: *backoff_ms };
     let inner = attempts_of(m, r, p.name);
     made_its_attempts(r, &p, &inner, out);
     if r.kind == EventKind::Ok {
-        let Op::Retry { token, .. } = r.result else { return };
+        let LockOp::Retry { token, .. } = r.result else { return };
         reported_its_last_grant(r, *token, &inner, out);
     }
     returned_at_once(events, r, &p, &inner, out);
@@ -39,7 +40,7 @@ fn attempts_of<'m, 'a>(m: &'m Model<'a>, r: &Reply<'_, '_>, name: &str) -> Vec<&
         .iter()
         .filter(|a| {
             a.process == c.process
-                && matches!(a.op, Op::Acquire { name: n, .. } if n == name)
+                && matches!(a.op, LockOp::Acquire { name: n, .. } if n == name)
                 && a.invoked >= c.invoked
                 && a.done_at() <= done
         })
@@ -73,7 +74,7 @@ fn made_its_attempts(r: &Reply<'_, '_>, p: &Policy<'_>, inner: &[&Call<'_>], out
 fn reported_its_last_grant(r: &Reply<'_, '_>, token: Option<u64>, inner: &[&Call<'_>], out: &mut Vec<Violation>) {
     let (c, done) = (r.call, r.done);
     let last = inner.last().map(|a| match a.result() {
-        Op::Acquire { token, .. } if a.ok() => *token,
+        LockOp::Acquire { token, .. } if a.ok() => *token,
         _ => None,
     });
     if last != Some(token) {

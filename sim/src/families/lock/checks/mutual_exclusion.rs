@@ -21,8 +21,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{completed, Violation, MUTUAL_EXCLUSION};
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::checker::{completed, Violation, MUTUAL_EXCLUSION};
+use crate::families::lock::op::LockOp;
+use crate::history::{Event, EventKind, Millis};
 
 /// Which overlaps are violations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,15 +100,15 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
     }
     // Release invokes are not completions; add them to the sweep at their time.
     for e in events {
-        if e.kind == EventKind::Invoke && matches!(e.op, Op::Release { .. }) {
+        if e.kind == EventKind::Invoke && matches!(LockOp::of(&e.op), Some(LockOp::Release { .. })) {
             sweep.push((e, e.time));
         }
     }
     sweep.sort_by_key(|(e, _)| e.index);
     for (e, _) in sweep {
         let k = |name: &String| (e.process.clone(), name.clone());
-        match (&e.op, e.kind) {
-            (Op::Acquire { name, token, deadline, .. }, EventKind::Ok) => {
+        match (LockOp::of(&e.op), e.kind) {
+            (Some(LockOp::Acquire { name, token, deadline, .. }), EventKind::Ok) => {
                 if let Some(mut old) = open.remove(&k(name)) {
                     old.to = e.time;
                     done.push(old);
@@ -124,7 +125,7 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
                     },
                 );
             }
-            (Op::Extend { name, token, deadline, .. }, EventKind::Ok) => {
+            (Some(LockOp::Extend { name, token, deadline, .. }), EventKind::Ok) => {
                 if let Some(h) = open.get_mut(&k(name)) {
                     if same(h, token) {
                         h.trusted_until = deadline.unwrap_or(Millis::MAX);
@@ -134,14 +135,15 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
             // An extend of unknown outcome may have shortened the key's life
             // (a shorter TTL): the holder's lease reports the deadline it
             // kept (`lease-views` judges it), never a later one.
-            (Op::Extend { name, token, deadline: Some(d), .. }, EventKind::Info) => {
+            (Some(LockOp::Extend { name, token, deadline: Some(d), .. }), EventKind::Info) => {
                 if let Some(h) = open.get_mut(&k(name)) {
                     if same(h, token) {
                         h.trusted_until = h.trusted_until.min(*d);
                     }
                 }
             }
-            (Op::Release { name, token }, EventKind::Invoke) | (Op::LeaseLost { name, token, .. }, _)
+            (Some(LockOp::Release { name, token }), EventKind::Invoke)
+            | (Some(LockOp::LeaseLost { name, token, .. }), _)
                 if open.get(&k(name)).is_some_and(|h| same(h, token)) =>
             {
                 if let Some(mut h) = open.remove(&k(name)) {
@@ -224,13 +226,13 @@ mod tests {
     use crate::nemesis::FaultKind;
 
     fn acquire(h: &History, p: &str, t0: u64, t1: u64, ttl: u64, token: Option<u64>) {
-        let op = |token, deadline| Op::Acquire { name: "l".into(), ttl_ms: ttl, token, deadline };
+        let op = |token, deadline| LockOp::Acquire { name: "l".into(), ttl_ms: ttl, token, deadline };
         let id = h.invoke_at(t0, p, op(None, None));
         h.complete_at(t1, id, p, EventKind::Ok, op(token, Some(t0 + ttl)));
     }
 
     fn release(h: &History, p: &str, t0: u64, t1: u64, token: Option<u64>, ok: bool) {
-        let op = Op::Release { name: "l".into(), token };
+        let op = LockOp::Release { name: "l".into(), token };
         let id = h.invoke_at(t0, p, op.clone());
         h.complete_at(t1, id, p, if ok { EventKind::Ok } else { EventKind::Fail }, op);
     }
@@ -273,7 +275,7 @@ mod tests {
     fn an_extend_of_unknown_outcome_can_only_bring_the_deadline_forward() {
         let h = History::new();
         acquire(&h, "a", 0, 1, 300, Some(1));
-        let op = |deadline| Op::Extend { name: "l".into(), token: Some(1), ttl_ms: 100, deadline };
+        let op = |deadline| LockOp::Extend { name: "l".into(), token: Some(1), ttl_ms: 100, deadline };
         let id = h.invoke_at(50, "a", op(None));
         h.complete_at(80, id, "a", EventKind::Info, op(Some(147)));
         let id = h.invoke_at(90, "a", op(None));
@@ -285,11 +287,11 @@ mod tests {
     fn extend_moves_the_deadline_and_lease_lost_ends_the_hold() {
         let h = History::new();
         acquire(&h, "a", 0, 1, 100, Some(1));
-        let op = |deadline| Op::Extend { name: "l".into(), token: Some(1), ttl_ms: 100, deadline };
+        let op = |deadline| LockOp::Extend { name: "l".into(), token: Some(1), ttl_ms: 100, deadline };
         let id = h.invoke_at(50, "a", op(None));
         h.ok(id, "a", op(Some(150)));
         acquire(&h, "b", 160, 161, 100, Some(2));
-        h.observe_at(170, "a", Op::LeaseLost { name: "l".into(), token: Some(1), reason: "deadline".into() });
+        h.observe_at(170, "a", LockOp::LeaseLost { name: "l".into(), token: Some(1), reason: "deadline".into() });
         let hs = holds(&h.events());
         assert_eq!(hs[0].trusted_until, 150);
         assert_eq!(hs[0].to, 170);

@@ -5,7 +5,8 @@
 use super::views::{held_spans, lease_ttl, named, Guarded, Views};
 use super::TAKEN_AWAY_SLACK_MS;
 use crate::checker::{Violation, LIVENESS};
-use crate::history::{EventKind, GuardedResult, Millis, Op};
+use crate::families::lock::op::{GuardedResult, LockOp};
+use crate::history::{EventKind, Millis};
 
 /// `Completed` from `with_lock_guarded`: it returned at most one keep-alive
 /// interval after its body ended. Only a freeze of the caller (a client
@@ -83,7 +84,7 @@ fn kept_after_cancel(v: &Views<'_>, g: &Guarded<'_, '_>, at: Millis) -> Option<V
         c.process == g.process && c.invoked >= returned && !std::ptr::eq(*c, call) && named(c.op) == Some(name)
     })?;
     let read = next.done.filter(|d| d.kind == EventKind::Ok)?;
-    let Op::RemainingTtl { ms: Some(left), .. } = &read.op else { return None };
+    let Some(LockOp::RemainingTtl { ms: Some(left), .. }) = LockOp::of(&read.op) else { return None };
     let others = v
         .events
         .iter()

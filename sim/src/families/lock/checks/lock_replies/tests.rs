@@ -2,6 +2,7 @@
 //! with the reply that passes and the one that fails.
 
 use super::*;
+use crate::families::lock::op::LockOp;
 use crate::history::History;
 
 /// Every call's request ran at the server when it was sent (rule 7's
@@ -51,8 +52,8 @@ fn a_remaining_time_is_bounded_by_the_lease_present() {
     let h = History::new();
     acq(&h, "a", 0, 2, Some(1));
     let rt = |h: &History, t, v| {
-        let id = h.invoke_at(t, "r", Op::RemainingTtl { name: "l".into(), ms: None });
-        h.ok(id, "r", Op::RemainingTtl { name: "l".into(), ms: v });
+        let id = h.invoke_at(t, "r", LockOp::RemainingTtl { name: "l".into(), ms: None });
+        h.ok(id, "r", LockOp::RemainingTtl { name: "l".into(), ms: v });
     };
     rt(&h, 10, Some(89));
     rt(&h, 20, Some(83));
@@ -65,20 +66,20 @@ fn a_remaining_time_is_bounded_by_the_lease_present() {
 }
 
 fn acq(h: &History, p: &str, t0: u64, t1: u64, token: Option<u64>) {
-    let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
+    let op = |token| LockOp::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
     let id = h.invoke_at(t0, p, op(None));
     let kind = if token.is_some() { EventKind::Ok } else { EventKind::Fail };
     h.complete_at(t1, id, p, kind, op(token));
 }
 
 fn ext(h: &History, p: &str, t0: u64, t1: u64, token: u64, kind: EventKind) {
-    let op = Op::Extend { name: "l".into(), token: Some(token), ttl_ms: 100, deadline: None };
+    let op = LockOp::Extend { name: "l".into(), token: Some(token), ttl_ms: 100, deadline: None };
     let id = h.invoke_at(t0, p, op.clone());
     h.complete_at(t1, id, p, kind, op);
 }
 
 fn rel(h: &History, p: &str, t0: u64, t1: u64, token: u64, kind: EventKind) {
-    let op = Op::Release { name: "l".into(), token: Some(token) };
+    let op = LockOp::Release { name: "l".into(), token: Some(token) };
     let id = h.invoke_at(t0, p, op.clone());
     h.complete_at(t1, id, p, kind, op);
 }
@@ -140,7 +141,7 @@ fn refusing_a_free_lock_fails_but_not_with_an_unknown_acquire() {
     assert!(v[0].detail.contains("definitely free"), "{v:?}");
 
     let h = History::new();
-    let op = |token| Op::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
+    let op = |token| LockOp::Acquire { name: "l".into(), ttl_ms: 100, token, deadline: None };
     let id = h.invoke_at(0, "a", op(None));
     h.complete_at(250, id, "a", EventKind::Info, op(None));
     acq(&h, "b", 300, 302, None); // a's request may have landed late
@@ -162,12 +163,12 @@ fn current_token_and_remaining_ttl_are_bounded() {
     let h = History::new();
     acq(&h, "a", 0, 2, Some(1));
     let ct = |h: &History, t, v| {
-        let id = h.invoke_at(t, "r", Op::CurrentToken { name: "l".into(), token: None });
-        h.ok(id, "r", Op::CurrentToken { name: "l".into(), token: v });
+        let id = h.invoke_at(t, "r", LockOp::CurrentToken { name: "l".into(), token: None });
+        h.ok(id, "r", LockOp::CurrentToken { name: "l".into(), token: v });
     };
     let rt = |h: &History, t, v| {
-        let id = h.invoke_at(t, "r", Op::RemainingTtl { name: "l".into(), ms: None });
-        h.ok(id, "r", Op::RemainingTtl { name: "l".into(), ms: v });
+        let id = h.invoke_at(t, "r", LockOp::RemainingTtl { name: "l".into(), ms: None });
+        h.ok(id, "r", LockOp::RemainingTtl { name: "l".into(), ms: v });
     };
     ct(&h, 5, Some(1));
     rt(&h, 10, Some(92));
@@ -184,8 +185,8 @@ fn a_current_token_sent_in_the_millisecond_a_grant_was_answered_sees_it() {
     let read_at_2 = |v| {
         let h = History::new();
         acq(&h, "a", 0, 2, Some(1));
-        let id = h.invoke_at(2, "a", Op::CurrentToken { name: "l".into(), token: None });
-        h.ok(id, "a", Op::CurrentToken { name: "l".into(), token: v });
+        let id = h.invoke_at(2, "a", LockOp::CurrentToken { name: "l".into(), token: None });
+        h.ok(id, "a", LockOp::CurrentToken { name: "l".into(), token: v });
         check(&h.events()).len()
     };
     assert_eq!(read_at_2(Some(1)), 0);
@@ -195,7 +196,7 @@ fn a_current_token_sent_in_the_millisecond_a_grant_was_answered_sees_it() {
 #[test]
 fn a_retry_that_gives_up_early_fails() {
     let h = History::new();
-    let op = |token| Op::Retry { name: "l".into(), attempts: 3, deadline_ms: None, token, backoff_ms: None };
+    let op = |token| LockOp::Retry { name: "l".into(), attempts: 3, deadline_ms: None, token, backoff_ms: None };
     let id = h.invoke_at(0, "a", op(None));
     acq(&h, "a", 0, 2, None);
     acq(&h, "a", 10, 12, None);
@@ -209,11 +210,11 @@ fn a_retry_that_gives_up_early_fails() {
 
 #[test]
 fn a_retry_that_goes_on_past_an_error_fails() {
-    let op = |token| Op::Retry { name: "l".into(), attempts: 3, deadline_ms: None, token, backoff_ms: None };
+    let op = |token| LockOp::Retry { name: "l".into(), attempts: 3, deadline_ms: None, token, backoff_ms: None };
     let run = |errored: bool| {
         let h = History::new();
         let id = h.invoke_at(0, "a", op(None));
-        let first = Op::Acquire { name: "l".into(), ttl_ms: 100, token: None, deadline: None };
+        let first = LockOp::Acquire { name: "l".into(), ttl_ms: 100, token: None, deadline: None };
         let a = h.invoke_at(0, "a", first.clone());
         if errored {
             // Timed out: recorded as unknown; the retry went on.
@@ -225,7 +226,7 @@ fn a_retry_that_goes_on_past_an_error_fails() {
                 a,
                 "a",
                 EventKind::Ok,
-                Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(1), deadline: None },
+                LockOp::Acquire { name: "l".into(), ttl_ms: 100, token: Some(1), deadline: None },
             );
         }
         h.complete_at(257, id, "a", EventKind::Ok, op(Some(1)));
@@ -239,7 +240,8 @@ fn a_retry_that_goes_on_past_an_error_fails() {
 #[test]
 fn a_retry_that_sleeps_past_its_backoff_cap_fails() {
     // Base 5 ms, at most 12 ms: caps 5, 10, 12, 12.
-    let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: None, token, backoff_ms: Some((5, 12)) };
+    let op =
+        |token| LockOp::Retry { name: "l".into(), attempts: 5, deadline_ms: None, token, backoff_ms: Some((5, 12)) };
     let run = |gaps: [u64; 4], paused: bool| {
         let h = History::new();
         let id = h.invoke_at(0, "a", op(None));
@@ -247,7 +249,7 @@ fn a_retry_that_sleeps_past_its_backoff_cap_fails() {
         for (i, gap) in std::iter::once(0).chain(gaps).enumerate() {
             t += gap;
             if paused && i == 4 {
-                h.observe_at(t - 1, "a", Op::Paused { ms: 1, context: "gc".into() });
+                h.observe_at(t - 1, "a", crate::history::Op::Paused { ms: 1, context: "gc".into() });
             }
             acq(&h, "a", t, t + 2, None);
             t += 2;
@@ -268,7 +270,7 @@ fn a_retry_that_sleeps_past_its_backoff_cap_fails() {
 
 #[test]
 fn a_retry_that_sleeps_past_its_deadline_fails() {
-    let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token, backoff_ms: None };
+    let op = |token| LockOp::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token, backoff_ms: None };
     let run = |give_up_at: u64| {
         let h = History::new();
         let id = h.invoke_at(0, "a", op(None));
@@ -287,7 +289,7 @@ fn a_retry_that_sleeps_past_its_deadline_fails() {
 
 #[test]
 fn an_attempt_at_or_past_the_deadline_fails() {
-    let op = |token| Op::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token, backoff_ms: None };
+    let op = |token| LockOp::Retry { name: "l".into(), attempts: 5, deadline_ms: Some(50), token, backoff_ms: None };
     let run = |second: u64| {
         let h = History::new();
         let id = h.invoke_at(0, "a", op(None));
@@ -311,7 +313,7 @@ fn acq_ok_event() -> Event {
         process: "b".into(),
         kind: EventKind::Ok,
         op_id: crate::history::OpId(1000),
-        op: Op::Acquire { name: "l".into(), ttl_ms: 100, token: Some(9), deadline: None },
+        op: LockOp::Acquire { name: "l".into(), ttl_ms: 100, token: Some(9), deadline: None }.into(),
         api: None,
     }
 }

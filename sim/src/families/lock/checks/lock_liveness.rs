@@ -4,7 +4,7 @@
 //! The lock scenarios end with a *probe*: after every client has stopped
 //! and the last fault (nemesis or workload stall) has healed plus a settle
 //! margin, one process calls `Retry::run` around `Lock::acquire` (recorded
-//! as [`Op::Retry`]). By then no client acts on the lock, so the only thing
+//! as [`LockOp::Retry`]). By then no client acts on the lock, so the only thing
 //! that can still hold it is a lease left behind (a release that timed
 //! out, a holder that gave up): it expires within one TTL. The bound is
 //! therefore **TTL + 150 ms** (a few round trips and retry delays) from the
@@ -12,8 +12,9 @@
 //! or late probe is a `liveness` violation (it catches a lock that keeps
 //! keys past their TTL or never grants again).
 
-use super::{completed, Violation, LIVENESS};
-use crate::history::{Event, EventKind, Millis, Op};
+use crate::checker::{completed, Violation, LIVENESS};
+use crate::families::lock::op::LockOp;
+use crate::history::{Event, EventKind, Millis};
 
 /// Slack on top of the TTL: round trips and retry delays.
 pub const SLACK_MS: Millis = 150;
@@ -26,7 +27,7 @@ pub fn check(events: &[Event], probe_process: &str, ttl_ms: Millis) -> Vec<Viola
         if c.done.process != probe_process {
             continue;
         }
-        let Op::Retry { name, token, .. } = &c.done.op else { continue };
+        let Some(LockOp::Retry { name, token, .. }) = LockOp::of(&c.done.op) else { continue };
         let took = c.done.time.saturating_sub(c.invoke_time);
         match (c.done.kind, token) {
             (EventKind::Ok, Some(_)) if took <= bound => {}
@@ -54,7 +55,8 @@ mod tests {
     use crate::history::History;
 
     fn probe(h: &History, t0: u64, t1: u64, kind: EventKind, token: Option<u64>) {
-        let op = |token| Op::Retry { name: "l".into(), attempts: 40, deadline_ms: Some(450), token, backoff_ms: None };
+        let op =
+            |token| LockOp::Retry { name: "l".into(), attempts: 40, deadline_ms: Some(450), token, backoff_ms: None };
         let id = h.invoke_at(t0, "reader", op(None));
         h.complete_at(t1, id, "reader", kind, op(token));
     }

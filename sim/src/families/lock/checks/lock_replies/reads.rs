@@ -5,7 +5,7 @@
 use super::model::{ttl_of, who, Lease, Model};
 use super::{report, Reply};
 use crate::checker::Violation;
-use crate::history::Op;
+use crate::families::lock::op::LockOp;
 
 /// Rule 4: `current_token` lies between the grants completed before it was
 /// invoked (and the highest such token) and the acquires (granted or
@@ -22,7 +22,7 @@ pub(super) fn current_token(
     if m.leases_may_end_early {
         return;
     }
-    let Op::CurrentToken { token, .. } = r.result else { return };
+    let LockOp::CurrentToken { token, .. } = r.result else { return };
     let v = token.unwrap_or(0);
     // A grant answered by the millisecond the read was sent ran
     // at the server before it: its reply was on its way back
@@ -32,7 +32,7 @@ pub(super) fn current_token(
     let upper = m
         .calls
         .iter()
-        .filter(|a| matches!(a.op, Op::Acquire { name: n, .. } if n == name) && !a.failed() && a.invoked <= done)
+        .filter(|a| matches!(a.op, LockOp::Acquire { name: n, .. } if n == name) && !a.failed() && a.invoked <= done)
         .count() as u64;
     let upper = match floor_epoch_ms {
         Some(epoch) => (epoch + done) * 1000 + upper,
@@ -48,7 +48,7 @@ pub(super) fn current_token(
 
 /// Rule 5: `remaining_ttl`, a time or `None`.
 pub(super) fn remaining_ttl(m: &Model<'_>, r: &Reply<'_, '_>, name: &str, out: &mut Vec<Violation>) {
-    let Op::RemainingTtl { ms, .. } = r.result else { return };
+    let LockOp::RemainingTtl { ms, .. } = r.result else { return };
     match ms {
         Some(ms) => remaining_time(m, r, name, *ms, out),
         None => not_held(m, r, name, out),
@@ -64,7 +64,8 @@ fn remaining_time(m: &Model<'_>, r: &Reply<'_, '_>, name: &str, ms: u64, out: &m
         .calls
         .iter()
         .filter(|a| {
-            matches!(a.op, Op::Acquire { name: n, .. } | Op::Extend { name: n, .. } if n == name) && a.invoked <= done
+            matches!(a.op, LockOp::Acquire { name: n, .. } | LockOp::Extend { name: n, .. } if n == name)
+                && a.invoked <= done
         })
         .map(|a| ttl_of(a.op))
         .max()

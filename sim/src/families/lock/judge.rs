@@ -5,16 +5,14 @@
 //! apart from the run itself (`run.rs`) so that what a variant is judged
 //! by reads in one place.
 
+use super::checks::mutual_exclusion::{self, Exclusion};
+use super::checks::{corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies};
+use super::op::LockOp;
 use super::variants;
 use super::workload::DRIFT;
 use super::{situation, LockKind, LockWorkload, Protection};
 use crate::checker::key_lifetimes::{self, Life, Rule};
-use crate::checker::mutual_exclusion::{self, Exclusion};
-use crate::checker::{
-    acknowledged_writes, corrupt_state, fencing_tokens, guarded_body, lease_views, lock_liveness, lock_replies,
-    stale_overwrite,
-};
-use crate::history::Op;
+use crate::checker::{acknowledged_writes, stale_overwrite};
 use crate::nemesis::Schedule;
 use crate::outcome::Outcome;
 use crate::stats::{self, Histograms, UNSAFE};
@@ -74,7 +72,9 @@ impl LockWorkload {
         self.check_keys_at_end(outcome, run);
         let live = lock_liveness::check(&outcome.history, "reader", self.plan.ttl_ms);
         if live.is_empty()
-            && outcome.history.iter().any(|e| e.process == "reader" && matches!(e.op, Op::Retry { token: Some(_), .. }))
+            && outcome.history.iter().any(|e| {
+                e.process == "reader" && matches!(LockOp::of(&e.op), Some(LockOp::Retry { token: Some(_), .. }))
+            })
         {
             outcome.reach(situation::LOCK_FREE_AFTER_HEAL);
         }
@@ -90,8 +90,8 @@ impl LockWorkload {
         let longest = outcome
             .history
             .iter()
-            .filter_map(|e| match e.op {
-                Op::Acquire { ttl_ms, .. } | Op::Extend { ttl_ms, .. } => Some(ttl_ms),
+            .filter_map(|e| match LockOp::of(&e.op)? {
+                LockOp::Acquire { ttl_ms, .. } | LockOp::Extend { ttl_ms, .. } => Some(*ttl_ms),
                 _ => None,
             })
             .max()
@@ -111,7 +111,12 @@ impl LockWorkload {
 /// believed leases lasted (`unsafe-window`).
 fn histograms(outcome: &Outcome, me: &Exclusion) -> Histograms {
     let mut h = Histograms::new();
-    stats::record_latency(&outcome.history, stats::ACQUIRE_LATENCY, |op| matches!(op, Op::Acquire { .. }), &mut h);
+    stats::record_latency(
+        &outcome.history,
+        stats::ACQUIRE_LATENCY,
+        |op| matches!(LockOp::of(op), Some(LockOp::Acquire { .. })),
+        &mut h,
+    );
     h.declare(UNSAFE);
     for o in &me.overlaps {
         h.record(UNSAFE, o.believed_ms);
@@ -125,9 +130,9 @@ fn reach_post_hoc(outcome: &mut Outcome) {
     let mut granted: Vec<u64> = Vec::new();
     let mut unknown = 0;
     for e in &outcome.history {
-        match (&e.op, e.kind) {
-            (Op::Acquire { token: Some(t), .. }, EventKind::Ok) => granted.push(*t),
-            (Op::Acquire { .. }, EventKind::Info) => unknown += 1,
+        match (LockOp::of(&e.op), e.kind) {
+            (Some(LockOp::Acquire { token: Some(t), .. }), EventKind::Ok) => granted.push(*t),
+            (Some(LockOp::Acquire { .. }), EventKind::Info) => unknown += 1,
             _ => {}
         }
     }

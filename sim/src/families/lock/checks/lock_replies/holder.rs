@@ -5,6 +5,7 @@
 use super::model::{who, Model};
 use super::{report, Reply};
 use crate::checker::Violation;
+use crate::history::Operation;
 
 /// Rule 1: `extend`/`release` returned true, so the lease could still be
 /// the caller's: not expired, not released, not granted to another since.

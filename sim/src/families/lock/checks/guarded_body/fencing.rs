@@ -5,7 +5,8 @@
 use super::views::{Guarded, Views};
 use super::TAKEN_AWAY_SLACK_MS;
 use crate::checker::{Violation, SELF_FENCING};
-use crate::history::{GuardedResult, Millis, Op};
+use crate::families::lock::op::GuardedResult;
+use crate::history::{Millis, Op};
 
 /// `Cancelled { at }` is the instant the body's drop guard fired (within a
 /// millisecond); `Completed` means the drop guard never fired.

@@ -2,7 +2,7 @@
 //! with a typed error that names it, and nothing is changed; a counter the
 //! library can advance gives the exact next token, past 2^53 too.
 //!
-//! Judges the corruption probe's records ([`Op::StateProbe`], see
+//! Judges the corruption probe's records ([`LockOp::StateProbe`], see
 //! `families/lock/probes/corruption.rs`) against what the library documents:
 //!
 //! - `Lock::acquire` over a fence counter holding a canonical integer `n`
@@ -19,14 +19,15 @@
 //!
 //! An answer whose outcome is unknown (a timeout) is not judged.
 
-use super::{Violation, CORRUPT_STATE};
-use crate::history::{Event, Op, Planted, ProbeAfter, ProbeReply};
+use crate::checker::{Violation, CORRUPT_STATE};
+use crate::families::lock::op::{LockOp, Planted, ProbeAfter, ProbeReply};
+use crate::history::Event;
 
 /// Every probe record whose answer or aftermath differs from the contract.
 pub fn check(events: &[Event]) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in events {
-        let Op::StateProbe { planted, reply, after } = &e.op else { continue };
+        let Some(LockOp::StateProbe { planted, reply, after }) = LockOp::of(&e.op) else { continue };
         if matches!(reply, ProbeReply::Unknown(_)) {
             continue;
         }

@@ -3,7 +3,7 @@
 //! lease may be someone else's.
 //!
 //! The body cannot see the extensions its keep-alive loop makes, so this is
-//! judged from the outside, per [`Op::Guarded`] call of process P with
+//! judged from the outside, per [`LockOp::Guarded`] call of process P with
 //! token t. Its *body steps* are P's writes carrying t invoked inside the
 //! call.
 //!
@@ -32,7 +32,7 @@
 //!   the keep-alive is polled before the body, so a body that became ready
 //!   together with an expired deadline (a frozen caller) is dropped.
 //! - `Completed` ⇒ every step completed (the body was not dropped midway),
-//!   and the body's drop guard never fired ([`Op::BodyDropped`]);
+//!   and the body's drop guard never fired ([`LockOp::BodyDropped`]);
 //!   `Cancelled { at }` ⇒ `at` is the instant that guard fired (within a
 //!   millisecond), not when the best-effort release after it returned.
 //! - `Completed` from `with_lock_guarded` ⇒ it returned at most one
@@ -40,7 +40,7 @@
 //!   release waits that long at most; the body's end is the release's
 //!   invoke).
 //! - **taken away**: when the lease's key was overwritten with another
-//!   owner inside the call ([`Op::TakenAway`] at T), the keep-alive's next
+//!   owner inside the call ([`LockOp::TakenAway`] at T), the keep-alive's next
 //!   extension is refused, and it is sent at most one interval after T: the
 //!   body must have been dropped (or have ended) by T + `every_ms` + one
 //!   round trip ([`TAKEN_AWAY_SLACK_MS`]), not at the lease's local
@@ -83,16 +83,16 @@
 //! the body's steps; `liveness` the liveness rules, `schedule` the
 //! keep-alive's schedule.
 //!
-//! [`Op::Guarded`]: crate::history::Op::Guarded
+//! [`LockOp::Guarded`]: crate::families::lock::LockOp::Guarded
 //! [`Op::Delayed`]: crate::history::Op::Delayed
-//! [`Op::BodyDropped`]: crate::history::Op::BodyDropped
-//! [`Op::TakenAway`]: crate::history::Op::TakenAway
+//! [`LockOp::BodyDropped`]: crate::families::lock::LockOp::BodyDropped
+//! [`LockOp::TakenAway`]: crate::families::lock::LockOp::TakenAway
 //! [`Op::Paused`]: crate::history::Op::Paused
 
 use std::collections::BTreeMap;
 
-use super::{Violation, SELF_FENCING};
 use crate::bridge::Execution;
+use crate::checker::{Violation, SELF_FENCING};
 use crate::history::{Event, Millis};
 
 mod fencing;
@@ -141,7 +141,7 @@ pub fn check(
         fencing::gave_up_at_the_deadline(&v, &g, held, &mut out);
         steps::judge(&v, &g, acquired, held, &mut out);
     }
-    super::capped(out, SELF_FENCING)
+    crate::checker::capped(out, SELF_FENCING)
 }
 
 #[cfg(test)]
