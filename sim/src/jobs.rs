@@ -307,7 +307,7 @@ mod tests {
         o.simulated_ms = 10;
         if violating {
             o.violations.push(crate::checker::Violation::new(
-                crate::checker::MUTUAL_EXCLUSION,
+                crate::checker::Invariant::new("planted"),
                 Some(1),
                 "planted by the test",
             ));

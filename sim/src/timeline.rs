@@ -557,7 +557,10 @@ mod tests {
         h.fault_at(230, FaultRecord::on_node(FaultKind::ServerRestart, "redis-0", false, 10));
         let w = h.invoke_at(240, "client-0", Op::Note { text: "write <x> & \"y\"".into() });
         h.info(w, "client-0", Op::Note { text: "timed out".into() });
-        (h.events(), vec![Violation::new(crate::checker::MUTUAL_EXCLUSION, Some(150), "two <holders>")])
+        (
+            h.events(),
+            vec![Violation::new(crate::checker::Invariant::new("mutual-exclusion"), Some(150), "two <holders>")],
+        )
     }
 
     fn page_of(events: &[Event], violations: &[Violation]) -> String {

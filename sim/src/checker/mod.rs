@@ -33,15 +33,11 @@ pub mod unexpected_errors;
 pub use allowance::Allowance;
 pub use invariant::Invariant;
 
-/// Name of the fencing-token invariant.
-pub const FENCING_TOKENS_INCREASE: Invariant = Invariant::new("fencing-tokens-increase");
 /// Name of the no-stale-overwrite invariant.
 pub const NO_STALE_OVERWRITE: Invariant = Invariant::new("no-stale-overwrite");
 /// Name of the acknowledged-writes invariant (declared by the scenarios
 /// that write through `FencedStore::acknowledged`).
 pub const ACKNOWLEDGED_WRITES: Invariant = Invariant::new("acknowledged-writes");
-/// Name of the mutual-exclusion invariant.
-pub const MUTUAL_EXCLUSION: Invariant = Invariant::new("mutual-exclusion");
 
 /// Name of the self-fencing invariant: a holder that trusts its lease only
 /// until its local deadline never overlaps another holder.
@@ -51,11 +47,6 @@ pub const SELF_FENCING: Invariant = Invariant::new("self-fencing");
 /// makes progress within a stated bound.
 pub const LIVENESS: Invariant = Invariant::new("liveness");
 
-/// Name of the corrupt-state invariant: a key holding what the library
-/// never writes is refused with a typed error naming it, and nothing
-/// changes; a counter it can advance gives the exact next token.
-pub const CORRUPT_STATE: Invariant = Invariant::new("corrupt-state");
-
 /// Name of the input-validation invariant: configuration is accepted or
 /// refused (as `InvalidInput`) exactly at the documented edges.
 pub const INPUT_VALIDATION: Invariant = Invariant::new("input-validation");
@@ -63,10 +54,6 @@ pub const INPUT_VALIDATION: Invariant = Invariant::new("input-validation");
 /// Name of the configuration invariant: accessors report what a primitive
 /// was built with.
 pub const CONFIGURATION: Invariant = Invariant::new("configuration");
-
-/// Name of the lease-views invariant: a lease's local deadline runs from
-/// its request's send, and its accessors say what it was granted.
-pub const LEASE_VIEWS: Invariant = Invariant::new("lease-views");
 
 /// Name of the key-lifetimes invariant: keys a correct primitive leaves
 /// behind expire as documented (leases and limiter keys within their bound,
@@ -78,33 +65,16 @@ pub const KEY_LIFETIMES: Invariant = Invariant::new("key-lifetimes");
 /// that no fault explains.
 pub const UNEXPECTED_ERRORS: Invariant = Invariant::new("unexpected-errors");
 
-/// Name of the lock-replies invariant: every `Lock` answer (acquire,
-/// extend, release, current_token, remaining_ttl, `Retry::run`) is
-/// justified by the history, in both directions.
-pub const LOCK_REPLIES: Invariant = Invariant::new("lock-replies");
-
 /// Every invariant name with its one-line meaning (for `--help`, the report
 /// and the README).
 pub const INVARIANTS: &[(Invariant, &str)] = &[
-    (
-        FENCING_TOKENS_INCREASE,
-        "per lock name, tokens are unique and an acquire that starts after another completed gets a larger token",
-    ),
     (
         NO_STALE_OVERWRITE,
         "once the store accepted token t it never accepts t' < t, and the final value belongs to the highest accepted token",
     ),
     (
-        MUTUAL_EXCLUSION,
-        "two holders never both hold a lease they may still trust (overlap of believed holds is measured, not hidden)",
-    ),
-    (
         SELF_FENCING,
         "under self-fencing (Demotion::AtDeadline, with_lock_guarded), no two nodes trust a lease at the same simulated instant, and no guarded body runs past its local deadline",
-    ),
-    (
-        LOCK_REPLIES,
-        "every Lock reply is justified by the history both ways: true only if the lease could still be ours, false only if it could be gone; a refused acquire only if a lease could be present",
     ),
     (
         LIVENESS,
@@ -123,16 +93,8 @@ pub const INVARIANTS: &[(Invariant, &str)] = &[
         "every primitive's accessors (drift, key names, intervals, quorum, limits) report the configuration it was built with",
     ),
     (
-        LEASE_VIEWS,
-        "a Lock lease's local deadline is send + ttl − drift, measured from the acquire or extend that set it; is_trusted() is true exactly before it; name, key, token and ttl are those granted",
-    ),
-    (
         KEY_LIFETIMES,
         "every key a correct primitive leaves behind expires as documented: a lease within its TTL, a limiter key once it can no longer count, a fence counter or fenced entry never",
-    ),
-    (
-        CORRUPT_STATE,
-        "a lock counter or fenced entry holding what the library never writes is refused with WrongType or CorruptState naming the key, and nothing changes; a counter it can advance gives exactly the next token, past 2^53 too",
     ),
 ];
 

@@ -15,4 +15,4 @@ use crate::family::ReportPart;
 /// in the report's order: what their histograms measure, and their own
 /// sections (the election's figures).
 pub const REPORT_PARTS: &[ReportPart] =
-    &[election::REPORT_PART, rate_limit::REPORT_PART, redlock::REPORT_PART, job_queue::REPORT_PART];
+    &[lock::REPORT_PART, election::REPORT_PART, rate_limit::REPORT_PART, redlock::REPORT_PART, job_queue::REPORT_PART];

@@ -12,8 +12,9 @@
 //! trusted if it catches them, and `sim/tests/harness/scenarios.rs` pins seeds that
 //! prove it does.
 
-use crate::api::{FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_RELEASE};
+use crate::api::{FENCED_STORE_READ, FENCED_STORE_WRITE};
 use crate::families::election::api::{ELECTION_RUN, ELECTION_STOP};
+use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_RELEASE};
 use crate::families::rate_limit::api::{COUNTER_CHECK, COUNTER_CHECK_AT, LOG_CHECK, LOG_CHECK_AT};
 use crate::families::redlock::api::{
     REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT, REDLOCK_EXTEND, REDLOCK_RELEASE,
@@ -99,8 +100,9 @@ impl Scenario {
     }
 }
 
-use crate::checker::{Invariant, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE};
+use crate::checker::{Invariant, NO_STALE_OVERWRITE};
 use crate::families::election::invariants::ELECTION;
+use crate::families::lock::invariants::{FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION};
 use crate::families::rate_limit::invariants::RATE_LIMIT;
 use crate::families::redlock::invariants::REDLOCK_MUTUAL_EXCLUSION;
 

@@ -10,9 +10,10 @@
 use std::fmt::Debug;
 
 use super::*;
-use crate::checker::{Invariant, FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION, NO_STALE_OVERWRITE};
+use crate::checker::{Invariant, NO_STALE_OVERWRITE};
 use crate::families::election::invariants::ELECTION;
 use crate::families::election::ElectionSpace;
+use crate::families::lock::invariants::{FENCING_TOKENS_INCREASE, MUTUAL_EXCLUSION};
 use crate::families::lock::LockSpace;
 use crate::families::rate_limit::invariants::RATE_LIMIT;
 use crate::families::rate_limit::RateLimitSpace;

@@ -15,9 +15,8 @@ use super::modes::{attempt, Ctx, Mode};
 use super::record::{read_lock_state, view};
 use super::workload::{draw, fenced_lock, lock_drift, sleep_ms, DRIFT};
 use super::{situation, variants, LockKind, LockWorkload, StoreKind, LOCK_NAME, RESOURCE_KEY};
-use crate::api::{
-    FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_RELEASE, NAIVE_LOCK_ACQUIRE, NAIVE_LOCK_RELEASE, UNFENCED_STORE_WRITE,
-};
+use crate::api::{FENCED_STORE_WRITE, UNFENCED_STORE_WRITE};
+use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_RELEASE, NAIVE_LOCK_ACQUIRE, NAIVE_LOCK_RELEASE};
 use crate::families::lock::op::LockOp;
 use crate::history::{Op, WriteResult};
 use crate::net::SimConnection;

@@ -46,8 +46,10 @@
 //! | `situations.rs` | the situations and operations the family declares |
 //! | `variants/` | [`LockVariant`], its [`Family`](crate::Family) impl, one file per variant's settings |
 
+pub(crate) mod api;
 mod checks;
 mod client;
+pub mod invariants;
 mod judge;
 mod modes;
 mod op;
@@ -70,3 +72,8 @@ pub use plan::{LockPlan, LockSpace, Stall};
 pub use situations::{situation, FENCING_SITUATIONS, OPERATIONS, SITUATIONS};
 pub use variants::LockVariant;
 pub use workload::{LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};
+
+/// What the lock family adds to `rp-sim report`: its invariants (its
+/// histograms are the shared ones).
+pub const REPORT_PART: crate::family::ReportPart =
+    crate::family::ReportPart { invariants: invariants::INVARIANTS, histograms: &[], section: None };

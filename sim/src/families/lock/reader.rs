@@ -16,7 +16,8 @@ use tokio::task::JoinHandle;
 
 use super::workload::{fenced_lock, lock_drift, sleep_ms};
 use super::{probes, LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};
-use crate::api::{FENCED_STORE_READ, LOCK_ACQUIRE, LOCK_RELEASE, RETRY_RUN, UNFENCED_STORE_READ};
+use crate::api::{FENCED_STORE_READ, UNFENCED_STORE_READ};
+use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_RELEASE, RETRY_RUN};
 use crate::families::lock::op::LockOp;
 use crate::history::Op;
 use crate::net::SimConnection;

@@ -7,7 +7,8 @@ use rand::Rng;
 use redis_primitives::{FencedStore, Lock, WriteOutcome};
 
 use super::{situation, LOCK_NAME, RESOURCE_KEY};
-use crate::api::{FENCED_STORE_WRITE, LOCK_CURRENT_TOKEN, LOCK_REMAINING_TTL};
+use crate::api::FENCED_STORE_WRITE;
+use crate::families::lock::api::{LOCK_CURRENT_TOKEN, LOCK_REMAINING_TTL};
 use crate::families::lock::op::{GuardedResult, LockOp};
 use crate::history::{Op, WriteResult};
 use crate::net::SimConnection;

@@ -3,9 +3,10 @@
 //! and the public operations the workload calls. Declared here, reached
 //! by the actors (`client.rs`, `modes/`) and by the analysis (`judge.rs`).
 
-use crate::api::{
-    FENCED_STORE_READ, FENCED_STORE_WRITE, LOCK_ACQUIRE, LOCK_CURRENT_TOKEN, LOCK_EXTEND, LOCK_KEEP_ALIVE,
-    LOCK_RELEASE, LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED, RETRY_RUN,
+use crate::api::{FENCED_STORE_READ, FENCED_STORE_WRITE};
+use crate::families::lock::api::{
+    LOCK_ACQUIRE, LOCK_CURRENT_TOKEN, LOCK_EXTEND, LOCK_KEEP_ALIVE, LOCK_RELEASE, LOCK_REMAINING_TTL, LOCK_WITH_LOCK,
+    LOCK_WITH_LOCK_GUARDED, RETRY_RUN,
 };
 use crate::history::Api;
 use crate::outcome::Situation;

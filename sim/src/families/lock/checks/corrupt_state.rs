@@ -19,7 +19,8 @@
 //!
 //! An answer whose outcome is unknown (a timeout) is not judged.
 
-use crate::checker::{Violation, CORRUPT_STATE};
+use crate::checker::Violation;
+use crate::families::lock::invariants::CORRUPT_STATE;
 use crate::families::lock::op::{LockOp, Planted, ProbeAfter, ProbeReply};
 use crate::history::Event;
 

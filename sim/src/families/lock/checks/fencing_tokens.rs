@@ -16,7 +16,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::checker::{completed, order, Violation, FENCING_TOKENS_INCREASE};
+use crate::checker::{completed, order, Violation};
+use crate::families::lock::invariants::FENCING_TOKENS_INCREASE;
 use crate::families::lock::op::LockOp;
 use crate::history::{Event, EventKind};
 

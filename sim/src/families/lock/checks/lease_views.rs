@@ -21,7 +21,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::checker::{Allowance, Violation, LEASE_VIEWS};
+use crate::checker::{Allowance, Violation};
+use crate::families::lock::invariants::LEASE_VIEWS;
 use crate::families::lock::op::LockOp;
 use crate::history::{Event, EventKind, Millis};
 

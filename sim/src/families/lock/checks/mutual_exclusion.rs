@@ -21,7 +21,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::checker::{completed, Violation, MUTUAL_EXCLUSION};
+use crate::checker::{completed, Violation};
+use crate::families::lock::invariants::MUTUAL_EXCLUSION;
 use crate::families::lock::op::LockOp;
 use crate::history::{Event, EventKind, Millis};
 

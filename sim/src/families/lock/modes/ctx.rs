@@ -6,7 +6,7 @@
 use rand::Rng;
 use redis_primitives::{FencedStore, Lock, Ttl};
 
-use crate::api::LOCK_RELEASE;
+use crate::families::lock::api::LOCK_RELEASE;
 use crate::families::lock::op::LockOp;
 use crate::families::lock::record::{view, write_fenced};
 use crate::families::lock::workload::sleep_ms;

@@ -8,7 +8,7 @@ use rand::Rng;
 use redis_primitives::Ttl;
 
 use super::ctx::{send_then_pause, Ctx};
-use crate::api::{LOCK_ACQUIRE, LOCK_EXTEND};
+use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_EXTEND};
 use crate::families::lock::op::LockOp;
 use crate::families::lock::record::view;
 use crate::families::lock::workload::sleep_ms;

@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use redis_primitives::{KeepAlive, Ttl};
 
 use super::ctx::Ctx;
-use crate::api::{LOCK_ACQUIRE, LOCK_KEEP_ALIVE, LOCK_WITH_LOCK_GUARDED};
+use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_KEEP_ALIVE, LOCK_WITH_LOCK_GUARDED};
 use crate::families::lock::op::{GuardedResult, LockOp};
 use crate::families::lock::record::{loss_is_deadline, BodyMark, GuardedCall, GuardedEnd};
 use crate::families::lock::{situation, LOCK_NAME};

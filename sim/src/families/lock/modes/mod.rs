@@ -14,7 +14,7 @@ mod with_lock;
 
 use rand::Rng;
 
-use crate::api::LOCK_ACQUIRE;
+use crate::families::lock::api::LOCK_ACQUIRE;
 use crate::families::lock::situation;
 use crate::families::lock::workload::sleep_ms;
 use crate::world::ActorResult;

@@ -13,7 +13,7 @@ use rand::Rng;
 use redis_primitives::{Lease, Lock, Ttl};
 
 use super::ctx::Ctx;
-use crate::api::{LOCK_ACQUIRE, RETRY_RUN};
+use crate::families::lock::api::{LOCK_ACQUIRE, RETRY_RUN};
 use crate::families::lock::op::LockOp;
 use crate::families::lock::workload::sleep_ms;
 use crate::families::lock::{situation, LockWorkload, LOCK_NAME};

@@ -7,7 +7,7 @@ use rand::Rng;
 use redis_primitives::{LockOutcome, Release};
 
 use super::ctx::Ctx;
-use crate::api::LOCK_WITH_LOCK;
+use crate::families::lock::api::LOCK_WITH_LOCK;
 use crate::families::lock::op::LockOp;
 use crate::families::lock::record::{view, write_fenced};
 use crate::families::lock::workload::sleep_ms;

@@ -71,7 +71,7 @@ use std::sync::Arc;
 
 use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
-use crate::api::{LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED};
+use crate::families::lock::api::{LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED};
 use crate::families::lock::op::LockOp;
 use crate::families::lock::record::{BodyMark, GuardedCall, GuardedEnd};
 use crate::net::SimConnection;

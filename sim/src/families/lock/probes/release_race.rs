@@ -41,7 +41,7 @@
 use core::time::Duration;
 use redis_primitives::{Lease, Lock, Ttl};
 
-use crate::api::{LOCK_ACQUIRE, LOCK_EXTEND, LOCK_RELEASE, LOCK_REMAINING_TTL};
+use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_EXTEND, LOCK_RELEASE, LOCK_REMAINING_TTL};
 use crate::families::lock::op::LockOp;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};

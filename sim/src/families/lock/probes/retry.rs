@@ -38,7 +38,7 @@ use std::rc::Rc;
 use redis_primitives::{Lock, Ttl};
 
 use super::release_race::{acquire, release};
-use crate::api::{LOCK_ACQUIRE, RETRY_RUN};
+use crate::families::lock::api::{LOCK_ACQUIRE, RETRY_RUN};
 use crate::families::lock::op::LockOp;
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};

@@ -71,7 +71,8 @@
 //! rule 7.
 
 use crate::bridge::Execution;
-use crate::checker::{Violation, LOCK_REPLIES};
+use crate::checker::Violation;
+use crate::families::lock::invariants::LOCK_REPLIES;
 use crate::families::lock::op::LockOp;
 use crate::history::{Event, EventKind, Millis};
 
