@@ -39,7 +39,7 @@ use proptest::strategy::{BoxedStrategy, Strategy};
 
 use crate::checker::Invariant;
 use crate::fault_space::FaultSpace;
-use crate::history::Event;
+use crate::history::{Event, Operation};
 use crate::nemesis::{Fault, Schedule};
 use crate::outcome::Outcome;
 use crate::servers::{Servers, SetupError};
@@ -54,6 +54,11 @@ pub trait Family: fmt::Debug + Sync + 'static {
 
     /// Ranges (and shapes) of plans: what [`Family::plans`] draws from.
     type Space: Clone + fmt::Debug + 'static;
+
+    /// What its actors record and its checkers read back (with
+    /// [`operations`]): the family's own operation type, in the history as
+    /// `Op::Family` ([`crate::history::Operation`]).
+    type Op: Operation;
 
     /// The family's name: the `family` tag of its plans' JSON.
     const NAME: &'static str;
@@ -120,6 +125,12 @@ pub trait Family: fmt::Debug + Sync + 'static {
     fn tenures(&self, _events: &[Event]) -> Vec<Tenure> {
         Vec::new()
     }
+}
+
+/// The events of `events` that carry an operation of family `F`, each with
+/// the operation, typed.
+pub fn operations<F: Family>(events: &[Event]) -> impl Iterator<Item = (&Event, &F::Op)> {
+    events.iter().filter_map(|e| e.op.family::<F::Op>().map(|op| (e, op)))
 }
 
 /// A plan as the harness carries it: its family's name and its JSON.

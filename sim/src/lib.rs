@@ -149,7 +149,9 @@ pub use clock::{ServerClock, CLOCK_FILE_ENV};
 pub use determinism::{compare_histories, Divergence};
 pub use exploration::{replay_command, Exploration, SeedReport, SeedRun};
 pub use explore::{explore, explore_with, ExploreOptions};
-pub use family::{Family, MeasureSection, ReportJson, ReportPart, ReportSection, Runner, Workload, Workloads};
+pub use family::{
+    operations, Family, MeasureSection, ReportJson, ReportPart, ReportSection, Runner, Workload, Workloads,
+};
 pub use fault_record::{FaultRecord, NamedTarget, NemesisStep};
 pub use fault_space::{rng, FaultSpace, WorkloadFault, CLIENT_SIDE};
 pub use history::{Digest, Event, EventKind, FamilyOp, History, Op, OpId, Operation};

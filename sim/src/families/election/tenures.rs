@@ -4,15 +4,16 @@
 
 use super::op::{ElectionOp, Role};
 use super::reigns::reigns;
+use super::ElectionVariant;
+use crate::family::operations;
 use crate::history::Event;
 use crate::timeline::Tenure;
 
 /// Every reign of every election in `events`.
 pub(super) fn of(events: &[Event]) -> Vec<Tenure> {
-    let mut elections: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e.op.family::<ElectionOp>() {
-            Some(ElectionOp::Role { election, role: Role::Leader, .. }) => Some(election.as_str()),
+    let mut elections: Vec<&str> = operations::<ElectionVariant>(events)
+        .filter_map(|(_, op)| match op {
+            ElectionOp::Role { election, role: Role::Leader, .. } => Some(election.as_str()),
             _ => None,
         })
         .collect();

@@ -73,6 +73,7 @@ impl ElectionVariant {
 impl Family for ElectionVariant {
     type Plan = ElectionPlan;
     type Space = ElectionSpace;
+    type Op = crate::families::election::ElectionOp;
     const NAME: &'static str = "election";
 
     fn nodes(&self) -> u32 {

@@ -77,6 +77,7 @@ fn run_planned(
 impl Family for JobQueueVariant {
     type Plan = JobPlan;
     type Space = JobSpace;
+    type Op = crate::families::job_queue::JobOp;
     const NAME: &'static str = "job-queue";
 
     fn nodes(&self) -> u32 {

@@ -113,6 +113,7 @@ pub fn run_planned(
 impl Family for RateLimitVariant {
     type Plan = RateLimitPlan;
     type Space = RateLimitSpace;
+    type Op = crate::families::rate_limit::RateLimitOp;
     const NAME: &'static str = "rate-limit";
 
     fn nodes(&self) -> u32 {

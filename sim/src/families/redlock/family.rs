@@ -113,6 +113,7 @@ pub fn run_planned(
 impl Family for RedlockVariant {
     type Plan = RedlockPlan;
     type Space = RedlockSpace;
+    type Op = crate::families::redlock::RedlockOp;
     const NAME: &'static str = "redlock";
 
     fn nodes(&self) -> u32 {

@@ -70,6 +70,7 @@ impl LockVariant {
 impl Family for LockVariant {
     type Plan = LockPlan;
     type Space = LockSpace;
+    type Op = crate::families::lock::LockOp;
     const NAME: &'static str = "lock";
 
     fn nodes(&self) -> u32 {
