@@ -141,7 +141,7 @@ impl Exploration {
         self.simulated_ms += outcome.simulated_ms();
         self.events += events;
         for situation in outcome.reached {
-            *self.coverage.entry(situation).or_insert(0) += 1;
+            *self.coverage.entry(situation.to_string()).or_insert(0) += 1;
         }
         for (api, n) in outcome.operations {
             *self.operations.entry(api).or_insert(0) += n;

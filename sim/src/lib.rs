@@ -158,7 +158,7 @@ pub use history::{Digest, Event, EventKind, FamilyOp, History, Op, OpId, Operati
 pub use jobs::{Jobs, JobsError};
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
-pub use outcome::ScheduledFault;
+pub use outcome::{ScheduledFault, SituationName};
 pub use placement::Placement;
 pub use plan::Plan;
 pub use plot::{Curve, PlotFile};

@@ -37,10 +37,37 @@ pub struct Outcome {
     /// The declared situations this run reached (see [`Situation`]): from
     /// the actors' `reached` events, plus what the scenario's analysis of
     /// the history adds.
-    pub reached: BTreeSet<String>,
+    pub reached: BTreeSet<SituationName>,
     /// Public library operations invoked, by name (`Lock::extend` → count):
     /// the operations table.
     pub operations: BTreeMap<Api, u64>,
+}
+
+/// The typed name of a [`Situation`] (`lease-expired-while-paused`): a
+/// constant where its family declares it, recorded by an actor
+/// ([`crate::Actor::reached`]) or the analysis ([`Outcome::reach`]) and
+/// compared as a value, never by prefix or suffix. Never read back from a
+/// file (coverage is written by name), so it is a plain `Copy` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct SituationName(&'static str);
+
+impl SituationName {
+    /// The situation named `name` (kebab case).
+    pub const fn new(name: &'static str) -> SituationName {
+        SituationName(name)
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for SituationName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.0)
+    }
 }
 
 /// One entry of a run's fault schedule: typed, text only when printed.
@@ -100,8 +127,8 @@ impl Outcome {
 
     /// Marks `situation` as reached (for situations a scenario recognises
     /// in the finished history rather than while it runs).
-    pub fn reach(&mut self, situation: &str) {
-        self.reached.insert(situation.to_string());
+    pub fn reach(&mut self, situation: SituationName) {
+        self.reached.insert(situation);
     }
 
     /// Simulated milliseconds covered by the run.
@@ -147,8 +174,8 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
 /// when the pinned seeds stop reaching one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Situation {
-    /// Short kebab-case name, as recorded in the history.
-    pub name: &'static str,
+    /// Its name, as recorded in the history.
+    pub name: SituationName,
     /// What it means, in one line.
     pub meaning: &'static str,
 }

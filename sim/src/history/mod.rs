@@ -46,6 +46,7 @@ pub use self::values::*;
 // Also at the crate root, their one public path; here for the crate.
 pub(crate) use crate::api::Api;
 pub(crate) use crate::fault_record::{FaultRecord, NamedTarget, NemesisStep};
+pub(crate) use crate::outcome::SituationName;
 pub(crate) use crate::time::Millis;
 
 /// Pairs an invocation with its completion. Allocated by [`History::invoke`].
@@ -129,7 +130,7 @@ impl fmt::Display for Event {
 struct Inner {
     events: Vec<Event>,
     /// Situations already recorded in this run (each is recorded once).
-    reached: std::collections::BTreeSet<String>,
+    reached: std::collections::BTreeSet<SituationName>,
     next_op: u64,
     /// The latest time recorded: used when no simulation clock is available,
     /// so that time never runs backwards in the history.
@@ -221,17 +222,11 @@ impl History {
 
     /// Records that the run reached `situation`, once per run: later calls
     /// for the same situation record nothing.
-    pub fn reach(&self, process: &str, situation: &str) {
+    pub fn reach(&self, process: &str, situation: SituationName) {
         let mut inner = self.lock();
-        if inner.reached.insert(situation.to_string()) {
+        if inner.reached.insert(situation) {
             let t = Self::now(&inner);
-            Self::observe_locked(
-                &mut inner,
-                t,
-                process,
-                EventKind::Ok,
-                Op::Reached { situation: situation.to_string() },
-            );
+            Self::observe_locked(&mut inner, t, process, EventKind::Ok, Op::Reached { situation });
         }
     }
 

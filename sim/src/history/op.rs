@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::operation::{FamilyOp, Operation};
 use super::values::*;
 use super::FaultRecord;
+use crate::outcome::SituationName;
 use crate::time::Millis;
 
 /// One operation: its arguments, and (on the completion event) its result.
@@ -62,7 +63,7 @@ pub enum Op {
     /// [`crate::outcome::Situation`]). Recorded once per run and situation.
     Reached {
         /// The situation's name.
-        situation: String,
+        situation: SituationName,
     },
     /// Redis answered a request with an error reply (a script error, a
     /// `CORRUPT`/`WRONGTYPE` refusal, anything but the `NOSCRIPT` the library

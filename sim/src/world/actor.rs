@@ -18,6 +18,7 @@ use super::derive_seed;
 use crate::bridge::{BridgeNode, REDIS_PORT};
 use crate::history::{Api, EventKind, History, Millis, Op, OpId};
 use crate::net::{NetConfig, SimConnection};
+use crate::outcome::SituationName;
 use crate::pause::{sim_now, PauseHandle};
 
 /// What an actor's future returns: an `Err` fails the whole run (use it for
@@ -198,7 +199,7 @@ impl Actor {
 
     /// Records that the run reached `situation` (a "sometimes" assertion:
     /// see [`crate::outcome::Situation`]); once per run.
-    pub fn reached(&self, situation: &str) {
+    pub fn reached(&self, situation: SituationName) {
         self.history.reach(&self.name, situation)
     }
 

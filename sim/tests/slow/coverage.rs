@@ -39,7 +39,7 @@ fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
             }
         }
         for s in scenario.situations {
-            if !reached.contains(s.name) {
+            if !reached.contains(&s.name) {
                 missing.push(format!(
                     "{}: no seed of {COVERAGE_SEEDS:?} reached `{}` ({}); look with: rp-sim explore --scenario {} --seeds 200",
                     scenario.name, s.name, s.meaning, scenario.name
@@ -49,7 +49,7 @@ fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
         println!(
             "{:<24} reached {} of {} declared situations",
             scenario.name,
-            scenario.situations.iter().filter(|s| reached.contains(s.name)).count(),
+            scenario.situations.iter().filter(|s| reached.contains(&s.name)).count(),
             scenario.situations.len()
         );
     }
@@ -77,7 +77,7 @@ fn every_declared_situation_has_a_unique_name_and_a_meaning() {
             assert!(seen.insert(s.name), "{}: situation {} declared twice", scenario.name, s.name);
             assert!(!s.meaning.is_empty(), "{}: situation {} has no meaning", scenario.name, s.name);
             assert!(
-                s.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                s.name.name().chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
                 "{}: situation {} is not kebab-case",
                 scenario.name,
                 s.name

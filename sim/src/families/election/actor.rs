@@ -23,6 +23,7 @@ use super::plan::{ElectionPlan, LeaderStall, SLOW_RENEWALS_MS};
 use super::situations::{CAMPAIGN_HELD_AT_STOP, HAND_BACK_HELD, RENEWAL_TIMED_OUT};
 use super::{ElectionVariant, ELECTION_NAME};
 use crate::history::{FaultRecord, Millis};
+use crate::outcome::SituationName;
 use crate::world::Actor;
 
 /// Freezes the leader `actor` for `duration` ms (a GC pause), recorded as
@@ -119,7 +120,7 @@ async fn start(actor: &Actor, variant: ElectionVariant, plan: &ElectionPlan) -> 
 async fn freeze_after_first_campaign(actor: &Actor, plan: &ElectionPlan) {
     sleep(Duration::from_millis(1)).await;
     actor.stall(plan.lease_ms + 10 + 17 * actor.index() as u64, "right after its first campaign was sent");
-    actor.reached("campaign-answered-past-its-deadline");
+    actor.reached(SituationName::new("campaign-answered-past-its-deadline"));
 }
 
 /// The writer: every 30–70 ms (seeded), if the node may act as leader, one
@@ -178,7 +179,7 @@ struct Observer<'a> {
     last_view: Option<ElectionOp>,
     /// The last belief recorded: `(epoch, deadline ms)` while leading.
     last: Option<(Option<u64>, Option<u64>)>,
-    last_demotion: Option<(u64, &'static str)>,
+    last_demotion: Option<(u64, &'static str, SituationName)>,
     stalled: bool,
     slowed: bool,
     timed_out: bool,
@@ -266,8 +267,8 @@ impl<'a> Observer<'a> {
     fn record_demotion(&mut self) {
         let demotion = self.node.last_demotion();
         if demotion != self.last_demotion {
-            if let Some((_, reason)) = demotion {
-                self.actor.reached(&format!("demoted-{reason}"));
+            if let Some((_, _, situation)) = demotion {
+                self.actor.reached(situation);
             }
             self.last_demotion = demotion;
         }
@@ -313,7 +314,7 @@ impl<'a> Observer<'a> {
             for ms in SLOW_RENEWALS_MS {
                 self.actor.delay_next_request_mentioning(0, ms, &lease_key(self.actor));
             }
-            self.actor.reached("renewals-held-at-the-server");
+            self.actor.reached(SituationName::new("renewals-held-at-the-server"));
         }
     }
 

@@ -19,6 +19,7 @@ use crate::families::election::api::{
 };
 use crate::history::{Api, Op, WriteResult};
 use crate::net::SimConnection;
+use crate::outcome::SituationName;
 use crate::world::Actor;
 
 /// The election's lease key, which the aimed delays mention (not the
@@ -87,7 +88,7 @@ impl Node {
                 .map(|l| (l.epoch.get(), actor.micros_of(l.sent_at), actor.micros_of(l.local_deadline))),
             published,
             accessors,
-            demotion_reason: self.last_demotion().map(|(_, reason)| reason.to_string()),
+            demotion_reason: self.last_demotion().map(|(_, reason, _)| reason.to_string()),
         })
     }
 
@@ -100,19 +101,20 @@ impl Node {
     }
 
     /// How the node's most recent term ended, as its run loop published it:
-    /// `(epoch, reason)`, the reason as a situation-name suffix.
-    pub(super) fn last_demotion(&self) -> Option<(u64, &'static str)> {
+    /// `(epoch, reason, the situation it reaches)`, the reason in kebab case
+    /// (as `ElectionView` records it).
+    pub(super) fn last_demotion(&self) -> Option<(u64, &'static str, SituationName)> {
         let Node::Fenced { election, .. } = self else { return None };
         let leadership = election.leadership();
         let d = leadership.last_demotion()?;
-        let reason = match d.reason {
-            DemotionReason::LeaseLost => "lease-lost",
-            DemotionReason::RedisError(_) => "redis-error",
-            DemotionReason::DeadlineReached => "deadline-reached",
-            DemotionReason::Stopped => "stopped",
-            DemotionReason::Dropped => "dropped",
+        let (reason, situation) = match d.reason {
+            DemotionReason::LeaseLost => ("lease-lost", SituationName::new("demoted-lease-lost")),
+            DemotionReason::RedisError(_) => ("redis-error", SituationName::new("demoted-redis-error")),
+            DemotionReason::DeadlineReached => ("deadline-reached", SituationName::new("demoted-deadline-reached")),
+            DemotionReason::Stopped => ("stopped", SituationName::new("demoted-stopped")),
+            DemotionReason::Dropped => ("dropped", SituationName::new("demoted-dropped")),
         };
-        Some((d.epoch.get(), reason))
+        Some((d.epoch.get(), reason, situation))
     }
 
     pub(super) async fn run(&self, actor: &Actor) {

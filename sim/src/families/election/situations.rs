@@ -8,17 +8,17 @@ use super::reigns::reigns;
 use super::{ElectionVariant, ELECTION_NAME};
 use crate::history::{Op, WriteResult};
 use crate::nemesis::FaultClass;
-use crate::outcome::{Outcome, Situation};
+use crate::outcome::{Outcome, Situation, SituationName};
 
 /// Situations every election variant reaches.
 const COMMON: [Situation; 3] = [
     Situation {
-        name: "failover-during-stall",
+        name: SituationName::new("failover-during-stall"),
         meaning: "the leader froze longer than its lease and another node led before it woke",
     },
-    Situation { name: "hand-over-after-stop", meaning: "a leader called stop() and another node took over" },
+    Situation { name: SituationName::new("hand-over-after-stop"), meaning: "a leader called stop() and another node took over" },
     Situation {
-        name: "campaign-answered-past-its-deadline",
+        name: SituationName::new("campaign-answered-past-its-deadline"),
         meaning: "every node froze right after sending its first campaign, so the winner saw its grant only after its own deadline",
     },
 ];
@@ -29,20 +29,23 @@ pub const SITUATIONS: &[Situation] = &[
     COMMON[1],
     COMMON[2],
     Situation {
-        name: "stalled-leader-stopped-believing",
+        name: SituationName::new("stalled-leader-stopped-believing"),
         meaning: "a frozen leader's reign ended at its local deadline, while it was still frozen",
     },
-    Situation { name: "renewal-confirmed", meaning: "a leader's renewal was confirmed and its deadline moved on" },
+    Situation {
+        name: SituationName::new("renewal-confirmed"),
+        meaning: "a leader's renewal was confirmed and its deadline moved on",
+    },
     EPOCHS_PAST_2_POW_53,
     Situation {
-        name: "stale-leader-write-refused",
+        name: SituationName::new("stale-leader-write-refused"),
         meaning: "the fenced store refused a write carrying an older epoch",
     },
     Situation {
-        name: "demoted-deadline-reached",
+        name: SituationName::new("demoted-deadline-reached"),
         meaning: "a leader stepped down because no renewal was confirmed before its local deadline",
     },
-    Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
+    Situation { name: SituationName::new("demoted-stopped"), meaning: "a leader's term ended through stop()" },
     HAND_BACK_HELD,
     CAMPAIGN_HELD_AT_STOP,
     RENEWAL_TIMED_OUT,
@@ -52,7 +55,7 @@ pub const SITUATIONS: &[Situation] = &[
 /// A leader's lease key overwritten with another owner (`election` and
 /// `election-renew-only`).
 pub(super) const LEASE_KEY_TAKEN: Situation = Situation {
-    name: "lease-key-taken-away",
+    name: SituationName::new("lease-key-taken-away"),
     meaning:
         "a leader's lease key was overwritten with another owner: its next renewal is refused and must end its term",
 };
@@ -60,26 +63,26 @@ pub(super) const LEASE_KEY_TAKEN: Situation = Situation {
 /// A leader's renewal held past the response timeout (`election` and
 /// `election-renew-only`).
 pub(super) const RENEWAL_TIMED_OUT: Situation = Situation {
-    name: "renewal-timed-out",
+    name: SituationName::new("renewal-timed-out"),
     meaning:
         "a leader's renewal was held at the server past the response timeout: the failed renewal must end its term",
 };
 
 /// A follower's campaign answered late, across its `stop()` (`election` only).
 pub(super) const CAMPAIGN_HELD_AT_STOP: Situation = Situation {
-    name: "stop-during-a-held-campaign",
+    name: SituationName::new("stop-during-a-held-campaign"),
     meaning: "a follower called stop() while the reply to its campaign (sent after the leader handed back) was held at the server: a won lease must be handed back, not led on",
 };
 
 /// A stop()'s hand-back held at the server (`election` only).
 pub(super) const HAND_BACK_HELD: Situation = Situation {
-    name: "hand-back-held-at-the-server",
+    name: SituationName::new("hand-back-held-at-the-server"),
     meaning: "a leader called stop() and the server held the reply to its hand-back 30-150 ms: it stopped believing before the key went, not when it heard",
 };
 
 /// Epochs past the exact range of a Lua number (a double).
 const EPOCHS_PAST_2_POW_53: Situation = Situation {
-    name: "epochs-past-2-pow-53",
+    name: SituationName::new("epochs-past-2-pow-53"),
     meaning: "a leader was elected with an epoch above 2^53 (the counter was preset just below it)",
 };
 
@@ -90,14 +93,14 @@ pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
     COMMON[2],
     EPOCHS_PAST_2_POW_53,
     Situation {
-        name: "stale-leader-write-refused",
+        name: SituationName::new("stale-leader-write-refused"),
         meaning: "the fenced store refused a write carrying an older epoch",
     },
     Situation {
-        name: "demoted-lease-lost",
+        name: SituationName::new("demoted-lease-lost"),
         meaning: "a woken leader's renewal found the lease gone or someone else's, and it stepped down",
     },
-    Situation { name: "demoted-stopped", meaning: "a leader's term ended through stop()" },
+    Situation { name: SituationName::new("demoted-stopped"), meaning: "a leader's term ended through stop()" },
     RENEWAL_TIMED_OUT,
     LEASE_KEY_TAKEN,
 ];
@@ -106,7 +109,7 @@ pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
 pub const NO_EPOCH_SITUATIONS: &[Situation] = &[COMMON[0], COMMON[1]];
 
 const LEADER_AFTER_FAILOVER: Situation = Situation {
-    name: "leader-after-failover",
+    name: SituationName::new("leader-after-failover"),
     meaning: "a node was elected by the promoted replica (after the epoch counter it had went back)",
 };
 
@@ -114,7 +117,7 @@ const LEADER_AFTER_FAILOVER: Situation = Situation {
 pub const FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOVER];
 
 pub(super) const WRITE_NOT_ACKNOWLEDGED: Situation = Situation {
-    name: "write-not-acknowledged",
+    name: SituationName::new("write-not-acknowledged"),
     meaning: "an acknowledged fenced write made during the replication cut was reported unconfirmed (NotAcknowledged)",
 };
 
@@ -139,10 +142,10 @@ pub(super) fn reach_from_history(
     lease_ms: u64,
 ) {
     if !failovers.is_empty() {
-        outcome.reach("failover-during-stall");
+        outcome.reach(SituationName::new("failover-during-stall"));
     }
     if !handovers.is_empty() {
-        outcome.reach("hand-over-after-stop");
+        outcome.reach(SituationName::new("hand-over-after-stop"));
     }
     let reigns = reigns(&outcome.history, ELECTION_NAME);
     let stalled_past_deadline = markers.iter().any(|m| match m {
@@ -153,7 +156,7 @@ pub(super) fn reach_from_history(
         Marker::Stop { .. } | Marker::Slowed { .. } | Marker::TimedOut { .. } | Marker::TakenAway { .. } => false,
     });
     if variant.at_deadline() && stalled_past_deadline {
-        outcome.reach("stalled-leader-stopped-believing");
+        outcome.reach(SituationName::new("stalled-leader-stopped-believing"));
     }
     let mut refused = false;
     let mut renewed = false;
@@ -173,10 +176,10 @@ pub(super) fn reach_from_history(
         }
     }
     if refused {
-        outcome.reach("stale-leader-write-refused");
+        outcome.reach(SituationName::new("stale-leader-write-refused"));
     }
     if renewed {
-        outcome.reach("renewal-confirmed");
+        outcome.reach(SituationName::new("renewal-confirmed"));
     }
     if past_2_pow_53 {
         outcome.reach(EPOCHS_PAST_2_POW_53.name);

@@ -13,51 +13,53 @@ use crate::outcome::Situation;
 
 /// Situations the correct lock scenarios declare (see `SITUATIONS`).
 pub mod situation {
+    use crate::outcome::SituationName;
+
     /// A guarded body's final release got a reply slower than the
     /// keep-alive interval (a targeted one-request delay).
-    pub const FINAL_RELEASE_DELAYED: &str = "final-release-delayed";
+    pub const FINAL_RELEASE_DELAYED: SituationName = SituationName::new("final-release-delayed");
     /// A holder asked `is_trusted()` at its local deadline or 1 ms before.
-    pub const TRUST_CHECKED_AT_THE_DEADLINE: &str = "trust-checked-at-the-deadline";
+    pub const TRUST_CHECKED_AT_THE_DEADLINE: SituationName = SituationName::new("trust-checked-at-the-deadline");
     /// A holder's own pause ended after its lease's local deadline.
-    pub const LEASE_EXPIRED_WHILE_PAUSED: &str = "lease-expired-while-paused";
+    pub const LEASE_EXPIRED_WHILE_PAUSED: SituationName = SituationName::new("lease-expired-while-paused");
     /// The fenced store rejected a write (a newer token had written).
-    pub const STALE_WRITE_REFUSED: &str = "stale-write-refused";
+    pub const STALE_WRITE_REFUSED: SituationName = SituationName::new("stale-write-refused");
     /// `Lock::extend` returned false.
-    pub const EXTENSION_REFUSED: &str = "extension-refused";
+    pub const EXTENSION_REFUSED: SituationName = SituationName::new("extension-refused");
     /// `Lock::extend` returned true.
-    pub const EXTENSION_CONFIRMED: &str = "extension-confirmed";
+    pub const EXTENSION_CONFIRMED: SituationName = SituationName::new("extension-confirmed");
     /// `Lock::release` after the TTL returned false.
-    pub const RELEASE_AFTER_EXPIRY: &str = "release-after-expiry";
+    pub const RELEASE_AFTER_EXPIRY: SituationName = SituationName::new("release-after-expiry");
     /// A guarded body was dropped because the lease stopped being trusted.
-    pub const GUARD_CANCELLED_BODY: &str = "guard-cancelled-body";
+    pub const GUARD_CANCELLED_BODY: SituationName = SituationName::new("guard-cancelled-body");
     /// A guarded body finished under its lease.
-    pub const GUARDED_BODY_COMPLETED: &str = "guarded-body-completed";
+    pub const GUARDED_BODY_COMPLETED: SituationName = SituationName::new("guarded-body-completed");
     /// An acquire whose outcome was unknown consumed a token (a gap in the
     /// granted tokens).
-    pub const ACQUIRE_TIMED_OUT_BUT_APPLIED: &str = "acquire-timed-out-but-applied";
+    pub const ACQUIRE_TIMED_OUT_BUT_APPLIED: SituationName = SituationName::new("acquire-timed-out-but-applied");
     /// `Retry::run` was granted on a second or later attempt.
-    pub const RETRY_ACQUIRED_AFTER_CONTENTION: &str = "retry-acquired-after-contention";
+    pub const RETRY_ACQUIRED_AFTER_CONTENTION: SituationName = SituationName::new("retry-acquired-after-contention");
     /// `Retry::run`'s caller froze in its first backoff until the retry's
     /// deadline (the next attempt, if any, would start exactly on it).
-    pub const RETRY_PAUSED_TO_DEADLINE: &str = "retry-paused-to-deadline";
+    pub const RETRY_PAUSED_TO_DEADLINE: SituationName = SituationName::new("retry-paused-to-deadline");
     /// An extend confirmed after a pause, but past the local deadline: the
     /// holder treated the success as a loss.
-    pub const STALE_SUCCESS_AFTER_PAUSE: &str = "stale-success-after-pause";
+    pub const STALE_SUCCESS_AFTER_PAUSE: SituationName = SituationName::new("stale-success-after-pause");
     /// The liveness probe got the lock after every fault healed.
-    pub const LOCK_FREE_AFTER_HEAL: &str = "lock-free-after-heal";
+    pub const LOCK_FREE_AFTER_HEAL: SituationName = SituationName::new("lock-free-after-heal");
     /// `with_lock`'s release got no answer in time (a targeted one-request
     /// delay past the response timeout), and the body's output still came
     /// back.
-    pub const WITH_LOCK_RELEASE_UNANSWERED: &str = "with-lock-release-unanswered";
+    pub const WITH_LOCK_RELEASE_UNANSWERED: SituationName = SituationName::new("with-lock-release-unanswered");
     /// A guarded body's first keep-alive extend was held at the server
     /// until after the lease had expired there.
-    pub const KEEP_ALIVE_EXTEND_HELD: &str = "keep-alive-extend-held";
+    pub const KEEP_ALIVE_EXTEND_HELD: SituationName = SituationName::new("keep-alive-extend-held");
     /// An extend sent just before the lease's local deadline had its reply
     /// held at the server until after the lease expired there.
-    pub const EXTEND_REPLY_HELD: &str = "extend-reply-held-across-expiry";
+    pub const EXTEND_REPLY_HELD: SituationName = SituationName::new("extend-reply-held-across-expiry");
     /// A release sent just before the lease's local deadline had its reply
     /// held at the server until after the lease expired there.
-    pub const RELEASE_REPLY_HELD: &str = "release-reply-held-across-expiry";
+    pub const RELEASE_REPLY_HELD: SituationName = SituationName::new("release-reply-held-across-expiry");
 }
 
 /// The situations of `fencing`; `lock` declares all but the last (its

@@ -21,6 +21,7 @@ use crate::family::Family;
 use crate::fault_space::FaultSpace;
 use crate::history::Event;
 use crate::nemesis::{Fault, Schedule};
+use crate::outcome::SituationName;
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{Bound, Histograms};
@@ -103,7 +104,7 @@ pub fn run_planned(
         let settle = last_heal + DRAIN_MS;
         outcome.violations.extend(liveness::check(&outcome.history, settle));
         for s in reached(&outcome.history, setup, settle) {
-            outcome.reach(s);
+            outcome.reach(SituationName::new(s));
         }
     }
     outcome.histograms = h;

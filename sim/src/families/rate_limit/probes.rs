@@ -13,6 +13,7 @@ use redis_primitives::rate_limit::{Decision, Limit};
 use super::limiter::{one_request, Limiter, Setup};
 use super::{until, RateLimitVariant, MASS_LIMIT, MASS_SECOND, PROBE_END_MS};
 use crate::history::Millis;
+use crate::outcome::SituationName;
 use crate::world::{Actor, ActorResult};
 
 /// Mass expiry: `MASS_LIMIT` requests pinned at one seeded instant `t`, then
@@ -46,7 +47,7 @@ async fn trim_then_back(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) {
         }
     }
     if actor.now() - start < w {
-        actor.reached("trim-batch-edge");
+        actor.reached(SituationName::new("trim-batch-edge"));
     }
 }
 
@@ -71,7 +72,7 @@ async fn burst_then_expiry(actor: &Actor, limiter: &Arc<Limiter>, setup: Setup) 
         }
     }
     if known && admitted_late >= 2 {
-        actor.reached("mass-expiry");
+        actor.reached(SituationName::new("mass-expiry"));
     }
 }
 
@@ -115,7 +116,7 @@ pub(super) async fn second_edge(actor: Actor, variant: RateLimitVariant, setup: 
         }
     }
     if last_ms {
-        actor.reached("server-clock-read-at-a-seconds-last-ms");
+        actor.reached(SituationName::new("server-clock-read-at-a-seconds-last-ms"));
     }
     Ok(())
 }
@@ -151,7 +152,7 @@ pub(super) async fn skewed_clocks(actor: Actor, limiter: Arc<Limiter>, setup: Se
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..=10))).await;
     }
     if known && backwards && actor.now() - start < w {
-        actor.reached("skewed-clocks-went-backwards");
+        actor.reached(SituationName::new("skewed-clocks-went-backwards"));
     }
 }
 
@@ -192,7 +193,7 @@ pub(super) async fn lowered_limit(actor: Actor, full: Arc<Limiter>, low: Arc<Lim
         known &= one_request(actor.clone(), Arc::clone(&low), lowered, key.to_string(), Some(t)).await.is_some();
     }
     if known {
-        actor.reached("limit-lowered-for-a-key-in-use");
+        actor.reached(SituationName::new("limit-lowered-for-a-key-in-use"));
     }
 }
 
@@ -216,7 +217,7 @@ pub(super) async fn pinned_ahead(actor: Actor, limiter: Arc<Limiter>, setup: Set
         }
     }
     if known {
-        actor.reached("pinned-ahead-skipped-a-bucket");
+        actor.reached(SituationName::new("pinned-ahead-skipped-a-bucket"));
     }
 }
 

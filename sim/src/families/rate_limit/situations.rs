@@ -7,78 +7,78 @@ use super::actors::SCRIPT_FLUSHED;
 use super::limiter::Setup;
 use super::op::{Admission, RateLimitOp};
 use crate::history::{Event, EventKind, Millis, Op};
-use crate::outcome::Situation;
+use crate::outcome::{Situation, SituationName};
 
 /// The situations the correct limiters exist to reach (the last one only
 /// the counter, whose approximation overshoots).
 const ALL: &[Situation] = &[
-    Situation { name: "limit-reached-exactly", meaning: "an admission reported count = max (remaining 0)" },
+    Situation { name: SituationName::new("limit-reached-exactly"), meaning: "an admission reported count = max (remaining 0)" },
     Situation {
-        name: "same-ms-admissions",
+        name: SituationName::new("same-ms-admissions"),
         meaning: "two admissions on one key in the same server millisecond (ties ordered by count)",
     },
     Situation {
-        name: "decided-on-window-last-ms",
+        name: SituationName::new("decided-on-window-last-ms"),
         meaning: "a decision at exactly a + W - 1 of an earlier admission a (a's last millisecond in the window)",
     },
     Situation {
-        name: "decided-at-window-edge",
+        name: SituationName::new("decided-at-window-edge"),
         meaning: "a decision at exactly a + W of an earlier admission a (the first instant a no longer counts)",
     },
     Situation {
-        name: "decided-past-window-edge",
+        name: SituationName::new("decided-past-window-edge"),
         meaning: "a decision at exactly a + W + 1 of an earlier admission a",
     },
     Situation {
-        name: "denied-at-retry-after-minus-1",
+        name: SituationName::new("denied-at-retry-after-minus-1"),
         meaning: "denied at t with retry-after r, then a request at exactly t + r - 1 was denied",
     },
     Situation {
-        name: "denied-then-admitted-at-retry-after",
+        name: SituationName::new("denied-then-admitted-at-retry-after"),
         meaning: "denied at t with retry-after r, then a request at exactly t + r was admitted",
     },
     Situation {
-        name: "burst-straddles-boundary",
+        name: SituationName::new("burst-straddles-boundary"),
         meaning: "decisions within 150 ms before and after a bucket boundary on one key, with a denial after it",
     },
     Situation {
-        name: "request-outcome-unknown",
+        name: SituationName::new("request-outcome-unknown"),
         meaning: "a rate-limit request timed out or failed (outcome unknown to the checkers)",
     },
     Situation {
-        name: "noscript-recovered",
+        name: SituationName::new("noscript-recovered"),
         meaning: "a decision succeeded after SCRIPT FLUSH dropped the limiter's script (NOSCRIPT recovered)",
     },
     Situation {
-        name: "mass-expiry",
+        name: SituationName::new("mass-expiry"),
         meaning: "a burst larger than the log's trim batch (64) was admitted in one millisecond and, one window later, a second burst on that key was decided",
     },
     Situation {
-        name: "server-clock-read-at-a-seconds-last-ms",
+        name: SituationName::new("server-clock-read-at-a-seconds-last-ms"),
         meaning: "a decision on the server's own clock executed at the last millisecond of a second (TIME's microseconds at 999xxx: where a wrong unit conversion shows)",
     },
     Situation {
-        name: "trim-batch-edge",
+        name: SituationName::new("trim-batch-edge"),
         meaning: "more entries than one call trims (64) left the window at once, and an instant one millisecond behind then counted the untrimmed rest (replayed exactly)",
     },
     Situation {
-        name: "skewed-clocks-went-backwards",
+        name: SituationName::new("skewed-clocks-went-backwards"),
         meaning: "check_at instants from two application clocks that disagree went backwards on one key, and every decision was replayed exactly",
     },
     Situation {
-        name: "pinned-ahead-skipped-a-bucket",
+        name: SituationName::new("pinned-ahead-skipped-a-bucket"),
         meaning: "check_at instants ahead of the server's clock skipped a whole window while the key's state was still alive",
     },
     Situation {
-        name: "limit-lowered-for-a-key-in-use",
+        name: SituationName::new("limit-lowered-for-a-key-in-use"),
         meaning: "a limiter with a lower limit denied a key a limiter with a higher one had filled (more entries in the window than its limit), and its retry-after was judged exactly",
     },
     Situation {
-        name: "retry-after-honoured-after-healing",
+        name: SituationName::new("retry-after-honoured-after-healing"),
         meaning: "after the last fault healed, a denied client retried at exactly its retry-after and was admitted",
     },
     Situation {
-        name: "counter-overshoot-above-max",
+        name: SituationName::new("counter-overshoot-above-max"),
         meaning: "some window (t - W, t] held more than max admissions (the counter's documented approximation)",
     },
 ];

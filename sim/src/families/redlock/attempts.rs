@@ -21,6 +21,7 @@ use crate::families::redlock::api::{
 };
 use crate::history::{FaultRecord, Op};
 use crate::net::SimConnection;
+use crate::outcome::SituationName;
 use crate::world::Actor;
 
 /// The accessors user code decides with, against the variant and the
@@ -77,8 +78,10 @@ pub(super) async fn correct_attempt(
         Ok(Acquisition::Refused(refusal)) => {
             let missing = refusal.masters.iter().filter(|v| matches!(v.vote, Vote::TimedOut | Vote::Error(_))).count();
             match refusal.reason {
-                RefusalReason::TooSlow => actor.reached("acquire-refused-validity-exhausted"),
-                RefusalReason::NoMajority if missing > MASTERS / 2 => actor.reached("majority-partitioned-refused"),
+                RefusalReason::TooSlow => actor.reached(SituationName::new("acquire-refused-validity-exhausted")),
+                RefusalReason::NoMajority if missing > MASTERS / 2 => {
+                    actor.reached(SituationName::new("majority-partitioned-refused"))
+                }
                 _ => {}
             }
             // A refusal is definite: every master was asked to drop our key.
@@ -94,10 +97,10 @@ pub(super) async fn correct_attempt(
     let round = lease_round(actor, &lease);
     let until = round.valid_until.unwrap_or(invoked);
     if round.answers.contains(['t', 'e']) {
-        actor.reached("minority-master-partitioned-still-granted");
+        actor.reached(SituationName::new("minority-master-partitioned-still-granted"));
     }
     if with_retry && round.started_at.is_some_and(|s| s > invoked) {
-        actor.reached("retry-acquired-after-contention");
+        actor.reached(SituationName::new("retry-acquired-after-contention"));
     }
     actor.ok(id, acquire_op(Some(lease.votes() as u32), Some(until.saturating_sub(invoked)), Some(round)));
     if actor.index() == 0 {
@@ -133,7 +136,7 @@ async fn hold(
         actor.pause().pause_for(Duration::from_millis(d));
         tokio::time::sleep(Duration::from_millis(1)).await;
         if !lease.is_trusted() {
-            actor.reached("lease-expired-while-paused");
+            actor.reached(SituationName::new("lease-expired-while-paused"));
         }
         extend(actor, r, &mut lease, lease_id).await;
         release(actor, r, &lease, lease_id).await;
@@ -192,15 +195,15 @@ async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLe
     );
     match extension {
         Extension::Extended { .. } => {
-            actor.reached("extension-confirmed");
+            actor.reached(SituationName::new("extension-confirmed"));
             actor.ok(id, op(Some(lease_round(actor, lease))));
             true
         }
         Extension::Refused(refusal) => {
             match refusal.reason {
-                RefusalReason::Expired => actor.reached("extension-refused-after-expiry"),
-                RefusalReason::NoMajority => actor.reached("extension-refused-no-majority"),
-                RefusalReason::TooSlow => actor.reached("extension-refused-too-slow"),
+                RefusalReason::Expired => actor.reached(SituationName::new("extension-refused-after-expiry")),
+                RefusalReason::NoMajority => actor.reached(SituationName::new("extension-refused-no-majority")),
+                RefusalReason::TooSlow => actor.reached(SituationName::new("extension-refused-too-slow")),
             }
             // The lease is lost: it must say so itself, its trust ending no
             // later than this extend began.
@@ -219,7 +222,7 @@ async fn extend(actor: &Actor, r: &Redlock<SimConnection>, lease: &mut RedlockLe
 async fn release(actor: &Actor, r: &Redlock<SimConnection>, lease: &RedlockLease, lease_id: u64) {
     let op = |round| RedlockOp::RedlockRelease { name: NAME.into(), lease: Some(lease_id), round };
     if !lease.is_trusted() {
-        actor.reached("release-after-expiry");
+        actor.reached(SituationName::new("release-after-expiry"));
     }
     let id = actor.call(REDLOCK_RELEASE, op(None));
     let released = r.release(lease).await;

@@ -2,34 +2,40 @@
 //! (Antithesis "sometimes" assertions), each reached by the actors while
 //! they run.
 
-use crate::outcome::Situation;
+use crate::outcome::{Situation, SituationName};
 
 /// Situations the `redlock` scenario exists to reach.
 pub const SITUATIONS: &[Situation] = &[
     Situation {
-        name: "acquire-refused-validity-exhausted",
+        name: SituationName::new("acquire-refused-validity-exhausted"),
         meaning: "a majority said yes but the round ate the TTL: refused as too slow",
     },
     Situation {
-        name: "minority-master-partitioned-still-granted",
+        name: SituationName::new("minority-master-partitioned-still-granted"),
         meaning: "granted although some master timed out or failed",
     },
     Situation {
-        name: "majority-partitioned-refused",
+        name: SituationName::new("majority-partitioned-refused"),
         meaning: "refused for want of a majority while a majority of masters did not answer",
     },
-    Situation { name: "extension-confirmed", meaning: "an extend was confirmed by a majority in time" },
     Situation {
-        name: "extension-refused-after-expiry",
+        name: SituationName::new("extension-confirmed"),
+        meaning: "an extend was confirmed by a majority in time",
+    },
+    Situation {
+        name: SituationName::new("extension-refused-after-expiry"),
         meaning: "an extend started after the lease's validity was refused as expired",
     },
-    Situation { name: "release-after-expiry", meaning: "a lease was released after its validity had passed" },
     Situation {
-        name: "retry-acquired-after-contention",
+        name: SituationName::new("release-after-expiry"),
+        meaning: "a lease was released after its validity had passed",
+    },
+    Situation {
+        name: SituationName::new("retry-acquired-after-contention"),
         meaning: "acquire_with_retry got the lock on a later attempt",
     },
     Situation {
-        name: "lease-expired-while-paused",
+        name: SituationName::new("lease-expired-while-paused"),
         meaning: "a holder paused past its validity and found its lease untrusted on resume",
     },
 ];

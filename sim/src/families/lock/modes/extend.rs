@@ -14,6 +14,7 @@ use crate::families::lock::record::view;
 use crate::families::lock::workload::sleep_ms;
 use crate::families::lock::{situation, LOCK_NAME};
 use crate::history::Millis;
+use crate::outcome::SituationName;
 use crate::world::{Actor, ActorResult};
 
 /// One `Mode::Extend` attempt (see the module docs).
@@ -141,7 +142,7 @@ struct HeldReply {
 
 impl HeldReply {
     /// Holds the reply to the next request naming the lease's key.
-    fn hold(self, actor: &Actor, node: usize, lease: &redis_primitives::Lease, situation: &str) {
+    fn hold(self, actor: &Actor, node: usize, lease: &redis_primitives::Lease, situation: SituationName) {
         actor.delay_next_reply_mentioning(node, self.ms, lease.key());
         actor.reached(situation);
     }

@@ -51,10 +51,12 @@ pub const CLOCK_BEHIND_MS: i64 = 2000;
 
 /// Situations the failover scenarios declare.
 pub mod situation {
+    use crate::outcome::SituationName;
+
     /// An acknowledged acquire was refused: the replica did not acknowledge it.
-    pub const ACQUIRE_NOT_ACKNOWLEDGED: &str = "acquire-not-acknowledged";
+    pub const ACQUIRE_NOT_ACKNOWLEDGED: SituationName = SituationName::new("acquire-not-acknowledged");
     /// A lease was granted by the promoted server.
-    pub const GRANTED_AFTER_FAILOVER: &str = "granted-after-failover";
+    pub const GRANTED_AFTER_FAILOVER: SituationName = SituationName::new("granted-after-failover");
 }
 
 use crate::outcome::Situation;
