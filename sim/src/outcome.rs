@@ -119,7 +119,7 @@ impl Outcome {
                 *operations.entry(api.clone()).or_insert(0) += 1;
             }
             if let crate::history::Op::Reached { situation } = &e.op {
-                reached.insert(situation.clone());
+                reached.insert(*situation);
             }
         }
         Outcome { history, digest, reached, operations, ..Outcome::default() }
