@@ -115,6 +115,11 @@ pub struct Execution {
     /// `FCALL` and their `_RO` forms; `None` when it declares none), else
     /// the first argument (not always a key: `WAIT 1 100` gives `"1"`).
     pub key: Option<String>,
+    /// The arguments after the command name, in order, bounded in memory:
+    /// at most [`MAX_LOGGED_ARGS`] of them, each cut to
+    /// [`MAX_LOGGED_ARG_BYTES`] (see [`logged_argument`]): enough to tell
+    /// which value a write wrote, never a script's whole body.
+    pub args: Vec<String>,
     /// The server's wall clock it ran under, in unix ms (what `TIME` read,
     /// truncated to the millisecond): simulated time plus the node's step.
     pub server_unix_ms: u64,
@@ -407,6 +412,7 @@ impl BridgeNode {
             client: Arc::clone(client),
             command: command_name(request),
             key: first_key(request),
+            args: arguments(request).skip(1).take(MAX_LOGGED_ARGS).map(logged_argument).collect(),
             server_unix_ms: at.as_millis() as u64,
             sim_ms: sim_now().as_millis() as u64,
             taken_ms: taken.as_millis() as u64,
@@ -575,6 +581,25 @@ fn arguments(request: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
+/// The most arguments of one command the execution log keeps.
+pub const MAX_LOGGED_ARGS: usize = 16;
+
+/// The longest argument the execution log keeps whole, in bytes.
+pub const MAX_LOGGED_ARG_BYTES: usize = 64;
+
+/// An argument as the execution log keeps it: whole (as UTF-8, lossily)
+/// when it has at most [`MAX_LOGGED_ARG_BYTES`] bytes; else its first 32
+/// bytes, `…`, and the FNV-1a hash of all of it, so two long values still
+/// compare as they would whole.
+pub fn logged_argument(arg: &[u8]) -> String {
+    if arg.len() <= MAX_LOGGED_ARG_BYTES {
+        return String::from_utf8_lossy(arg).into_owned();
+    }
+    let mut h = crate::history::Fnv1a::default();
+    h.write(arg);
+    format!("{}…#{:016x} ({} bytes)", String::from_utf8_lossy(&arg[..32]), h.finish(), arg.len())
+}
+
 /// [`Execution::key`] of a request.
 fn first_key(request: &[u8]) -> Option<String> {
     let mut args = arguments(request);
@@ -639,6 +664,23 @@ mod tests {
         assert_eq!(first_key(&encode(&["evalsha", "abc", "0", "x"])), None);
         assert_eq!(first_key(&encode(&["PING"])), None);
         assert_eq!(first_key(b"*2\r\n$3\r\nGET\r\n$9\r\nk"), None);
+    }
+
+    #[test]
+    fn logs_arguments_bounded_and_long_ones_hashed() {
+        let long = "x".repeat(100);
+        let mut items = vec!["RPUSH", "ledger", "a", long.as_str()];
+        let many: Vec<String> = (0..20).map(|i| i.to_string()).collect();
+        items.extend(many.iter().map(String::as_str));
+        let request =
+            encode_request(&items.iter().map(|i| Value::BulkString(i.as_bytes().to_vec())).collect::<Vec<_>>())
+                .expect("bulk strings");
+        let args: Vec<String> = arguments(&request).skip(1).take(MAX_LOGGED_ARGS).map(logged_argument).collect();
+        assert_eq!(args.len(), MAX_LOGGED_ARGS);
+        assert_eq!(&args[..2], ["ledger", "a"]);
+        assert!(args[2].starts_with(&"x".repeat(32)) && args[2].ends_with("(100 bytes)"), "{}", args[2]);
+        assert_ne!(args[2], logged_argument(&[b'x'; 101]), "a different long value logs differently");
+        assert_eq!(args[2], logged_argument(long.as_bytes()), "the same value logs the same");
     }
 
     #[test]

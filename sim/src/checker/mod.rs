@@ -26,6 +26,7 @@ pub mod configuration;
 pub mod input_validation;
 mod invariant;
 pub mod key_lifetimes;
+pub mod late_writes;
 pub mod order;
 pub mod stale_overwrite;
 pub mod unexpected_errors;

@@ -288,6 +288,7 @@ mod tests {
             client: who.into(),
             command: "EVALSHA".into(),
             key: Some(key.into()),
+            args: Vec::new(),
             server_unix_ms: DEFAULT_EPOCH_UNIX_MS + at,
             sim_ms: at,
             taken_ms: at,

@@ -15,6 +15,7 @@ fn served(events: &[Event]) -> Vec<Execution> {
             client: e.process.as_str().into(),
             command: "EVALSHA".into(),
             key: None,
+            args: Vec::new(),
             server_unix_ms: e.time,
             sim_ms: e.time,
             taken_ms: e.time,

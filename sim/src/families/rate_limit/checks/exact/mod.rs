@@ -358,6 +358,7 @@ mod tests {
                         client: e.process.as_str().into(),
                         command: "EVALSHA".into(),
                         key: None,
+                        args: Vec::new(),
                         server_unix_ms: *t,
                         sim_ms: e.time,
                         taken_ms: e.time,
