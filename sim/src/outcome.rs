@@ -136,6 +136,17 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
     outcome
 }
 
+impl Outcome {
+    /// A finished run of one's own [`crate::World`] as an outcome: its
+    /// history and digest, the schedule it ran, the simulated time, and the
+    /// violations of the checks every scenario gets (no unexpected error
+    /// replies, configurations and inputs as documented). A
+    /// [`crate::Trial`]'s judge then adds its own checkers' violations.
+    pub fn from_run(run: &crate::world::RunOutcome) -> Outcome {
+        outcome_from(run, Vec::new())
+    }
+}
+
 /// A situation a scenario exists to reach: a "sometimes" assertion
 /// (Antithesis), declared in the registry and counted per run.
 ///
