@@ -20,6 +20,12 @@
 //! while the second still trusts its lease: both checkers report it, with
 //! the seed, and `--replay SEED` reruns exactly that history (same digest).
 //!
+//! Only the lock, its clients and a checker are written here: the seeds run
+//! through the harness's own runner (a `Trial` given to `explore_with`, one
+//! job per CPU, the same result as one job), and `--replay` through
+//! `redis_primitives_sim::replay`, which prints the seed's history, its
+//! violations and its digest.
+//!
 //! Exit status: 0 when no seed violated anything, 1 when one did (the
 //! expected result for this lock), 2 on a set-up error.
 
@@ -33,7 +39,8 @@ use redis_primitives_sim::families::lock::mutual_exclusion::{self, Policy};
 use redis_primitives_sim::families::lock::LockOp;
 
 use redis_primitives_sim::{
-    Actor, ActorResult, Event, EventKind, FaultClass, FaultSpace, Millis, Servers, Violation, World, WorldConfig,
+    explore_with, Actor, ActorResult, CheckError, Event, EventKind, ExploreOptions, FaultClass, FaultSpace, Jobs,
+    Millis, Outcome, Progress, Servers, SetupError, Trial, Violation, World, WorldConfig,
 };
 
 /// The lock under test: written by "a user", with a bug.
@@ -150,11 +157,8 @@ fn no_grant_over_a_trusted_lease(events: &[Event]) -> Vec<Violation> {
     out
 }
 
-/// What one seed gave: its history, its digest and the violations found.
-type Verdict = (Vec<Event>, String, Vec<Violation>);
-
 /// One seed: the world, its faults, the run, the verdicts.
-fn run(servers: &mut Servers, seed: u64, fixed: bool) -> Result<Verdict, Box<dyn std::error::Error>> {
+fn run(servers: &mut Servers, seed: u64, fixed: bool) -> Result<Outcome, SetupError> {
     let mut world = World::new(servers, WorldConfig::new(seed))?;
     for i in 0..3 {
         world.actor(format!("client-{i}"), move |actor| client(actor, fixed));
@@ -170,11 +174,13 @@ fn run(servers: &mut Servers, seed: u64, fixed: bool) -> Result<Verdict, Box<dyn
     }
     .within(RUN_MS / 10, RUN_MS * 9 / 10);
     world.nemesis(faults.schedule(seed, 3, 1));
-    let outcome = world.run()?;
-    let events = outcome.history.events();
-    let mut violations = mutual_exclusion::check(&events, Policy::ForbidTrustedOverlap).violations;
-    violations.extend(no_grant_over_a_trusted_lease(&events));
-    Ok((events, outcome.digest().to_string(), violations))
+    // The history, its digest and schedule, and the checks every run gets;
+    // then the built-in checker and ours.
+    let mut outcome = Outcome::from_run(&world.run()?);
+    let mut found = mutual_exclusion::check(&outcome.history, Policy::ForbidTrustedOverlap).violations;
+    found.extend(no_grant_over_a_trusted_lease(&outcome.history));
+    outcome.violations.extend(found);
+    Ok(outcome)
 }
 
 fn main() -> ExitCode {
@@ -184,62 +190,51 @@ fn main() -> ExitCode {
     // `--fixed`: the same lock with a compare-and-delete release, which the
     // same seeds find nothing wrong with.
     let fixed = args.iter().any(|a| a == "--fixed");
-    let mut servers = Servers::new();
-    match value("--replay") {
-        Some(Ok(seed)) => match run(&mut servers, seed, fixed) {
-            Ok((events, digest, violations)) => {
-                for e in &events {
-                    println!("{e}");
+    let flag = if fixed { " --fixed" } else { "" };
+    // The harness runs it like one of its own scenarios: jobs, progress,
+    // the lowest violating seeds first, each with this replay command.
+    let trial = Trial::new("user-lock", move |servers, seed| run(servers, seed, fixed)).replay_with(move |seed| {
+        format!("cargo run --release -p redis-primitives-sim --example user_lock -- --replay {seed}{flag}")
+    });
+    let seeds = match (value("--replay"), value("--seeds")) {
+        // One seed, its whole history printed, exit 1 if it violates something.
+        (Some(Ok(seed)), _) => {
+            return match redis_primitives_sim::replay(&trial, seed) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(CheckError::Violated { .. }) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("user_lock: {e}");
+                    ExitCode::from(2)
                 }
-                for v in &violations {
-                    println!("VIOLATION {v}");
-                }
-                println!("digest: {digest}");
-                return if violations.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
-            }
-            Err(e) => {
-                eprintln!("user_lock: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        Some(Err(e)) => {
+            };
+        }
+        (Some(Err(e)), _) => {
             eprintln!("user_lock: --replay needs a seed: {e}");
             return ExitCode::from(2);
         }
-        None => {}
-    }
-    let seeds = match value("--seeds") {
-        None => 50,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
+        (None, None) => 50,
+        (None, Some(Ok(n))) if n > 0 => n,
+        (None, Some(_)) => {
             eprintln!("user_lock: --seeds needs a whole number above 0");
             return ExitCode::from(2);
         }
     };
-    let mut found = 0;
-    for seed in 0..seeds {
-        match run(&mut servers, seed, fixed) {
-            Ok((_, _, violations)) if !violations.is_empty() => {
-                found += 1;
-                if found <= 3 {
-                    println!("seed {seed}: {}", violations[0]);
-                    let flag = if fixed { " --fixed" } else { "" };
-                    println!(
-                        "  replay: cargo run --release -p redis-primitives-sim --example user_lock -- --replay {seed}{flag}"
-                    );
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                eprintln!("user_lock: seed {seed}: {e}");
-                return ExitCode::from(2);
-            }
+    let options = ExploreOptions::new(0, seeds).jobs(Jobs::available()).progress(Progress::for_stderr());
+    let ex = match explore_with(&trial, &mut Servers::new(), options) {
+        Ok(ex) => ex,
+        Err(e) => {
+            eprintln!("user_lock: {e}");
+            return ExitCode::from(2);
         }
+    };
+    for s in ex.violating.iter().take(3) {
+        println!("seed {}: {}", s.seed, s.violations[0]);
+        println!("  replay: {}", s.replay);
     }
-    println!("{found} of {seeds} seeds violated an invariant");
-    if found > 0 {
-        ExitCode::from(1)
-    } else {
+    println!("{} of {seeds} seeds violated an invariant", ex.violating.len());
+    if ex.violating.is_empty() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }

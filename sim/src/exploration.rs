@@ -11,9 +11,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::checker::{Invariant, Violation};
+use crate::experiment::Experiment;
 use crate::history::{Api, Digest};
+use crate::outcome::Outcome;
 use crate::outcome::ScheduledFault;
-use crate::scenarios::{Outcome, Scenario};
 use crate::stats::{Histograms, Summary};
 
 /// The violations of one seed, with what it takes to reproduce them.
@@ -41,8 +42,9 @@ pub struct SeedRun {
 /// What an exploration found.
 #[derive(Debug, Clone)]
 pub struct Exploration {
-    /// Scenario name.
-    pub scenario: &'static str,
+    /// The experiment's name (a registered scenario's, or a user's
+    /// [`crate::Trial`]'s).
+    pub scenario: String,
     /// First seed.
     pub start_seed: u64,
     /// Seeds run.
@@ -107,16 +109,11 @@ impl Exploration {
     }
 }
 
-/// The command that replays `seed` of `scenario`.
-pub fn replay_command(scenario: &str, seed: u64) -> String {
-    format!("rp-sim replay --scenario {scenario} --seed {seed}")
-}
-
 impl Exploration {
-    /// Nothing run yet: every declared situation at 0.
-    pub(crate) fn empty(scenario: &'static Scenario, start: u64) -> Exploration {
+    /// Nothing of `experiment` run yet: every declared situation at 0.
+    pub(crate) fn empty(experiment: &dyn Experiment, start: u64) -> Exploration {
         Exploration {
-            scenario: scenario.name,
+            scenario: experiment.name().to_string(),
             start_seed: start,
             seeds: 0,
             violating: Vec::new(),
@@ -129,13 +126,14 @@ impl Exploration {
             cpus: Vec::new(),
             simulated_ms: 0,
             events: 0,
-            coverage: scenario.situations.iter().map(|s| (s.name.to_string(), 0)).collect(),
+            coverage: experiment.situations().iter().map(|s| (s.name.to_string(), 0)).collect(),
             operations: BTreeMap::new(),
         }
     }
 
-    /// Adds what seed `seed` gave (its history held `events` events).
-    pub(crate) fn add(&mut self, seed: u64, outcome: Outcome, events: u64) {
+    /// Adds what seed `seed` of `experiment` gave (its history held
+    /// `events` events).
+    pub(crate) fn add(&mut self, experiment: &dyn Experiment, seed: u64, outcome: Outcome, events: u64) {
         self.runs.push(SeedRun { seed, digest: outcome.digest });
         self.histograms.merge(&outcome.histograms);
         self.simulated_ms += outcome.simulated_ms();
@@ -152,7 +150,7 @@ impl Exploration {
                 seed,
                 violations: outcome.violations,
                 schedule: outcome.schedule,
-                replay: replay_command(self.scenario, seed),
+                replay: experiment.replay_command(seed),
             });
         }
     }
@@ -203,7 +201,7 @@ impl Exploration {
     /// The `--json` form.
     pub fn to_json(&self) -> ExploreJson<'_> {
         ExploreJson {
-            scenario: self.scenario,
+            scenario: &self.scenario,
             seeds: self.seeds,
             start_seed: self.start_seed,
             violations: self

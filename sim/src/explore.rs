@@ -1,17 +1,18 @@
-//! Exploration: run a scenario over a range of seeds and gather what they found.
+//! Exploration: run an experiment (a registered scenario, or a user's own
+//! world) over a range of seeds and gather what they found.
 //!
-//! Shared by `rp-sim explore` and `rp-sim report`. One server pool serves
-//! every seed of a job (resetting a server costs far less than starting
-//! one); `crate::jobs` runs several jobs at once. Wall
+//! Shared by `rp-sim explore`, `rp-sim report` and [`crate::check()`]. One
+//! server pool serves every seed of a job (resetting a server costs far
+//! less than starting one); `crate::jobs` runs several jobs at once. Wall
 //! time is measured here with `std::time::Instant`, *outside* the simulation:
 //! it is the harness's own speed, not something any simulated code reads.
 
 use std::time::Instant;
 
-use crate::exploration::{replay_command, Exploration};
+use crate::experiment::Experiment;
+use crate::exploration::Exploration;
 use crate::jobs::{Jobs, Ledger};
 use crate::progress::{Meter, Progress};
-use crate::scenarios::Scenario;
 use crate::servers::{Servers, SetupError};
 use crate::shard::Shard;
 
@@ -78,25 +79,26 @@ impl ExploreOptions {
     }
 }
 
-/// Runs seeds `start..start + seeds` of `scenario`; with `fail_fast`, stops
-/// after the first violating seed (the exploration then reports the seeds
-/// it ran).
+/// Runs seeds `start..start + seeds` of `experiment`; with `fail_fast`,
+/// stops after the first violating seed (the exploration then reports the
+/// seeds it ran).
 pub fn explore(
-    scenario: &'static Scenario,
+    experiment: &dyn Experiment,
     servers: &mut Servers,
     start: u64,
     seeds: u64,
     progress: Progress,
     fail_fast: bool,
 ) -> Result<Exploration, SetupError> {
-    explore_with(scenario, servers, ExploreOptions::new(start, seeds).progress(progress).fail_fast(fail_fast))
+    explore_with(experiment, servers, ExploreOptions::new(start, seeds).progress(progress).fail_fast(fail_fast))
 }
 
-/// Runs the seeds `options` names; with more than one job, the first job
-/// uses `servers` and every other one a pool of its own placed alike
-/// (`crate::jobs` says why the result is the one a single job gives).
+/// Runs the seeds of `experiment` that `options` names; with more than one
+/// job, the first job uses `servers` and every other one a pool of its own
+/// placed alike (`crate::jobs` says why the result is the one a single job
+/// gives).
 pub fn explore_with(
-    scenario: &'static Scenario,
+    experiment: &dyn Experiment,
     servers: &mut Servers,
     options: ExploreOptions,
 ) -> Result<Exploration, SetupError> {
@@ -105,8 +107,8 @@ pub fn explore_with(
     let end = start.saturating_add(seeds);
     // This shard's share of the range: what the progress counts towards.
     let share = (start..end).filter(|&s| shard.includes(start, s)).count() as u64;
-    let meter = Meter::new(progress, scenario.name, "seeds", share);
-    let ledger = Ledger::new(Exploration::empty(scenario, start), meter, fail_fast, shard);
+    let meter = Meter::new(progress, experiment.name(), "seeds", share);
+    let ledger = Ledger::new(experiment, start, meter, fail_fast, shard);
     let parts = crate::jobs::run(jobs, servers, shard, |servers, part| {
         let began = Instant::now();
         for seed in (start..end).filter(|&s| part.includes(start, s)) {
@@ -117,9 +119,9 @@ pub fn explore_with(
             // after their current seed, and let it surface.
             let run = || {
                 let _stop = StopOnPanic(&ledger);
-                let first = scenario.run(servers, seed)?;
+                let first = experiment.run(servers, seed)?;
                 if twice {
-                    let second = scenario.run(servers, seed)?;
+                    let second = experiment.run(servers, seed)?;
                     crate::determinism::compare_histories(seed, &first.history, &second.history)
                         .map_err(|d| SetupError::Nondeterministic(Box::new(d)))?;
                 }
@@ -131,8 +133,8 @@ pub fn explore_with(
                     ledger.abandon();
                     eprintln!(
                         "rp-sim: seed {seed} of {} panicked; {}",
-                        scenario.name,
-                        replay_command(scenario.name, seed)
+                        experiment.name(),
+                        experiment.replay_command(seed)
                     );
                     std::panic::resume_unwind(panic);
                 }
@@ -152,9 +154,9 @@ pub fn explore_with(
 /// is caught: the other jobs look at the ledger between seeds, and the
 /// panic hook before the unwinding (a backtrace, on a loaded machine) can
 /// take longer than their next seed.
-struct StopOnPanic<'a>(&'a crate::jobs::Ledger);
+struct StopOnPanic<'a, 'e>(&'a crate::jobs::Ledger<'e>);
 
-impl Drop for StopOnPanic<'_> {
+impl Drop for StopOnPanic<'_, '_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0.abandon();

@@ -38,6 +38,7 @@ use core::str::FromStr;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use crate::experiment::Experiment;
 use crate::exploration::Exploration;
 use crate::outcome::Outcome;
 use crate::placement::Placement;
@@ -105,18 +106,19 @@ impl FromStr for Jobs {
 #[error("--jobs expects a whole number of at least 1, got {0:?}")]
 pub struct JobsError(String);
 
-/// What the jobs of one exploration share: the exploration itself, into
-/// which every seed's outcome is folded **in seed order**, whichever job ran
-/// it and whenever it finished; the progress meter; and the seed from which
-/// no job starts another.
+/// What the jobs of one exploration share: the experiment they run (whose
+/// replay command each violating seed's report carries); the exploration
+/// itself, into which every seed's outcome is folded **in seed order**,
+/// whichever job ran it and whenever it finished; the progress meter; and
+/// the seed from which no job starts another.
 ///
 /// A seed that finishes before the seeds below it waits in `pending` (a few
 /// at most: the jobs take the seeds in turn). Folding stops for good at the
 /// first seed that failed or, with fail-fast, violated something: seeds past
 /// it that another job had already started are dropped, so the exploration
 /// is exactly the one a single job, running the seeds in order, gives.
-#[derive(Debug)]
-pub(crate) struct Ledger {
+pub(crate) struct Ledger<'a> {
+    experiment: &'a dyn Experiment,
     state: Mutex<Book>,
 }
 
@@ -139,13 +141,19 @@ struct Book {
     error: Option<SetupError>,
 }
 
-impl Ledger {
-    /// An empty exploration of `shard`'s seeds from `start`.
-    pub(crate) fn new(exploration: Exploration, meter: Meter, fail_fast: bool, shard: Shard) -> Ledger {
-        let start = exploration.start_seed;
+impl<'a> Ledger<'a> {
+    /// An empty exploration of `experiment`, `shard`'s seeds from `start`.
+    pub(crate) fn new(
+        experiment: &'a dyn Experiment,
+        start: u64,
+        meter: Meter,
+        fail_fast: bool,
+        shard: Shard,
+    ) -> Ledger<'a> {
         Ledger {
+            experiment,
             state: Mutex::new(Book {
-                exploration,
+                exploration: Exploration::empty(experiment, start),
                 meter,
                 fail_fast,
                 shard,
@@ -191,7 +199,7 @@ impl Ledger {
             Err(_) => book.stop_at = book.stop_at.min(seed),
         }
         book.pending.insert(seed, result);
-        book.fold();
+        book.fold(self.experiment);
     }
 
     /// A job is going down (its seed panicked): no job starts another seed.
@@ -215,8 +223,8 @@ impl Ledger {
 }
 
 impl Book {
-    /// Folds the pending seeds that are next in order.
-    fn fold(&mut self) {
+    /// Folds the pending seeds of `experiment` that are next in order.
+    fn fold(&mut self, experiment: &dyn Experiment) {
         while !self.closed {
             let Some(result) = self.pending.remove(&self.next) else { return };
             let seed = self.next;
@@ -228,7 +236,7 @@ impl Book {
                 }
                 Ok((outcome, events)) => {
                     let violating = !outcome.violations.is_empty();
-                    self.exploration.add(seed, outcome, events);
+                    self.exploration.add(experiment, seed, outcome, events);
                     self.closed = violating && self.fail_fast;
                 }
             }
@@ -315,10 +323,10 @@ mod tests {
         Ok(o)
     }
 
-    fn ledger(fail_fast: bool, shard: Shard) -> Ledger {
+    fn ledger(fail_fast: bool, shard: Shard) -> Ledger<'static> {
         let lock = crate::scenarios::find("lock").expect("the lock scenario");
         let meter = Meter::new(crate::progress::Progress::Quiet, "t", "seeds", 10);
-        Ledger::new(Exploration::empty(lock, 100), meter, fail_fast, shard)
+        Ledger::new(lock, 100, meter, fail_fast, shard)
     }
 
     fn seeds_of(ex: &Exploration) -> Vec<u64> {
@@ -336,6 +344,7 @@ mod tests {
         let ex = l.finish().expect("no set-up error");
         assert_eq!(seeds_of(&ex), vec![100, 101, 102]);
         assert_eq!(ex.violating.iter().map(|v| v.seed).collect::<Vec<_>>(), vec![102]);
+        assert_eq!(ex.violating[0].replay, "rp-sim replay --scenario lock --seed 102", "the experiment's command");
         assert_eq!(ex.simulated_ms, 30);
 
         let l = ledger(false, Shard::WHOLE);

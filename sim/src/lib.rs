@@ -14,23 +14,24 @@
 //! [`Actor::connection`] and record what they do
 //! ([`Actor::invoke`], then `ok` / `fail` / `info`), give it a fault
 //! schedule (drawn from a [`FaultSpace`]), run it, and judge the history
-//! with the built-in checkers or your own. A lock of your own records the
-//! lock family's operations ([`families::lock::LockOp`]) and is judged by
-//! its mutual-exclusion check ([`families::lock::mutual_exclusion`]), both
-//! exported there and only there. The same seed gives the same history and
-//! digest. `sim/examples/user_lock.rs` is the whole
-//! program (a lock with a bare-`DEL` release, found, with the replay
-//! command printed); in short:
+//! with the built-in checkers ([`checker`]; a lock of your own records
+//! [`families::lock::LockOp`] and is judged by
+//! [`families::lock::mutual_exclusion`]) or your own. Wrapped in a
+//! [`Trial`] (a name and that closure), it runs like a registered scenario:
+//! [`check`] runs its seeds from a `#[test]` on every CPU and fails naming
+//! the first violating seed, its violations and the command that replays
+//! exactly that seed (`RP_SIM_SEED=N cargo test …`, which prints its whole
+//! history); [`explore_with`] gives the rest (shards, progress, `--twice`).
+//! `sim/examples/user_lock.rs` is a whole program (a lock with a bare-`DEL`
+//! release, found, with the replay command printed); in short:
 //!
 //! ```no_run
 //! use redis_primitives_sim::families::lock::mutual_exclusion::{self, Policy};
 //! use redis_primitives_sim::families::lock::LockOp;
-//! use redis_primitives_sim::{FaultClass, FaultSpace, Servers, World, WorldConfig};
+//! use redis_primitives_sim::{FaultClass, FaultSpace, Outcome, Trial, World, WorldConfig};
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut servers = Servers::new();
-//! for seed in 0..50 {
-//!     let mut world = World::new(&mut servers, WorldConfig::new(seed))?;
+//! let trial = Trial::new("my-lock", |servers, seed| {
+//!     let mut world = World::new(servers, WorldConfig::new(seed))?;
 //!     for i in 0..3 {
 //!         world.actor(format!("client-{i}"), |actor| async move {
 //!             let mut conn = actor.connection(0);
@@ -53,12 +54,14 @@
 //!     }
 //!     let faults = FaultSpace::new(&[FaultClass::ClientPause, FaultClass::Partition], 3).within(300, 2700);
 //!     world.nemesis(faults.schedule(seed, 3, 1));
-//!     let run = world.run()?;
-//!     for v in mutual_exclusion::check(&run.history.events(), Policy::ForbidTrustedOverlap).violations {
-//!         println!("seed {seed}: {v} (digest {})", run.digest());
-//!     }
-//! }
-//! # Ok(()) }
+//!     // The history, its digest, the schedule, and the checks every run gets.
+//!     let mut outcome = Outcome::from_run(&world.run()?);
+//!     let found = mutual_exclusion::check(&outcome.history, Policy::ForbidTrustedOverlap).violations;
+//!     outcome.violations.extend(found);
+//!     Ok(outcome)
+//! });
+//! // In a #[test]: seeds 0..50; panics with the first violating seed.
+//! redis_primitives_sim::check(&trial, 50);
 //! ```
 //!
 //! ## The public surface
@@ -67,8 +70,10 @@
 //! crate root: [`Servers`], [`World`] and its [`Actor`]s, [`SimConnection`],
 //! the nemesis's [`Fault`]s and [`Schedule`]s with the [`FaultSpace`] they are
 //! drawn from, [`Histograms`], [`Plan`]s and the [`Family`] trait for a family
-//! of one's own, and [`explore()`] (one job) or [`explore_with()`] (a shard,
-//! several jobs at once). Six modules stay public because they are
+//! of one's own, the [`Experiment`] an exploration runs (a registered
+//! scenario, or a user's [`Trial`]) with [`explore()`] (one job),
+//! [`explore_with()`] (a shard, several jobs at once) and [`check`] (from a
+//! test). Six modules stay public because they are
 //! vocabularies or tools rather than single types: [`history`] (the events
 //! and operations a history records), [`checker`] (the invariants several
 //! families share, one module each), [`families`] (the built-in primitive
@@ -95,7 +100,8 @@
 //! | `scenarios/` | the registry: every scenario, what it must find, what it declares it reaches |
 //! | `plan.rs`, `space.rs` | a run spelled out (scenario, seed, workload, schedule); the one generator of plans |
 //! | `search/` | the property search: its targets and properties, runner, shrinking, persistence |
-//! | `explore.rs`, `exploration.rs`, `jobs.rs`, `shard.rs` | many seeds of one scenario, what they found, on several cores, across machines |
+//! | `experiment.rs`, `explore.rs`, `exploration.rs`, `jobs.rs`, `shard.rs` | what an exploration runs (a scenario, a user's trial); many seeds of it, what they found, on several cores, across machines |
+//! | `check.rs` | an experiment's seeds from a `#[test]`: a panic naming the seed and its replay command |
 //! | `mutation.rs`, `mutants.rs`, `rust_mutants.rs` | the search's mutation table; mutated library scripts; what `cargo mutants` found |
 //! | `progress.rs`, `plot.rs`, `timeline.rs`, `report.rs`, `baseline.rs` | progress on stderr; SVG charts; one run as HTML; `rp-sim report`; `rp-sim check` |
 //! | `cli/` | the `rp-sim` command line, one file per command family |
@@ -104,11 +110,13 @@
 mod api;
 mod baseline;
 mod bridge;
+mod check;
 pub mod checker;
 pub mod cli;
 mod clock;
 mod determinism;
 mod error;
+mod experiment;
 mod exploration;
 mod explore;
 pub mod families;
@@ -136,6 +144,7 @@ pub mod scenarios;
 pub mod search;
 mod servers;
 mod shard;
+mod situation;
 mod space;
 mod stats;
 mod time;
@@ -145,10 +154,12 @@ mod world;
 pub use api::Api;
 pub use baseline::{Baseline, BaselineError, Departure, ScenarioFigures, Tolerance};
 pub use bridge::Execution;
+pub use check::{check, replay, try_check, CheckError};
 pub use checker::Violation;
 pub use clock::{ServerClock, CLOCK_FILE_ENV};
 pub use determinism::{compare_histories, Divergence};
-pub use exploration::{replay_command, Exploration, SeedReport, SeedRun};
+pub use experiment::{replay_command, Experiment, Trial, SEEDS_ENV, SEED_ENV};
+pub use exploration::{Exploration, SeedReport, SeedRun};
 pub use explore::{explore, explore_with, ExploreOptions};
 pub use family::{
     operations, Family, MeasureSection, ReportJson, ReportPart, ReportSection, Runner, Workload, Workloads,
@@ -160,7 +171,7 @@ pub use jobs::{Jobs, JobsError};
 pub use ledger::Ledger;
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
 pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
-pub use outcome::{ScheduledFault, SituationName};
+pub use outcome::{Outcome, ScheduledFault, Situation, SituationName};
 pub use placement::Placement;
 pub use plan::Plan;
 pub use plot::{Curve, PlotFile};

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::checker::Violation;
 use crate::history::{Api, Digest, Event};
 use crate::nemesis::{Fault, SwarmDraw};
+pub use crate::situation::{Situation, SituationName};
 use crate::stats::Histograms;
 use crate::time::Millis;
 
@@ -41,33 +42,6 @@ pub struct Outcome {
     /// Public library operations invoked, by name (`Lock::extend` → count):
     /// the operations table.
     pub operations: BTreeMap<Api, u64>,
-}
-
-/// The typed name of a [`Situation`] (`lease-expired-while-paused`): a
-/// constant where its family declares it, recorded by an actor
-/// ([`crate::Actor::reached`]) or the analysis ([`Outcome::reach`]) and
-/// compared as a value, never by prefix or suffix. Never read back from a
-/// file (coverage is written by name), so it is a plain `Copy` value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
-pub struct SituationName(&'static str);
-
-impl SituationName {
-    /// The situation named `name` (kebab case).
-    pub const fn new(name: &'static str) -> SituationName {
-        SituationName(name)
-    }
-
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        self.0
-    }
-}
-
-impl fmt::Display for SituationName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.0)
-    }
 }
 
 /// One entry of a run's fault schedule: typed, text only when printed.
@@ -163,19 +137,13 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
     outcome
 }
 
-/// A situation a scenario exists to reach: a "sometimes" assertion
-/// (Antithesis), declared in the registry and counted per run.
-///
-/// Safety checkers say nothing was violated; situations say the run got
-/// somewhere worth checking (a lease expired under a paused holder, a stale
-/// write arrived after a newer one). A scenario whose seeds silently stopped
-/// reaching one would still pass its checkers: `explore` warns about every
-/// declared situation no seed reached, and `sim/tests/slow/coverage.rs` fails
-/// when the pinned seeds stop reaching one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Situation {
-    /// Its name, as recorded in the history.
-    pub name: SituationName,
-    /// What it means, in one line.
-    pub meaning: &'static str,
+impl Outcome {
+    /// A finished run of one's own [`crate::World`] as an outcome: its
+    /// history and digest, the schedule it ran, the simulated time, and the
+    /// violations of the checks every scenario gets (no unexpected error
+    /// replies, configurations and inputs as documented). A
+    /// [`crate::Trial`]'s judge then adds its own checkers' violations.
+    pub fn from_run(run: &crate::world::RunOutcome) -> Outcome {
+        outcome_from(run, Vec::new())
+    }
 }

@@ -127,9 +127,9 @@ pub(super) fn merge_cmd(args: MergeArgs) -> i32 {
     let files: Result<Vec<_>, _> = args.files.iter().map(|p| crate::shard::ShardFile::read(p)).collect();
     let merged = files.and_then(|f| crate::shard::merge(&f));
     match merged {
-        Ok(ex) => match scenarios::find(ex.scenario) {
-            Some(scenario) => print_exploration(&ex, scenario, args.json),
-            None => 2,
+        Ok(ex) => match lookup(&ex.scenario) {
+            Ok(scenario) => print_exploration(&ex, scenario, args.json),
+            Err(code) => code,
         },
         Err(e) => {
             eprintln!("rp-sim merge: {e}");

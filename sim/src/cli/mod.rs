@@ -57,7 +57,8 @@ fn out(args: std::fmt::Arguments<'_>) {
     }
 }
 
-use crate::exploration::{coverage_table, histogram_table, operations_table, replay_command};
+use crate::experiment::replay_command;
+use crate::exploration::{coverage_table, histogram_table, operations_table};
 use crate::explore::{explore_with, ExploreOptions};
 use crate::jobs::Jobs;
 use crate::placement::Placement;

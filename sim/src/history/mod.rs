@@ -46,7 +46,7 @@ pub use self::values::*;
 // Also at the crate root, their one public path; here for the crate.
 pub(crate) use crate::api::Api;
 pub(crate) use crate::fault_record::{FaultRecord, NamedTarget, NemesisStep};
-pub(crate) use crate::outcome::SituationName;
+pub(crate) use crate::situation::SituationName;
 pub(crate) use crate::time::Millis;
 
 /// Pairs an invocation with its completion. Allocated by [`History::invoke`].

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::operation::{FamilyOp, Operation};
 use super::values::*;
 use super::FaultRecord;
-use crate::outcome::SituationName;
+use crate::situation::SituationName;
 use crate::time::Millis;
 
 /// One operation: its arguments, and (on the completion event) its result.

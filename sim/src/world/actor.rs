@@ -18,8 +18,8 @@ use super::derive_seed;
 use crate::bridge::{BridgeNode, REDIS_PORT};
 use crate::history::{Api, EventKind, History, Millis, Op, OpId};
 use crate::net::{NetConfig, SimConnection};
-use crate::outcome::SituationName;
 use crate::pause::{sim_now, PauseHandle};
+use crate::situation::SituationName;
 
 /// What an actor's future returns: an `Err` fails the whole run (use it for
 /// harness bugs, not for faults, which belong in the history).
