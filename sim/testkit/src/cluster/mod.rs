@@ -57,8 +57,7 @@
 //! only starting has to happen on a thread that outlives the servers).
 
 use std::fmt;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener};
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,8 +65,17 @@ use std::time::{Duration, Instant};
 
 use crate::{redis_server_binary, spawn_on, RedisServer, ServerConfig, ServerError};
 
-/// The number of hash slots of a Redis Cluster.
-pub const SLOTS: u16 = 16384;
+mod nodes;
+mod session;
+mod slots;
+
+pub use nodes::info_field;
+use nodes::{slot_owners, NodeLine};
+
+pub use session::Reply;
+use session::Session;
+use slots::slot_range;
+pub use slots::{key_in_slot, key_slot, SLOTS};
 
 /// How long forming a cluster, a failover or a migration may take before it
 /// is reported as not ready.
@@ -647,48 +655,6 @@ impl SlotMigration<'_> {
     }
 }
 
-/// The hash slot of `key` (CRC16/XMODEM of its hash tag, if it has a
-/// non-empty `{…}`, else of the whole key, modulo 16384): what
-/// `CLUSTER KEYSLOT` answers.
-pub fn key_slot(key: &[u8]) -> u16 {
-    let hashed = match key.iter().position(|&b| b == b'{') {
-        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
-            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
-            _ => key,
-        },
-        None => key,
-    };
-    crc16_xmodem(hashed) % SLOTS
-}
-
-/// `prefix:{tag}` for the first numeric tag that hashes to `slot`.
-pub fn key_in_slot(prefix: &str, slot: u16) -> String {
-    (0u64..)
-        .map(|n| format!("{prefix}:{{{n}}}"))
-        .find(|k| key_slot(k.as_bytes()) == slot % SLOTS)
-        .expect("every slot is reached by some numeric tag")
-}
-
-fn crc16_xmodem(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &byte in data {
-        crc ^= u16::from(byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-        }
-    }
-    crc
-}
-
-/// Primary `i` of `n`: an even share of the slots, in order.
-fn slot_range(i: usize, n: usize) -> RangeInclusive<u16> {
-    let slots = usize::from(SLOTS);
-    let start = i * slots / n;
-    let end = (i + 1) * slots / n - 1;
-    // Both are below 16384 by construction.
-    (start as u16)..=(end as u16)
-}
-
 /// A fresh directory for one cluster's `nodes.conf` files.
 fn cluster_dir() -> Result<PathBuf, ClusterError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -780,236 +746,5 @@ fn wait_until(what: &str, mut check: impl FnMut() -> Result<(bool, String), Clus
     }
 }
 
-/// `field:value` from an `INFO` or `CLUSTER INFO` text.
-pub fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
-    info.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
-}
-
-/// Slot range → owner id, sorted, from one node's view.
-fn slot_owners(view: &[NodeLine]) -> Vec<(RangeInclusive<u16>, String)> {
-    let mut owners: Vec<_> =
-        view.iter().flat_map(|l| l.slots.iter().map(move |r| (r.clone(), l.id.clone()))).collect::<Vec<_>>();
-    owners.sort_by_key(|(r, _)| *r.start());
-    // Adjacent ranges of one owner are one range, whichever way a node lists them.
-    let mut merged: Vec<(RangeInclusive<u16>, String)> = Vec::new();
-    for (range, id) in owners {
-        match merged.last_mut() {
-            Some((last, last_id)) if *last_id == id && last.end().checked_add(1) == Some(*range.start()) => {
-                *last = *last.start()..=*range.end();
-            }
-            _ => merged.push((range, id)),
-        }
-    }
-    merged
-}
-
-/// One line of `CLUSTER NODES`:
-/// `<id> <ip:port@cport[,hostname]> <flags> <master> <ping> <pong> <epoch> <link> <slot>...`
-#[derive(Debug)]
-struct NodeLine {
-    id: String,
-    flags: Vec<String>,
-    master: Option<String>,
-    connected: bool,
-    slots: Vec<RangeInclusive<u16>>,
-}
-
-impl NodeLine {
-    fn parse(line: &str) -> Option<NodeLine> {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.len() < 8 {
-            return None;
-        }
-        let slots = fields[8..]
-            .iter()
-            // `[slot->-id]` / `[slot-<-id]`: a migration in progress, not ownership.
-            .filter(|s| !s.starts_with('['))
-            .filter_map(|s| match s.split_once('-') {
-                Some((a, b)) => Some(a.parse().ok()?..=b.parse().ok()?),
-                None => s.parse().ok().map(|n| n..=n),
-            })
-            .collect();
-        Some(NodeLine {
-            id: fields[0].to_string(),
-            flags: fields[2].split(',').map(str::to_string).collect(),
-            master: (fields[3] != "-").then(|| fields[3].to_string()),
-            connected: fields[7] == "connected",
-            slots,
-        })
-    }
-
-    fn has(&self, flag: &str) -> bool {
-        self.flags.iter().any(|f| f == flag)
-    }
-
-    fn is_primary(&self) -> bool {
-        self.has("master") && !self.has("fail")
-    }
-
-    /// Known for real: past the handshake, with an address, linked.
-    fn is_settled(&self) -> bool {
-        !self.has("handshake") && !self.has("noaddr") && (self.connected || self.has("myself"))
-    }
-}
-
-/// A RESP2 reply, parsed (what the cluster commands answer).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    /// `+OK`
-    Status(String),
-    /// `-ERR …`
-    Error(String),
-    /// `:1`
-    Integer(i64),
-    /// `$…` (`None` is the nil bulk string); bytes that are not UTF-8 are
-    /// replaced.
-    Bulk(Option<String>),
-    /// `*…` (`None` is the nil array).
-    Array(Option<Vec<Reply>>),
-}
-
-/// One connection to one node.
-struct Session {
-    port: u16,
-    reader: BufReader<TcpStream>,
-}
-
-impl Session {
-    fn open(port: u16) -> Result<Session, ClusterError> {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        Ok(Session { port, reader: BufReader::new(stream) })
-    }
-
-    fn call(&mut self, args: &[&str]) -> Result<Reply, ClusterError> {
-        let mut request = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            request.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            request.extend_from_slice(a.as_bytes());
-            request.extend_from_slice(b"\r\n");
-        }
-        self.reader.get_mut().write_all(&request)?;
-        self.read()
-    }
-
-    fn read(&mut self) -> Result<Reply, ClusterError> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Err(self.malformed("the connection closed"));
-        }
-        let line = line.trim_end_matches(['\r', '\n']);
-        let (kind, rest) = line.split_at_checked(1).ok_or_else(|| self.malformed("an empty line"))?;
-        let number = || rest.parse::<i64>().map_err(|_| self.malformed(line));
-        Ok(match kind {
-            "+" => Reply::Status(rest.to_string()),
-            "-" => Reply::Error(rest.to_string()),
-            ":" => Reply::Integer(number()?),
-            "$" => match usize::try_from(number()?) {
-                Err(_) => Reply::Bulk(None),
-                Ok(len) => {
-                    let mut body = vec![0u8; len + 2];
-                    self.reader.read_exact(&mut body)?;
-                    body.truncate(len);
-                    Reply::Bulk(Some(String::from_utf8_lossy(&body).into_owned()))
-                }
-            },
-            "*" => match usize::try_from(number()?) {
-                Err(_) => Reply::Array(None),
-                Ok(len) => Reply::Array(Some((0..len).map(|_| self.read()).collect::<Result<_, _>>()?)),
-            },
-            _ => return Err(self.malformed(line)),
-        })
-    }
-
-    fn malformed(&self, what: &str) -> ClusterError {
-        ClusterError::Command { port: self.port, command: "(reading a reply)".into(), reply: what.to_string() }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_slot_matches_the_reference_values() {
-        // From the Redis Cluster specification and `CLUSTER KEYSLOT`.
-        assert_eq!(crc16_xmodem(b"123456789"), 0x31C3);
-        assert_eq!(key_slot(b"foo"), 12182);
-        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
-        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"), "an empty tag hashes the whole key");
-        assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"));
-        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
-        for slot in [0, 1, 5460, 5461, 16383] {
-            assert_eq!(key_slot(key_in_slot("k", slot).as_bytes()), slot);
-        }
-    }
-
-    #[test]
-    fn slot_ranges_cover_every_slot_once() {
-        for n in [1, 2, 3, 5, 7] {
-            let ranges: Vec<_> = (0..n).map(|i| slot_range(i, n)).collect();
-            assert_eq!(*ranges[0].start(), 0);
-            assert_eq!(*ranges[n - 1].end(), SLOTS - 1);
-            for w in ranges.windows(2) {
-                assert_eq!(*w[0].end() + 1, *w[1].start());
-            }
-        }
-    }
-
-    #[test]
-    fn forms_migrates_cuts_a_replica_and_fails_over() {
-        let mut cluster = RedisCluster::start().expect("start a 3 × 1 cluster");
-        let dir = cluster.dir().to_path_buf();
-        let shards = cluster.shards().unwrap();
-        assert_eq!(shards.len(), 3);
-        for (i, shard) in shards.iter().enumerate() {
-            assert_eq!(shard.primary.index(), i, "primary i owns range i");
-            assert_eq!(shard.slots, vec![slot_range(i, 3)]);
-            assert_eq!(shard.replicas.len(), 1);
-        }
-        // The server agrees with key_slot.
-        let node = cluster.node(0);
-        assert_eq!(
-            node.call(&["CLUSTER", "KEYSLOT", "lock:{orders}:fence"]).unwrap(),
-            Reply::Integer(key_slot(b"orders").into())
-        );
-
-        // A key moves with its slot.
-        let key = key_in_slot("moving", 42);
-        let owner = cluster.primary_for_key(&key).unwrap();
-        assert_eq!(owner.index(), 0);
-        assert_eq!(owner.call(&["SET", &key, "v"]).unwrap(), Reply::Status("OK".into()));
-        let moved = cluster.migrate_slot(42, cluster.node(1)).unwrap();
-        assert_eq!(moved, 1);
-        assert_eq!(cluster.primary_for_slot(42).unwrap().index(), 1);
-        assert_eq!(cluster.node(1).call(&["GET", &key]).unwrap(), Reply::Bulk(Some("v".into())));
-        assert!(matches!(cluster.node(0).call(&["GET", &key]).unwrap(), Reply::Error(e) if e.starts_with("MOVED")));
-
-        // A cut cluster replica stops receiving writes, and is promoted anyway.
-        let primary = cluster.node(2);
-        let replica = cluster.replicas_of(primary).unwrap()[0];
-        let replica_index = replica.index();
-        let key = key_in_slot("cut", *slot_range(2, 3).start());
-        replica.server().cut_replication().unwrap();
-        assert_eq!(primary.call(&["SET", &key, "lost"]).unwrap(), Reply::Status("OK".into()));
-        std::thread::sleep(Duration::from_millis(200));
-        let info = replica.info("replication").unwrap();
-        assert_eq!(info_field(&info, "master_link_status"), Some("down"), "{info}");
-        cluster.node_mut(2).stop();
-        cluster.await_ok().unwrap();
-        let promoted = cluster.primary_for_slot(*slot_range(2, 3).start()).unwrap();
-        assert_eq!(promoted.index(), replica_index, "the cut replica was promoted");
-        assert_eq!(promoted.call(&["GET", &key]).unwrap(), Reply::Bulk(None), "the write it never had is lost");
-
-        // The crashed primary comes back as a replica of the promoted one.
-        cluster.restart_node(2).unwrap();
-        let promoted = cluster.node(replica_index);
-        let replicas: Vec<usize> = cluster.replicas_of(promoted).unwrap().iter().map(|r| r.index()).collect();
-        assert_eq!(replicas, [2], "the old primary rejoined under its replacement");
-        assert!(cluster.node(2).info("replication").unwrap().contains("role:slave"));
-
-        drop(cluster);
-        assert!(!dir.exists(), "the cluster's directory is removed on drop");
-    }
-}
+mod tests;
