@@ -36,8 +36,8 @@ use rand::Rng;
 use redis::aio::ConnectionLike;
 use redis_primitives_sim::checker::late_writes::{self, Grant};
 use redis_primitives_sim::{
-    Actor, ActorResult, Event, EventKind, FaultClass, FaultSpace, Ledger, Millis, Operation, Servers, Violation, World,
-    WorldConfig,
+    explore_with, Actor, ActorResult, CheckError, Event, EventKind, ExploreOptions, FaultClass, FaultSpace, Jobs,
+    Ledger, Millis, Operation, Outcome, Progress, Servers, SetupError, Trial, World, WorldConfig,
 };
 use serde::Serialize;
 
@@ -220,15 +220,9 @@ fn grants(events: &[Event]) -> Vec<Grant> {
     out
 }
 
-/// What one seed gave: its history, digest and violations.
-struct Verdict {
-    events: Vec<Event>,
-    digest: String,
-    violations: Vec<Violation>,
-}
-
-/// One seed: three clients, faults on their links drawn from the seed.
-fn run(servers: &mut Servers, seed: u64, fenced: bool) -> Result<Verdict, Box<dyn std::error::Error>> {
+/// One seed: three clients, faults on their links drawn from the seed,
+/// the ledger's landed writes judged against the grants.
+fn run(servers: &mut Servers, seed: u64, fenced: bool) -> Result<Outcome, SetupError> {
     let ledger = Ledger::new("ledger");
     let mut world = World::new(servers, WorldConfig::new(seed))?;
     for i in 0..CLIENTS {
@@ -246,11 +240,11 @@ fn run(servers: &mut Servers, seed: u64, fenced: bool) -> Result<Verdict, Box<dy
     }
     .within(RUN_MS / 10, RUN_MS * 9 / 10);
     world.nemesis(faults.schedule(seed, CLIENTS, 1));
-    let outcome = world.run()?;
-    let events = outcome.history.events();
-    let landed = ledger.writes(&outcome.executions[0], &audited(&events));
-    let violations = late_writes::check(&landed, &grants(&events));
-    Ok(Verdict { events, digest: outcome.digest().to_string(), violations })
+    let run = world.run()?;
+    let mut outcome = Outcome::from_run(&run);
+    let landed = ledger.writes(&run.executions[0], &audited(&outcome.history));
+    outcome.violations.extend(late_writes::check(&landed, &grants(&outcome.history)));
+    Ok(outcome)
 }
 
 fn main() -> ExitCode {
@@ -258,46 +252,44 @@ fn main() -> ExitCode {
     let value =
         |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).map(|v| v.parse::<u64>());
     let fenced = args.iter().any(|a| a == "--fenced");
-    let mut servers = Servers::new();
+    let flag = if fenced { " --fenced" } else { "" };
+    let trial = Trial::new("textbook-lock", move |servers, seed| run(servers, seed, fenced)).replay_with(move |seed| {
+        format!("cargo run --release -p redis-primitives-sim --example textbook_lock -- --replay {seed}{flag}")
+    });
     let seeds = match (value("--replay"), value("--seeds")) {
-        (Some(Ok(seed)), _) => seed..seed + 1,
-        (None, None) => 0..100,
-        (None, Some(Ok(n))) if n > 0 => 0..n,
+        (Some(Ok(seed)), _) => {
+            return match redis_primitives_sim::replay(&trial, seed) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(CheckError::Violated { .. }) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("textbook_lock: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        (None, None) => 100,
+        (None, Some(Ok(n))) if n > 0 => n,
         _ => {
             eprintln!("textbook_lock: --replay SEED or --seeds N (a whole number above 0)");
             return ExitCode::from(2);
         }
     };
-    let replay = value("--replay").is_some();
-    let mut found = 0;
-    for seed in seeds.clone() {
-        let verdict = match run(&mut servers, seed, fenced) {
-            Ok(v) => v,
-            Err(e) => {
-                eprintln!("textbook_lock: seed {seed}: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        if replay {
-            verdict.events.iter().for_each(|e| println!("{e}"));
-            verdict.violations.iter().for_each(|v| println!("VIOLATION {v}"));
-            println!("digest: {}", verdict.digest);
+    let options = ExploreOptions::new(0, seeds).jobs(Jobs::available()).progress(Progress::for_stderr());
+    let ex = match explore_with(&trial, &mut Servers::new(), options) {
+        Ok(ex) => ex,
+        Err(e) => {
+            eprintln!("textbook_lock: {e}");
+            return ExitCode::from(2);
         }
-        if let Some(first) = verdict.violations.first() {
-            found += 1;
-            if found <= 3 && !replay {
-                println!("seed {seed}: {first}");
-                let flag = if fenced { " --fenced" } else { "" };
-                println!(
-                    "  replay: cargo run --release -p redis-primitives-sim --example textbook_lock -- --replay {seed}{flag}"
-                );
-            }
-        }
+    };
+    for s in ex.violating.iter().take(3) {
+        println!("seed {}: {}", s.seed, s.violations[0]);
+        println!("  replay: {}", s.replay);
     }
-    println!("{found} of {} seeds had a late write", seeds.end - seeds.start);
-    if found > 0 {
-        ExitCode::from(1)
-    } else {
+    println!("{} of {seeds} seeds had a late write", ex.violating.len());
+    if ex.violating.is_empty() {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
