@@ -116,9 +116,9 @@ pub struct Execution {
     /// the first argument (not always a key: `WAIT 1 100` gives `"1"`).
     pub key: Option<String>,
     /// The arguments after the command name, in order, bounded in memory:
-    /// at most [`MAX_LOGGED_ARGS`] of them, each cut to
-    /// [`MAX_LOGGED_ARG_BYTES`] (see [`logged_argument`]): enough to tell
-    /// which value a write wrote, never a script's whole body.
+    /// at most 16 of them, each kept whole up to 64 bytes, a longer one as
+    /// its first 32 bytes, `…` and a hash of the whole: enough to tell which
+    /// value a write wrote, never a script's whole body.
     pub args: Vec<String>,
     /// The server's wall clock it ran under, in unix ms (what `TIME` read,
     /// truncated to the millisecond): simulated time plus the node's step.
@@ -582,16 +582,16 @@ fn arguments(request: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// The most arguments of one command the execution log keeps.
-pub const MAX_LOGGED_ARGS: usize = 16;
+pub(crate) const MAX_LOGGED_ARGS: usize = 16;
 
 /// The longest argument the execution log keeps whole, in bytes.
-pub const MAX_LOGGED_ARG_BYTES: usize = 64;
+pub(crate) const MAX_LOGGED_ARG_BYTES: usize = 64;
 
 /// An argument as the execution log keeps it: whole (as UTF-8, lossily)
 /// when it has at most [`MAX_LOGGED_ARG_BYTES`] bytes; else its first 32
 /// bytes, `…`, and the FNV-1a hash of all of it, so two long values still
 /// compare as they would whole.
-pub fn logged_argument(arg: &[u8]) -> String {
+pub(crate) fn logged_argument(arg: &[u8]) -> String {
     if arg.len() <= MAX_LOGGED_ARG_BYTES {
         return String::from_utf8_lossy(arg).into_owned();
     }
