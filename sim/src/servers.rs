@@ -294,14 +294,19 @@ impl ServerNode {
     pub fn keys(&self) -> Result<Vec<KeyAtEnd>, SetupError> {
         let io = |source: redis::RedisError| SetupError::KeySnapshot { url: self.url(), source };
         let mut conn = redis::Client::open(self.url()).map_err(io)?.get_connection().map_err(io)?;
-        let mut names: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut conn).map_err(io)?;
+        // Raw bytes: a key name need not be UTF-8 (a job id a probe planted
+        // with arbitrary bytes), and reading it as a `String` would fail the
+        // whole snapshot. Each key is asked about by its exact bytes and
+        // named lossily.
+        let mut names: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut conn).map_err(io)?;
         names.sort();
         let mut out = Vec::with_capacity(names.len());
-        for key in names {
+        for raw in names {
             let (kind, pttl_ms): (String, i64) =
-                redis::pipe().cmd("TYPE").arg(&key).cmd("PTTL").arg(&key).query(&mut conn).map_err(io)?;
-            out.push(KeyAtEnd { key, kind, pttl_ms });
+                redis::pipe().cmd("TYPE").arg(&raw).cmd("PTTL").arg(&raw).query(&mut conn).map_err(io)?;
+            out.push(KeyAtEnd { key: String::from_utf8_lossy(&raw).into_owned(), kind, pttl_ms });
         }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(out)
     }
 
