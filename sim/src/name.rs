@@ -1,5 +1,7 @@
-//! [`Name`]: the text inside a typed name ([`crate::Api`],
-//! [`crate::checker::Invariant`], [`crate::Situation`]'s name).
+//! [`Name`]: the text inside a typed name that is read back from files
+//! ([`crate::Api`] in shard files, [`crate::checker::Invariant`] in
+//! violations and baselines). A situation's name is never read back, so
+//! `crate::SituationName` is a plain `&'static str` newtype instead.
 //!
 //! Each of those is a newtype over `Name`, so an invariant can never be
 //! passed where an operation is expected, and none is matched by suffix or

@@ -12,7 +12,6 @@ use crate::family::Family;
 use crate::fault_space::FaultSpace;
 use crate::history::Op;
 use crate::nemesis::{Fault, Schedule};
-use crate::outcome::SituationName;
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
 use crate::stats::Histograms;
@@ -64,7 +63,7 @@ fn run_planned(
     let judged = check(&outcome.history, variant == JobQueueVariant::Fenced, plan.lease_ms, &run.executions[0]);
     outcome.violations.extend(judged.violations);
     for s in judged.reached {
-        outcome.reach(SituationName::new(s));
+        outcome.reach(s);
     }
     let mut h = Histograms::new();
     h.declare(DOUBLE_RUNS);

@@ -21,7 +21,6 @@ use crate::family::Family;
 use crate::fault_space::FaultSpace;
 use crate::history::Event;
 use crate::nemesis::{Fault, Schedule};
-use crate::outcome::SituationName;
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{Bound, Histograms};
@@ -104,7 +103,7 @@ pub fn run_planned(
         let settle = last_heal + DRAIN_MS;
         outcome.violations.extend(liveness::check(&outcome.history, settle));
         for s in reached(&outcome.history, setup, settle) {
-            outcome.reach(SituationName::new(s));
+            outcome.reach(s);
         }
     }
     outcome.histograms = h;

@@ -96,7 +96,7 @@ type DecisionSeen = (Millis, Millis, bool, u64, Option<u64>);
 
 /// The declared situations `history` reached (see [`LOG_SITUATIONS`] and
 /// [`COUNTER_SITUATIONS`]), recognised from the finished history.
-pub(super) fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'static str> {
+pub(super) fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<SituationName> {
     let w = setup.window_ms;
     let mut out = Vec::new();
     // Per key: (invoke time, server time, admitted, count, retry) of every
@@ -121,7 +121,7 @@ pub(super) fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'
                         let inv = invoked.get(&e.op_id).copied().unwrap_or(e.time);
                         by_key.entry(key.as_str()).or_default().push((inv, *t, *a == Admission::Admitted, *c, retry));
                         if flushed.is_some_and(|f| inv > f) {
-                            out.push("noscript-recovered");
+                            out.push(SituationName::new("noscript-recovered"));
                         }
                     }
                     _ => unknown = true,
@@ -131,7 +131,7 @@ pub(super) fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'
         }
     }
     if unknown {
-        out.push("request-outcome-unknown");
+        out.push(SituationName::new("request-outcome-unknown"));
     }
     for ds in by_key.values() {
         let admissions: Vec<(Millis, u64)> = ds.iter().filter(|d| d.2).map(|d| (d.1, d.3)).collect();
@@ -144,23 +144,23 @@ pub(super) fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'
                 lo += 1;
             }
             if (hi - lo + 1) as u64 > setup.max {
-                out.push("counter-overshoot-above-max");
+                out.push(SituationName::new("counter-overshoot-above-max"));
             }
         }
         if admissions.iter().any(|a| a.1 == setup.max) {
-            out.push("limit-reached-exactly");
+            out.push(SituationName::new("limit-reached-exactly"));
         }
         if ts.windows(2).any(|p| p[0] == p[1]) {
-            out.push("same-ms-admissions");
+            out.push(SituationName::new("same-ms-admissions"));
         }
         for &(_, t, ..) in ds {
             for &(a, _) in &admissions {
                 if t == a + w - 1 {
-                    out.push("decided-on-window-last-ms");
+                    out.push(SituationName::new("decided-on-window-last-ms"));
                 } else if t == a + w {
-                    out.push("decided-at-window-edge");
+                    out.push(SituationName::new("decided-at-window-edge"));
                 } else if t == a + w + 1 {
-                    out.push("decided-past-window-edge");
+                    out.push(SituationName::new("decided-past-window-edge"));
                 }
             }
         }
@@ -168,12 +168,12 @@ pub(super) fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'
             let (false, Some(r)) = (admitted, retry) else { continue };
             for &(inv, u, ok, ..) in ds {
                 if u == t + r && ok {
-                    out.push("denied-then-admitted-at-retry-after");
+                    out.push(SituationName::new("denied-then-admitted-at-retry-after"));
                     if inv >= settle {
-                        out.push("retry-after-honoured-after-healing");
+                        out.push(SituationName::new("retry-after-honoured-after-healing"));
                     }
                 } else if r > 1 && u == t + r - 1 && !ok {
-                    out.push("denied-at-retry-after-minus-1");
+                    out.push(SituationName::new("denied-at-retry-after-minus-1"));
                 }
             }
         }
@@ -188,7 +188,7 @@ pub(super) fn reached(history: &[Event], setup: Setup, settle: Millis) -> Vec<&'
                 continue;
             }
             if ds.iter().any(|d| d.1 < b && d.1 + 150 >= b) {
-                out.push("burst-straddles-boundary");
+                out.push(SituationName::new("burst-straddles-boundary"));
             }
         }
     }

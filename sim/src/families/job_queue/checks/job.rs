@@ -7,6 +7,7 @@ use crate::checker::{Violation, LIVENESS};
 use crate::families::job_queue::record::{payload_of, JobVerb};
 use crate::families::job_queue::{CLAIM, COMPLETE, ENQUEUE, EXTEND, JOB_QUEUE, PRODUCER, REAP, STATE};
 use crate::history::{EventKind, Millis};
+use crate::situation::SituationName;
 
 /// Everything the history says about one accepted job, gathered once for
 /// the job's checks.
@@ -53,9 +54,9 @@ impl<'a> Job<'a> {
     }
 
     /// Judges the job; `fenced` adds what only the correct queue promises.
-    pub(super) fn judge(&self, fenced: bool, out: &mut Vec<Violation>, reached: &mut Vec<&'static str>) {
+    pub(super) fn judge(&self, fenced: bool, out: &mut Vec<Violation>, reached: &mut Vec<SituationName>) {
         if self.claims.len() > 1 {
-            reached.push("job-run-twice");
+            reached.push(SituationName::new("job-run-twice"));
         }
         self.completed_at_most_once(out);
         if !fenced {
@@ -146,7 +147,7 @@ impl<'a> Job<'a> {
 
     /// An accepted completion carries the latest attempt; a refused one was
     /// superseded.
-    fn completions(&self, out: &mut Vec<Violation>, reached: &mut Vec<&'static str>) {
+    fn completions(&self, out: &mut Vec<Violation>, reached: &mut Vec<SituationName>) {
         let id = self.id;
         for c in &self.completes {
             let Some((t, d)) = c.ok() else { continue };
@@ -159,7 +160,7 @@ impl<'a> Job<'a> {
                     }
                 }
                 Some(false) => {
-                    reached.push("stale-completion-refused");
+                    reached.push(SituationName::new("stale-completion-refused"));
                     let done_before =
                         self.completes.iter().any(|o| !std::ptr::eq(*o, *c) && o.invoked < t && o.maybe());
                     if !self.superseded(c.args.attempt, t) && !done_before {
@@ -173,14 +174,14 @@ impl<'a> Job<'a> {
 
     /// An accepted extension sets the lease from when it ran, for a live
     /// claim of the latest attempt; a refused one was superseded.
-    fn extensions(&self, out: &mut Vec<Violation>, reached: &mut Vec<&'static str>) {
+    fn extensions(&self, out: &mut Vec<Violation>, reached: &mut Vec<SituationName>) {
         let id = self.id;
         let lease_ms = self.lease_ms;
         for x in of(self.calls, EXTEND, id) {
             let Some((t, d)) = x.ok() else { continue };
             match d.accepted {
                 Some(true) => {
-                    reached.push("claim-extended");
+                    reached.push(SituationName::new("claim-extended"));
                     if let (Some(until), Some(ran)) = (d.lease_until, x.ran) {
                         let lease_ms = x.args.lease_ms.unwrap_or(lease_ms);
                         if until != ran + lease_ms {
@@ -206,7 +207,7 @@ impl<'a> Job<'a> {
                     }
                 }
                 Some(false) => {
-                    reached.push("stale-extend-refused");
+                    reached.push(SituationName::new("stale-extend-refused"));
                     if !self.superseded(x.args.attempt, t) {
                         out.push(wrong(t, format!("{id}: {} had its extension of attempt {:?} refused at {t}ms with nothing in the history that superseded its claim", x.process, x.args.attempt)));
                     }
@@ -217,12 +218,12 @@ impl<'a> Job<'a> {
     }
 
     /// No reap takes a lease that had not lapsed.
-    fn reaps_of_live_leases(&self, out: &mut Vec<Violation>, reached: &mut Vec<&'static str>) {
+    fn reaps_of_live_leases(&self, out: &mut Vec<Violation>, reached: &mut Vec<SituationName>) {
         let id = self.id;
         // A reap runs on the server between its invoke and its return; if it
         // returned before the lease it took had lapsed, it took a live one.
         for r in self.reaps.iter().filter(|r| r.ok().is_some()) {
-            reached.push("lapsed-lease-reaped");
+            reached.push(SituationName::new("lapsed-lease-reaped"));
             let current = self.claims.iter().filter(|k| k.returned < r.invoked).max_by_key(|k| k.attempt);
             let Some(&Claimed { attempt, lease_until: Some(until), process: holder, .. }) =
                 current.as_ref().map(|c| *c)

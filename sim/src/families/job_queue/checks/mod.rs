@@ -16,6 +16,7 @@ use super::{CLAIM, COMPLETE, ENQUEUE, EXTEND, JOB_QUEUE, REAP};
 use crate::bridge::Execution;
 use crate::checker::Violation;
 use crate::history::{Event, EventKind, Millis};
+use crate::situation::SituationName;
 
 /// One job operation of the history, paired.
 struct Call<'a> {
@@ -115,7 +116,7 @@ pub struct Judged {
     /// The violations.
     pub violations: Vec<Violation>,
     /// Situations the history shows.
-    pub reached: Vec<&'static str>,
+    pub reached: Vec<SituationName>,
     /// Extra runs per job (claims − 1).
     pub double_runs: Vec<u64>,
 }
@@ -269,7 +270,10 @@ mod tests {
         };
         let ok = history(false, true);
         assert!(ok.violations.is_empty(), "{:?}", ok.violations);
-        assert!(ok.reached.contains(&"stale-completion-refused") && ok.reached.contains(&"job-run-twice"));
+        assert!(
+            ok.reached.contains(&SituationName::new("stale-completion-refused"))
+                && ok.reached.contains(&SituationName::new("job-run-twice"))
+        );
         assert_eq!(ok.double_runs, vec![1]);
         let twice = history(true, true);
         assert!(twice.violations.iter().any(|v| v.detail.contains("2 completions accepted")), "{:?}", twice.violations);
