@@ -170,3 +170,38 @@ impl Acknowledgement {
         }
     }
 }
+
+/// Both sides of every documented edge: at least one replica, a timeout of
+/// 1 ms to 2^53 − 1 ms in whole milliseconds (the range of a TTL), refused
+/// with `InvalidInput` (moved here from the simulation's validation probe).
+#[cfg(test)]
+mod documented_edges {
+    use super::*;
+    use crate::ttl::Ttl;
+
+    #[test]
+    fn a_replica_or_more_and_a_timeout_in_the_range_of_a_ttl() {
+        assert_eq!(Acknowledgement::MAX_TIMEOUT_MILLIS, Ttl::MAX_MILLIS);
+        let max = Acknowledgement::MAX_TIMEOUT_MILLIS;
+        for (replicas, ms) in [(1, 1), (3, 500), (u32::MAX, 7), (1, max - 1), (1, max)] {
+            let a = Acknowledgement::new(replicas, Duration::from_millis(ms)).unwrap();
+            assert_eq!((a.replicas(), a.timeout()), (replicas, Duration::from_millis(ms)));
+        }
+        let ns = Duration::from_nanos;
+        let refused = [
+            (0, Duration::from_millis(5), "acknowledgement replicas"),
+            (2, Duration::ZERO, "acknowledgement timeout"),
+            (1, Duration::from_millis(max + 1), "acknowledgement timeout"),
+            (1, Duration::from_millis(u64::MAX), "acknowledgement timeout"),
+            (2, Duration::from_millis(5) + ns(1), "acknowledgement timeout"),
+            (2, ns(999_999), "acknowledgement timeout"),
+        ];
+        for (replicas, timeout, what) in refused {
+            let r = Acknowledgement::new(replicas, timeout);
+            assert!(
+                matches!(&r, Err(Error::InvalidInput { what: w, .. }) if *w == what),
+                "{replicas}, {timeout:?}: {r:?}"
+            );
+        }
+    }
+}

@@ -100,3 +100,57 @@ impl Default for Drift {
         Drift::DEFAULT
     }
 }
+
+/// Both sides of every documented edge: a factor below 1000‰, a constant at
+/// most the longest TTL to the nanosecond, refused with `InvalidInput`
+/// (moved here from the simulation's validation probe).
+#[cfg(test)]
+mod documented_edges {
+    use super::*;
+
+    #[test]
+    fn factor_below_1000_per_mille_and_constant_at_most_the_longest_ttl() {
+        let accepted = [
+            (0, Duration::ZERO),
+            (10, Duration::from_millis(2)),
+            (999, Duration::ZERO),
+            (5, Duration::new(0, 3_000_007)),
+            (0, Drift::MAX_CONSTANT),
+            (999, Drift::MAX_CONSTANT),
+        ];
+        for (per_mille, constant) in accepted {
+            let d = Drift::new(per_mille, constant).unwrap();
+            assert_eq!((d.factor_per_mille(), d.constant()), (per_mille, constant));
+        }
+        assert_eq!(Drift::MAX_CONSTANT, Duration::from_millis(Ttl::MAX_MILLIS));
+        for per_mille in [1000, 1001, u32::MAX] {
+            let r = Drift::new(per_mille, Duration::ZERO);
+            assert!(matches!(r, Err(Error::InvalidInput { what: "drift factor", .. })), "{per_mille}: {r:?}");
+        }
+        for constant in [Drift::MAX_CONSTANT + Duration::from_nanos(1), Drift::MAX_CONSTANT * 2, Duration::MAX] {
+            let r = Drift::new(10, constant);
+            assert!(matches!(r, Err(Error::InvalidInput { what: "drift constant", .. })), "{constant:?}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn allowance_and_usable_time_to_the_nanosecond() {
+        let d = Drift::new(10, Duration::from_millis(2)).unwrap();
+        // 1 % of 400 ms is 4 ms, plus 2 ms.
+        assert_eq!(d.allowance(Duration::from_millis(400)), Duration::from_millis(6));
+        assert_eq!(d.usable(Ttl::from_millis(400).unwrap()), Duration::from_millis(394));
+        // Rounded down to the nanosecond: 1 % of 1 ns is nothing.
+        assert_eq!(d.allowance(Duration::from_nanos(1)), Duration::from_millis(2));
+        assert_eq!(
+            Drift::new(999, Duration::ZERO).unwrap().allowance(Duration::from_secs(1)),
+            Duration::from_millis(999)
+        );
+        // All of a short lease eaten by the constant part: nothing usable.
+        assert_eq!(d.usable(Ttl::from_millis(2).unwrap()), Duration::ZERO);
+        assert_eq!(Drift::NONE.usable(Ttl::from_millis(7).unwrap()), Duration::from_millis(7));
+        assert_eq!(Drift::default(), Drift::DEFAULT);
+        // Any `Duration` at all, without overflow: below 1000‰ and a bounded
+        // constant, even `Duration::MAX` leaves something.
+        assert!(Drift::new(999, Drift::MAX_CONSTANT).unwrap().allowance(Duration::MAX) < Duration::MAX);
+    }
+}

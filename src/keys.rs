@@ -61,3 +61,33 @@ pub fn validate_name(name: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Both sides of every documented edge: neither a prefix nor a name may be
+/// empty or hold a brace, refused with `InvalidInput`; a key reads
+/// `prefix:{name}` (moved here from the simulation's validation probe).
+#[cfg(test)]
+mod documented_edges {
+    use super::*;
+
+    #[test]
+    fn no_brace_and_no_empty_text_in_a_prefix_or_a_name() {
+        for (prefix, name) in [("lock", "orders"), ("a:b:", "x:9"), ("z", "0"), (":", ":")] {
+            assert_eq!(Prefix::new(prefix).unwrap().as_str(), prefix);
+            assert_eq!(Prefix::new(prefix).unwrap().key(name).unwrap(), format!("{prefix}:{{{name}}}"));
+            assert!(validate_name(name).is_ok());
+        }
+        for bad in ["", "{", "}", "a{b", "ab}", "{x}", "x}y{"] {
+            let r = Prefix::new(bad);
+            assert!(matches!(r, Err(Error::InvalidInput { what: "prefix", .. })), "prefix {bad:?}: {r:?}");
+            let r = Prefix::new("lock").unwrap().key(bad);
+            assert!(matches!(r, Err(Error::InvalidInput { what: "name", .. })), "name {bad:?}: {r:?}");
+            assert!(matches!(validate_name(bad), Err(Error::InvalidInput { what: "name", .. })));
+        }
+    }
+
+    #[test]
+    fn concat_joins_in_order() {
+        assert_eq!(concat(&["a", "", ":{", "b", "}"]), "a:{b}");
+        assert_eq!(concat(&[]), "");
+    }
+}

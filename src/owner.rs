@@ -131,4 +131,10 @@ mod tests {
         }
         assert_ne!(OwnerSource::seeded(8).next_owner(16), OwnerSource::seeded(7).next_owner(16));
     }
+
+    #[test]
+    fn documented_edges_debug_shows_only_a_prefix() {
+        let owner = OwnerSource::seeded(7).next_owner(16);
+        assert_eq!(format!("{owner:?}"), format!("Owner({}…)", &owner.as_str()[..8]));
+    }
 }

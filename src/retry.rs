@@ -104,3 +104,25 @@ impl Retry {
         Ok(None)
     }
 }
+
+/// Both sides of every documented edge: a first delay above zero and a cap
+/// at least the first delay, refused with `InvalidInput` (moved here from
+/// the simulation's validation probe).
+#[cfg(test)]
+mod documented_edges {
+    use super::*;
+
+    #[test]
+    fn a_cap_at_least_the_first_delay_and_a_first_delay_above_zero() {
+        let attempts = NonZeroU32::new(3).unwrap();
+        let ns = Duration::from_nanos;
+        for (base, max) in [(ns(1), ns(1)), (ns(5), ns(5)), (ns(5), ns(6)), (ns(50_000_000), Duration::MAX)] {
+            let r = Retry::new(attempts, base, max).unwrap();
+            assert_eq!(r.attempts(), attempts);
+        }
+        for (base, max) in [(Duration::ZERO, ns(5)), (Duration::ZERO, Duration::ZERO), (ns(5), ns(4)), (ns(2), ns(1))] {
+            let r = Retry::new(attempts, base, max);
+            assert!(matches!(r, Err(Error::InvalidInput { .. })), "{base:?}, {max:?}: {r:?}");
+        }
+    }
+}

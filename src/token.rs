@@ -63,3 +63,18 @@ impl From<FencingToken> for u64 {
         t.0
     }
 }
+
+/// What a token reports of itself: its `Display` and `u64` are the raw
+/// value (moved here from the simulation's validation probe).
+#[cfg(test)]
+mod documented_edges {
+    use super::*;
+
+    #[test]
+    fn display_and_u64_are_the_raw_value() {
+        for raw in [0, 1, (1 << 53) + 1, u64::MAX] {
+            let token = FencingToken::new(raw);
+            assert_eq!((token.to_string(), u64::from(token), token.get()), (raw.to_string(), raw, raw));
+        }
+    }
+}

@@ -78,3 +78,35 @@ impl fmt::Display for Ttl {
         write!(f, "{} ms", self.0)
     }
 }
+
+/// Both sides of every documented edge: 1 ..= 2^53 − 1 ms, whole
+/// milliseconds only, refused with `InvalidInput` (moved here from the
+/// simulation's validation probe: no server, no time, no fault needed).
+#[cfg(test)]
+mod documented_edges {
+    use super::*;
+
+    fn ttl(ms: u64, extra_ns: u64) -> Result<Ttl> {
+        Ttl::new(Duration::from_millis(ms) + Duration::from_nanos(extra_ns))
+    }
+
+    #[test]
+    fn one_ms_to_2_pow_53_minus_1_in_whole_milliseconds() {
+        for ms in [1, 2, 400, 100_000, Ttl::MAX_MILLIS - 1, Ttl::MAX_MILLIS] {
+            let t = ttl(ms, 0).unwrap();
+            assert_eq!(t.as_millis(), ms);
+            assert_eq!(t.as_duration(), Duration::from_millis(ms));
+            assert_eq!(t.to_string(), format!("{ms} ms"));
+            assert_eq!(Ttl::from_millis(ms).unwrap(), t);
+            assert_eq!(Ttl::try_from(Duration::from_millis(ms)).unwrap(), t);
+        }
+        for (ms, extra_ns) in
+            [(0, 0), (Ttl::MAX_MILLIS + 1, 0), (u64::MAX, 0), (0, 1), (0, 999_999), (5, 1), (5, 500_000)]
+        {
+            let r = ttl(ms, extra_ns);
+            assert!(matches!(r, Err(Error::InvalidInput { what: "ttl", .. })), "{ms} ms + {extra_ns} ns: {r:?}");
+        }
+        assert!(matches!(Ttl::named("window", Duration::ZERO), Err(Error::InvalidInput { what: "window", .. })));
+        assert!(Ttl::new(Duration::MAX).is_err());
+    }
+}

@@ -71,3 +71,39 @@ impl Limit {
         self.window
     }
 }
+
+/// Both sides of every documented edge: `max ≥ 1`, a window a valid TTL and
+/// `max × window_ms ≤ 2^52` at every split of the product, refused with
+/// `InvalidInput` (moved here from the simulation's validation probe).
+#[cfg(test)]
+mod documented_edges {
+    use super::*;
+
+    #[test]
+    fn max_times_window_at_most_2_pow_52_at_every_split() {
+        assert_eq!(Limit::MAX_PRODUCT, 1 << 52);
+        for k in 0..=52u32 {
+            let (max, window_ms) = (1u64 << k, 1u64 << (52 - k));
+            let limit = Limit::new(max, Duration::from_millis(window_ms)).unwrap();
+            assert_eq!((limit.max().get(), limit.window().as_millis()), (max, window_ms));
+            for (max, window_ms) in [(max + 1, window_ms), (max, window_ms + 1)] {
+                let r = Limit::new(max, Duration::from_millis(window_ms));
+                assert!(matches!(r, Err(Error::InvalidInput { what: "limit", .. })), "{max} × {window_ms}: {r:?}");
+            }
+        }
+        // A product that overflows u64 is refused, not wrapped.
+        assert!(Limit::new(1 << 32, Duration::from_millis(1 << 33)).is_err());
+        assert!(Limit::new(u64::MAX, Duration::from_millis(Ttl::MAX_MILLIS)).is_err());
+    }
+
+    #[test]
+    fn zero_requests_and_a_window_that_is_no_ttl_are_refused() {
+        let r = Limit::new(0, Duration::from_millis(1000));
+        assert!(matches!(r, Err(Error::InvalidInput { what: "limit", .. })), "{r:?}");
+        for window in [Duration::ZERO, Duration::from_micros(1500), Duration::from_millis(Ttl::MAX_MILLIS + 1)] {
+            let r = Limit::new(5, window);
+            assert!(matches!(r, Err(Error::InvalidInput { what: "window", .. })), "{window:?}: {r:?}");
+        }
+        assert!(Limit::new(1, Duration::from_millis(1)).is_ok());
+    }
+}

@@ -122,3 +122,25 @@ pub(crate) fn decide(reply: &[i64], limit: Limit, key: &str) -> Result<Decision>
         _ => Err(bad(format!("limiter script returned {reply:?}"))),
     }
 }
+
+/// Both sides of `check_at`'s documented edge: an instant up to 2^53 − 1
+/// ms is sent as its decimal, the next one and beyond are refused with
+/// `InvalidInput` before anything is sent (moved here from the
+/// simulation's validation probe; a decision at 2^53 − 1 on a real server
+/// is `tests/library/documented_edges.rs`).
+#[cfg(test)]
+mod documented_edges {
+    use super::*;
+
+    #[test]
+    fn a_pinned_instant_below_2_pow_53() {
+        assert_eq!(now_arg(None).unwrap(), "");
+        assert_eq!(now_arg(Some(0)).unwrap(), "0");
+        assert_eq!(now_arg(Some(1_700_000_000_123)).unwrap(), "1700000000123");
+        assert_eq!(now_arg(Some((1 << 53) - 1)).unwrap(), "9007199254740991");
+        for ms in [1 << 53, (1 << 53) + 1, u64::MAX] {
+            let r = now_arg(Some(ms));
+            assert!(matches!(r, Err(Error::InvalidInput { what: "now", .. })), "{ms}: {r:?}");
+        }
+    }
+}

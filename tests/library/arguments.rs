@@ -152,6 +152,30 @@ fn accepted<T: core::fmt::Debug>(r: Result<T, Error>) -> Result<Option<T>, TestC
     }
 }
 
+// ------------------------------------------------------ documented rules
+//
+// What each constructor must accept, stated on the drawn arguments with
+// the documentation's own numbers (the rules the simulation's
+// `input-validation` checker stated until issue #46 moved them here):
+// every property asserts that a value is accepted exactly when its rule
+// says so. `documented_edges.rs` tries both sides of each edge on purpose.
+
+/// A TTL: 1 ms to 2^53 − 1 ms, in whole milliseconds.
+fn ttl_rule(d: Duration) -> bool {
+    !d.is_zero() && d.subsec_nanos() % 1_000_000 == 0 && d.as_millis() <= u128::from(Ttl::MAX_MILLIS)
+}
+
+/// A drift: a factor below 1000‰, a constant at most the longest TTL.
+fn drift_rule(per_mille: u32, constant: Duration) -> bool {
+    per_mille < 1000 && constant <= Duration::from_millis(Ttl::MAX_MILLIS)
+}
+
+/// What `ttl` leaves once the drift is taken off, in ns.
+fn usable_ns(ttl: Duration, (per_mille, constant): (u32, Duration)) -> u128 {
+    let ttl = ttl.as_nanos();
+    ttl.saturating_sub(ttl * u128::from(per_mille) / 1000 + constant.as_nanos())
+}
+
 // ------------------------------------------------------------ properties
 
 #[test]
@@ -165,6 +189,8 @@ fn ttl_drift_and_fence_counters_up_to_2_pow_63() {
         |rt, conn, server, case, (ttl, (factor, constant), counter)| {
             let ttl_ok = accepted(Ttl::new(ttl))?;
             let drift_ok = accepted(Drift::new(factor, constant))?;
+            prop_assert_eq!(ttl_ok.is_some(), ttl_rule(ttl), "Ttl::new({:?})", ttl);
+            prop_assert_eq!(drift_ok.is_some(), drift_rule(factor, constant), "Drift::new({}, {:?})", factor, constant);
             let _ = Drift::DEFAULT.allowance(ttl); // total for any Duration
             if let Some(drift) = drift_ok {
                 let _ = drift.allowance(ttl);
@@ -208,7 +234,18 @@ fn keep_alive_and_with_lock_guarded() {
             };
             let lock = Lock::builder(conn.clone()).drift(drift).build().unwrap();
             let _ = accepted(KeepAlive::thirds(&lock, ttl))?;
-            let Some(policy) = accepted(KeepAlive::new(&lock, ttl, every))? else { return Ok(false) };
+            let policy = accepted(KeepAlive::new(&lock, ttl, every))?;
+            let rule = !every.is_zero() && every.as_nanos() < usable_ns(ttl.as_duration(), (factor, constant));
+            prop_assert_eq!(
+                policy.is_some(),
+                rule,
+                "KeepAlive::new({}, {:?}), drift {}‰ {:?}",
+                ttl,
+                every,
+                factor,
+                constant
+            );
+            let Some(policy) = policy else { return Ok(false) };
             rt.block_on(async {
                 let outcome = lock.with_lock_guarded(&format!("guarded-{case}"), policy, |_| async { 7 }).await;
                 match outcome {
@@ -228,7 +265,11 @@ fn limits_and_both_limiters_with_any_pinned_instant() {
     let max = prop_oneof![3 => 1u64..1_000, 1 => any_u64()];
     let now = prop::option::of(prop_oneof![1_700_000_000_000u64..1_800_000_000_000, any_u64()]);
     check("limit", 0.25, (max, ttl_like(), now), |rt, conn, _, case, (max, window, now)| {
-        let Some(limit) = accepted(Limit::new(max, window))? else { return Ok(false) };
+        let limit = accepted(Limit::new(max, window))?;
+        let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        let rule = max >= 1 && ttl_rule(window) && max.checked_mul(window_ms).is_some_and(|p| p <= 1 << 52);
+        prop_assert_eq!(limit.is_some(), rule, "Limit::new({}, {:?})", max, window);
+        let Some(limit) = limit else { return Ok(false) };
         rt.block_on(async {
             let log = SlidingWindowLog::new(conn.clone(), limit);
             let counter = SlidingWindowCounter::new(conn.clone(), limit);
@@ -255,9 +296,9 @@ fn retry_policies() {
     let attempts = prop_oneof![1u32..10, 1u32..=u32::MAX];
     let args = (attempts, mostly_ms(1, 100), mostly_ms(1, 10_000), prop::option::of(any_duration()), any::<u64>());
     check("retry", 0.25, args, |rt, conn, _, case, (attempts, base, max, deadline, seed)| {
-        let Some(mut retry) = accepted(Retry::new(NonZeroU32::new(attempts).unwrap(), base, max))? else {
-            return Ok(false);
-        };
+        let retry = accepted(Retry::new(NonZeroU32::new(attempts).unwrap(), base, max))?;
+        prop_assert_eq!(retry.is_some(), !base.is_zero() && max >= base, "Retry::new({:?}, {:?})", base, max);
+        let Some(mut retry) = retry else { return Ok(false) };
         if let Some(d) = deadline {
             retry = retry.deadline(d);
         }
@@ -306,7 +347,28 @@ fn election_builders() {
         if let Some(c) = campaign {
             builder = builder.campaign_interval(c);
         }
-        let Some(node) = accepted(builder.build())? else { return Ok(false) };
+        let node = accepted(builder.build())?;
+        // Renew every third of the lease unless given, campaign as often as
+        // renewing unless given.
+        let usable = usable_ns(lease, (factor, constant));
+        let renew_every = renew.unwrap_or(lease / 3);
+        let rule = ttl_rule(lease)
+            && usable > 0
+            && !renew_every.is_zero()
+            && renew_every < lease
+            && renew_every.as_nanos() <= usable / 2
+            && !campaign.unwrap_or(renew_every).is_zero();
+        prop_assert_eq!(
+            node.is_some(),
+            rule,
+            "election {:?} {:?} {:?}, drift {}‰ {:?}",
+            lease,
+            renew,
+            campaign,
+            factor,
+            constant
+        );
+        let Some(node) = node else { return Ok(false) };
         rt.block_on(async {
             // The first campaign is immediate; stop() hands back whatever it won.
             let task = node.start();
@@ -330,9 +392,23 @@ fn redlock_configurations() {
             .master_timeout(master_timeout)
             .handshake_timeout(handshake);
         rt.block_on(async {
-            let Some(redlock) = accepted(Redlock::connect(vec![conn.clone()], config).await)? else {
-                return Ok(false);
-            };
+            let redlock = accepted(Redlock::connect(vec![conn.clone()], config).await)?;
+            let ttl = Duration::from_millis(ttl_ms);
+            let rule = usable_ns(ttl, (factor, constant)) > 0
+                && !master_timeout.is_zero()
+                && master_timeout < ttl
+                && !handshake.is_zero();
+            prop_assert_eq!(
+                redlock.is_some(),
+                rule,
+                "redlock {:?} {:?} {:?}, drift {}‰ {:?}",
+                ttl,
+                master_timeout,
+                handshake,
+                factor,
+                constant
+            );
+            let Some(redlock) = redlock else { return Ok(false) };
             let _ = redlock.drift_allowance();
             match redlock.acquire(&format!("redlock-{case}")).await {
                 Ok(Acquisition::Held(lease)) => {

@@ -5,6 +5,7 @@
 mod support;
 
 mod arguments;
+mod documented_edges;
 mod election;
 mod exact;
 mod faults;
