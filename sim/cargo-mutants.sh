@@ -7,6 +7,11 @@
 # test command: a mutant is killed when a checker reports a violation there,
 # or when one seed of those scenarios gives two digests (run twice in-process
 # and once by `rp-sim replay`): a change that draws from unseeded randomness.
+# The same command runs the library's own checks of what needs no simulated
+# world (issue #46 item 5): the `documented_edges` unit tests in src/, and
+# tests/library's documented_edges.rs and arguments.rs (constructor edges on
+# both sides, against a real server where a connection is needed), so a
+# mutant of a bound is still killed now that the simulation no longer probes it.
 #
 #   cargo install cargo-mutants --locked
 #   sim/cargo-mutants.sh              # every group, about 2-3 h on 2 cores
@@ -18,6 +23,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The test command: the simulation's harness (its pinned seeds and the
+# determinism check) and the library's unit and integration tests of the
+# documented edges, in one `cargo test` over both packages; each binary runs
+# only the tests the filters name (libtest filters are substrings).
+TEST_PACKAGES=(--test-package redis-primitives-sim --test-package redis-primitives)
+TEST_ARGS=(-- --lib --test harness --test library --
+  scenarios::correct_scenarios scenarios::same_seed_same_digest documented_edges arguments::)
+
 group() {
   local name=$1 scenarios=$2
   shift 2
@@ -27,9 +40,9 @@ group() {
   mkdir -p "target/mutants/$name"
   # The baseline is skipped: cargo-mutants would test the mutated package's
   # own tests there, not the simulation's.
-  RP_GATE_SCENARIOS="$scenarios" cargo mutants -j 2 -p redis-primitives --test-package redis-primitives-sim \
+  RP_GATE_SCENARIOS="$scenarios" cargo mutants -j 2 -p redis-primitives "${TEST_PACKAGES[@]}" \
     --baseline=skip --timeout 300 --build-timeout 900 "${files[@]}" -o "target/mutants/$name" \
-    -- --test harness -- scenarios::correct_scenarios scenarios::same_seed_same_digest || true
+    "${TEST_ARGS[@]}" || true
 }
 
 # --recheck GROUP...: re-run only the mutants that group's last run missed
@@ -61,9 +74,9 @@ if [ "${1:-}" = "--recheck" ]; then
       continue
     fi
     mkdir -p "target/mutants/$name-recheck"
-    RP_GATE_SCENARIOS="$scen" cargo mutants -j 2 -p redis-primitives --test-package redis-primitives-sim \
+    RP_GATE_SCENARIOS="$scen" cargo mutants -j 2 -p redis-primitives "${TEST_PACKAGES[@]}" \
       --baseline=skip --timeout 300 --build-timeout 900 "${files[@]}" "${res[@]}" -o "target/mutants/$name-recheck" \
-      -- --test harness -- scenarios::correct_scenarios scenarios::same_seed_same_digest || true
+      "${TEST_ARGS[@]}" || true
   done
   exit 0
 fi

@@ -34,9 +34,9 @@ use std::process::ExitCode;
 use core::time::Duration;
 use rand::Rng;
 use redis::aio::ConnectionLike;
-use redis_primitives_sim::checker::Invariant;
-use redis_primitives_sim::families::lock::mutual_exclusion::{self, Policy};
-use redis_primitives_sim::families::lock::LockOp;
+use redis_primitives_sim::mutual_exclusion::{self, Policy};
+use redis_primitives_sim::Invariant;
+use redis_primitives_sim::LockOp;
 
 use redis_primitives_sim::{
     explore_with, Actor, ActorResult, CheckError, Event, EventKind, ExploreOptions, FaultClass, FaultSpace, Jobs,

@@ -6,8 +6,9 @@
 //! is in simulated milliseconds and every run is deterministic, so the same
 //! code gives the same figures bit for bit, and a tolerance can be tight.
 //! `rp-sim check` runs each scenario's seed set — its pinned seeds for a
-//! broken variant, seeds `0..CLEAN_SEEDS` for a correct one — and compares
-//! with `reports/baseline.json`:
+//! broken variant, seeds `0..12` for a correct one
+//! ([`Experiment::baseline_seeds`]) — and compares with
+//! `reports/baseline.json`:
 //!
 //! - a violation the baseline does not have fails (for any scenario);
 //! - a violation of a broken variant's expected invariant that the
@@ -18,7 +19,9 @@
 //!
 //! Each failure is one readable line (what moved, from what to what, by how
 //! much); `rp-sim check --update` writes the new baseline when the change is
-//! meant.
+//! meant. A user's own [`Experiment`] (a [`crate::Trial`]) gets the same
+//! check as a library call: [`Baseline::measure`], [`Baseline::write`] and
+//! [`Baseline::read`], then [`Baseline::departures`].
 
 use core::fmt;
 use std::collections::BTreeMap;
@@ -27,13 +30,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::checker::Invariant;
+use crate::experiment::Experiment;
 use crate::progress::{Meter, Progress};
-use crate::scenarios::{Expect, Scenario};
 use crate::servers::{Servers, SetupError};
 use crate::stats::Summary;
-
-/// Seeds `0..CLEAN_SEEDS` of every correct scenario are measured.
-pub const CLEAN_SEEDS: u64 = 12;
 
 /// How far a figure may move before it is a regression: the larger of
 /// `relative` × the baseline's value and `absolute` (in the figure's unit).
@@ -101,41 +101,60 @@ pub enum BaselineError {
     },
 }
 
-/// The seed set of `s`: its pinned seeds if broken, else `0..CLEAN_SEEDS`.
-pub fn seeds_of(s: &Scenario) -> Vec<u64> {
-    match s.expect {
-        Expect::Clean => (0..CLEAN_SEEDS).collect(),
-        Expect::Violates(_) => s.pinned_seeds.to_vec(),
-    }
-}
-
-/// Runs every seed set of `scenarios` and gathers their figures.
-pub fn measure(servers: &mut Servers, scenarios: &[&'static Scenario]) -> Result<Baseline, SetupError> {
-    let mut out = BTreeMap::new();
-    let total = scenarios.iter().map(|s| seeds_of(s).len() as u64).sum();
-    let mut meter = Meter::new(Progress::for_stderr(), "check", "seeds", total);
-    for s in scenarios {
-        let seeds = seeds_of(s);
-        let mut violations = BTreeMap::new();
-        let mut histograms = crate::stats::Histograms::new();
-        for &seed in &seeds {
-            let o = s.run(servers, seed)?;
-            meter.step(!o.violations.is_empty());
-            histograms.merge(&o.histograms);
-            if !o.violations.is_empty() {
-                let mut names: Vec<Invariant> = o.violations.iter().map(|v| v.invariant.clone()).collect();
-                names.sort();
-                names.dedup();
-                violations.insert(seed, names);
-            }
-        }
-        out.insert(s.name.to_string(), ScenarioFigures { seeds, violations, histograms: histograms.summaries() });
-    }
-    meter.finish();
-    Ok(Baseline { format: 1, tolerance: Tolerance::DEFAULT, scenarios: out })
-}
-
 impl Baseline {
+    /// Measures `experiments` on `servers`: each one's baseline seeds
+    /// ([`Experiment::baseline_seeds`]), which of them violated what, and
+    /// its histograms' figures. A user's own trial is measured like a
+    /// registered scenario:
+    ///
+    /// ```no_run
+    /// # use redis_primitives_sim::{Baseline, Experiment, Servers, Trial};
+    /// # fn my_world(_: &mut Servers, _: u64) -> Result<redis_primitives_sim::Outcome, redis_primitives_sim::SetupError> { todo!() }
+    /// let trial = Trial::new("my-lock", my_world);
+    /// let mut servers = Servers::new();
+    /// let now = Baseline::measure(&mut servers, &[&trial])?;
+    /// let path = std::path::Path::new("baseline.json");
+    /// if !path.exists() {
+    ///     now.write(path)?; // the first run writes it; commit it
+    /// }
+    /// for departure in Baseline::read(path)?.departures(&now, &[&trial]) {
+    ///     eprintln!("{departure}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn measure(servers: &mut Servers, experiments: &[&dyn Experiment]) -> Result<Baseline, SetupError> {
+        let mut out = BTreeMap::new();
+        let total = experiments.iter().map(|s| s.baseline_seeds().len() as u64).sum();
+        let mut meter = Meter::new(Progress::for_stderr(), "check", "seeds", total);
+        for s in experiments {
+            let seeds = s.baseline_seeds();
+            let mut violations = BTreeMap::new();
+            let mut histograms = crate::stats::Histograms::new();
+            for &seed in &seeds {
+                let o = s.run(servers, seed)?;
+                meter.step(!o.violations.is_empty());
+                histograms.merge(&o.histograms);
+                if !o.violations.is_empty() {
+                    let mut names: Vec<Invariant> = o.violations.iter().map(|v| v.invariant.clone()).collect();
+                    names.sort();
+                    names.dedup();
+                    violations.insert(seed, names);
+                }
+            }
+            out.insert(s.name().to_string(), ScenarioFigures { seeds, violations, histograms: histograms.summaries() });
+        }
+        meter.finish();
+        Ok(Baseline { format: 1, tolerance: Tolerance::DEFAULT, scenarios: out })
+    }
+
+    /// Every way `now` departs from this baseline beyond its tolerance,
+    /// for the experiments `now` measured (each [`Departure`] is one
+    /// readable line). `experiments` says which invariant each one must
+    /// keep violating ([`Experiment::must_violate`]). Empty: no regression.
+    pub fn departures(&self, now: &Baseline, experiments: &[&dyn Experiment]) -> Vec<Departure> {
+        compare(self, now, |name| experiments.iter().find(|e| e.name() == name).and_then(|e| e.must_violate()))
+    }
+
     /// Reads a baseline file.
     pub fn read(path: &Path) -> Result<Baseline, BaselineError> {
         let bytes = std::fs::read(path).map_err(|source| BaselineError::Io { path: path.to_path_buf(), source })?;
@@ -240,7 +259,11 @@ impl fmt::Display for Departure {
 /// Every way `now` differs from `base` beyond `base`'s tolerance, for the
 /// scenarios `now` measured; `expect` says which invariant each broken
 /// variant must keep violating.
-pub fn compare(base: &Baseline, now: &Baseline, expect: impl Fn(&str) -> Option<&'static Invariant>) -> Vec<Departure> {
+pub(crate) fn compare(
+    base: &Baseline,
+    now: &Baseline,
+    expect: impl Fn(&str) -> Option<&'static Invariant>,
+) -> Vec<Departure> {
     let mut out = Vec::new();
     for (name, n) in &now.scenarios {
         let scenario = name.clone();

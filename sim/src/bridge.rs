@@ -73,6 +73,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::clock::ServerClock;
 use crate::pause::sim_now;
+use crate::reply::{logged_argument, Reply, MAX_LOGGED_ARGS};
 
 /// The port every bridge listens on inside the simulated network.
 pub(crate) const REDIS_PORT: u16 = 6379;
@@ -132,6 +133,9 @@ pub struct Execution {
     /// How long the bridge held it first
     /// (the bridge's `delay_next_request`; 0 for all others), ms.
     pub held_ms: u64,
+    /// The server's reply, typed and bounded like the arguments: whether
+    /// a conditional write landed or was refused is the server's answer.
+    pub reply: Reply,
 }
 
 /// A one-shot delay queued by [`BridgeNode::delay_next_request`] or
@@ -407,7 +411,9 @@ impl BridgeNode {
         at
     }
 
-    fn record(&self, client: &Arc<str>, request: &[u8], at: Duration, taken: Duration, held: Duration) {
+    /// Logs `request` with the server's `reply` (no simulated time passes
+    /// between the two: the exchange with the real server is synchronous).
+    fn record(&self, client: &Arc<str>, request: &[u8], reply: &[u8], at: Duration, taken: Duration, held: Duration) {
         let entry = Execution {
             client: Arc::clone(client),
             command: command_name(request),
@@ -417,11 +423,9 @@ impl BridgeNode {
             sim_ms: sim_now().as_millis() as u64,
             taken_ms: taken.as_millis() as u64,
             held_ms: held.as_millis() as u64,
+            reply: Reply::parse(reply),
         };
-        match self.log.lock() {
-            Ok(mut g) => g.push(entry),
-            Err(p) => p.into_inner().push(entry),
-        }
+        lock_or_inner(&self.log).push(entry);
     }
 
     async fn serve_connection(
@@ -457,13 +461,13 @@ impl BridgeNode {
                 }
                 self.wait_while_paused().await;
                 let at = self.pin_clock();
-                self.record(client, &inbox[..len], at, taken, held);
                 let command = command_name(&inbox[..len]);
                 let wait = if command == "WAIT" { client_wait(&inbox[..len]) } else { None };
                 match &wait {
                     Some(_) => exchange(&mut real, &wait_request(0, 1), &mut reply, &mut chunk)?,
                     None => exchange(&mut real, &inbox[..len], &mut reply, &mut chunk)?,
                 }
+                self.record(client, &inbox[..len], &reply, at, taken, held);
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
                 inbox.drain(..len);
                 match command.as_str() {
@@ -539,7 +543,7 @@ fn lock_or_inner<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The length of the first complete request in `buf`, if there is one.
-pub fn next_request(buf: &[u8]) -> io::Result<Option<usize>> {
+pub(crate) fn next_request(buf: &[u8]) -> io::Result<Option<usize>> {
     if buf.is_empty() {
         return Ok(None);
     }
@@ -581,25 +585,6 @@ fn arguments(request: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// The most arguments of one command the execution log keeps.
-pub(crate) const MAX_LOGGED_ARGS: usize = 16;
-
-/// The longest argument the execution log keeps whole, in bytes.
-pub(crate) const MAX_LOGGED_ARG_BYTES: usize = 64;
-
-/// An argument as the execution log keeps it: whole (as UTF-8, lossily)
-/// when it has at most [`MAX_LOGGED_ARG_BYTES`] bytes; else its first 32
-/// bytes, `…`, and the FNV-1a hash of all of it, so two long values still
-/// compare as they would whole.
-pub(crate) fn logged_argument(arg: &[u8]) -> String {
-    if arg.len() <= MAX_LOGGED_ARG_BYTES {
-        return String::from_utf8_lossy(arg).into_owned();
-    }
-    let mut h = crate::history::Fnv1a::default();
-    h.write(arg);
-    format!("{}…#{:016x} ({} bytes)", String::from_utf8_lossy(&arg[..32]), h.finish(), arg.len())
-}
-
 /// [`Execution::key`] of a request.
 fn first_key(request: &[u8]) -> Option<String> {
     let mut args = arguments(request);
@@ -616,7 +601,7 @@ fn first_key(request: &[u8]) -> Option<String> {
 }
 
 /// The canonical RESP encoding of a command: an array of bulk strings.
-pub fn encode_request(items: &[Value]) -> Option<Vec<u8>> {
+pub(crate) fn encode_request(items: &[Value]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(16 + items.len() * 16);
     out.extend_from_slice(format!("*{}\r\n", items.len()).as_bytes());
     for item in items {

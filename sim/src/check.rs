@@ -117,6 +117,10 @@ impl Experiment for Printed<'_> {
     fn replay_command(&self, seed: u64) -> String {
         self.0.replay_command(seed)
     }
+
+    fn timeline(&self, outcome: &Outcome, replay: &str) -> String {
+        self.0.timeline(outcome, replay)
+    }
 }
 
 /// Why [`try_check`] failed.

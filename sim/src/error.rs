@@ -83,6 +83,26 @@ pub enum SimError {
     /// The schedule names a target that does not exist, or a kind/target mismatch.
     #[error("invalid fault schedule: {0}")]
     InvalidSchedule(String),
+    /// A fault was aimed at an actor by a name no actor was registered
+    /// under ([`crate::World::client`]).
+    #[error("no actor named {name:?} to aim a fault at (registered: {})", known.join(", "))]
+    UnknownActor {
+        /// The name asked for.
+        name: String,
+        /// The names registered so far, in registration order.
+        known: Vec<String>,
+    },
+    /// An actor broke a rule for code under test that the harness can see
+    /// (see [`crate::Rule`]).
+    #[error("simulation failed (seed {seed}): actor {actor:?} broke a rule: {rule}")]
+    RuleBroken {
+        /// The seed, for reproduction.
+        seed: u64,
+        /// The actor's name.
+        actor: String,
+        /// The rule.
+        rule: crate::Rule,
+    },
     /// An actor returned an error or panicked, or the run exceeded its time limit.
     #[error("simulation failed (seed {seed}): {message}")]
     Run {

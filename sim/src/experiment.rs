@@ -13,9 +13,11 @@
 //! `crate::exploration`, `crate::jobs` and `crate::explore` depend on it, it
 //! depends on neither of them.
 
+use crate::checker::Invariant;
 use crate::outcome::{Outcome, Situation};
-use crate::scenarios::Scenario;
+use crate::scenario::{Expect, Scenario};
 use crate::servers::{Servers, SetupError};
+use crate::timeline::Tenure;
 
 /// Something whose seeds an exploration runs: a registered [`Scenario`], a
 /// user's [`Trial`], or a type of one's own.
@@ -41,6 +43,62 @@ pub trait Experiment: Sync {
     /// The shell command that reruns exactly seed `seed`, printed beside
     /// every violation and every panicking seed.
     fn replay_command(&self, seed: u64) -> String;
+
+    /// The seeds a baseline measures of it ([`crate::Baseline::measure`]):
+    /// seeds `0..12` by default.
+    fn baseline_seeds(&self) -> Vec<u64> {
+        (0..BASELINE_SEEDS).collect()
+    }
+
+    /// The invariant it exists to violate (a broken variant kept to show
+    /// the harness catches it): a baseline then also flags a seed that stops
+    /// violating it. `None` by default: anything it violates is compared
+    /// exactly.
+    fn must_violate(&self) -> Option<&'static Invariant> {
+        None
+    }
+
+    /// One of its runs as a self-contained HTML timeline page
+    /// ([`crate::Timeline`]); `replay` is the command that reproduces it.
+    /// By default: one Redis node's lane, a lane per actor, and the leases
+    /// its clients record as [`crate::late_writes::LeaseOp`]s drawn as
+    /// bands (trusted for the validity they computed, alive to the TTL).
+    fn timeline(&self, outcome: &Outcome, replay: &str) -> String {
+        let digest = outcome.digest.to_string();
+        crate::timeline::Timeline {
+            scenario: self.name(),
+            expectation: "a run of one's own",
+            replay,
+            nodes: 1,
+            simulated_ms: outcome.simulated_ms(),
+            digest: &digest,
+            events: &outcome.history,
+            violations: &outcome.violations,
+            tenures: &leases(&outcome.history),
+        }
+        .html()
+    }
+}
+
+/// The leases `events` record as [`crate::late_writes::LeaseOp`]s, as
+/// timeline bands.
+fn leases(events: &[crate::history::Event]) -> Vec<Tenure> {
+    use crate::checker::late_writes::LeaseOp;
+    use crate::history::EventKind;
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::Ok)
+        .filter_map(|e| match e.op.family::<LeaseOp>()? {
+            LeaseOp::Acquire { owner, ttl_ms, validity: Some(v) } => Some(Tenure {
+                process: e.process.clone(),
+                from: e.time,
+                trusted: (e.time + v.as_millis() as u64).min(e.time + ttl_ms),
+                to: e.time + ttl_ms,
+                title: format!("{owner}: trusted {v:?}, alive at most {ttl_ms}ms"),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 // The registry rows: unchanged behaviour, the replay command `rp-sim` has
@@ -62,7 +120,31 @@ impl Experiment for Scenario {
     fn replay_command(&self, seed: u64) -> String {
         replay_command(self.name, seed)
     }
+
+    /// A broken variant's pinned seeds; a correct one's `0..12`.
+    fn baseline_seeds(&self) -> Vec<u64> {
+        match self.expect {
+            Expect::Clean => (0..BASELINE_SEEDS).collect(),
+            Expect::Violates(_) => self.pinned_seeds.to_vec(),
+        }
+    }
+
+    fn must_violate(&self) -> Option<&'static Invariant> {
+        match self.expect {
+            Expect::Clean => None,
+            Expect::Violates(invariant) => Some(invariant),
+        }
+    }
+
+    fn timeline(&self, outcome: &Outcome, replay: &str) -> String {
+        // The inherent method: the family's nodes and tenures.
+        Scenario::timeline(self, outcome, replay)
+    }
 }
+
+/// Seeds a baseline measures of an experiment by default (and of every
+/// correct registered scenario).
+pub(crate) const BASELINE_SEEDS: u64 = 12;
 
 /// The command that replays `seed` of the registered scenario `scenario`.
 pub fn replay_command(scenario: &str, seed: u64) -> String {

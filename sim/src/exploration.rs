@@ -228,7 +228,7 @@ impl Exploration {
 }
 
 /// A plain-text table of histogram summaries.
-pub fn histogram_table(h: &Histograms) -> String {
+pub(crate) fn histogram_table(h: &Histograms) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{:<24} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  unit\n",
@@ -245,7 +245,7 @@ pub fn histogram_table(h: &Histograms) -> String {
 
 /// A plain-text table of situations reached (seeds per situation), with a
 /// warning line for each declared situation no seed reached.
-pub fn coverage_table(ex: &Exploration) -> String {
+pub(crate) fn coverage_table(ex: &Exploration) -> String {
     let mut out = String::new();
     if ex.coverage.is_empty() {
         return out;
@@ -261,7 +261,7 @@ pub fn coverage_table(ex: &Exploration) -> String {
 }
 
 /// A plain-text table of the public library operations the seeds invoked.
-pub fn operations_table(ex: &Exploration) -> String {
+pub(crate) fn operations_table(ex: &Exploration) -> String {
     let mut out = String::new();
     if ex.operations.is_empty() {
         return out;

@@ -17,7 +17,7 @@
 //!   injects itself, its validity and canonical form, and how it shrinks
 //!   ([`Family::smaller`]: the property search's hints).
 //!
-//! The registry (`scenarios::SCENARIOS`) holds each scenario's variant as a
+//! The registry (`crate::families::REGISTRY`) holds each scenario's variant as a
 //! [`Runner`], the object-safe face of a family; plans travel between the
 //! two as a [`Workload`], the plan's JSON tagged with its family's name, so
 //! that `crate::plan` (replay, shrinking, persistence) needs no table of
@@ -26,7 +26,7 @@
 //!
 //! What a family adds to `rp-sim report` beside its scenarios' rows (what
 //! its histograms measure, a section of its own such as the election's
-//! figures) is a [`ReportPart`], listed in `crate::families::REPORT_PARTS`:
+//! figures) is a [`ReportPart`], listed in `crate::families::REGISTRY`:
 //! per family rather than per variant, since a section measures the family
 //! as a whole, and listed there so that the report names no family.
 
@@ -129,7 +129,7 @@ pub trait Family: fmt::Debug + Sync + 'static {
 
 /// The events of `events` that carry an operation of family `F`, each with
 /// the operation, typed.
-pub fn operations<F: Family>(events: &[Event]) -> impl Iterator<Item = (&Event, &F::Op)> {
+pub(crate) fn operations<F: Family>(events: &[Event]) -> impl Iterator<Item = (&Event, &F::Op)> {
     events.iter().filter_map(|e| e.op.family::<F::Op>().map(|op| (e, op)))
 }
 
@@ -175,7 +175,7 @@ impl Workload {
 /// A family's variant behind one object-safe face: what a registry row
 /// holds. Implemented for every [`Family`]; a plan's typed form never
 /// leaves the family.
-pub trait Runner: fmt::Debug + Sync {
+pub(crate) trait Runner: fmt::Debug + Sync {
     /// The family's name.
     fn family(&self) -> &'static str;
     /// Redis nodes a run needs.
@@ -283,7 +283,7 @@ impl<F: Family> Runner for F {
 /// places itself (a client slow from the start, a restart at a fixed
 /// moment): drawn together, because where they go depends on the workload.
 #[derive(Clone)]
-pub struct Workloads {
+pub(crate) struct Workloads {
     pub(crate) strategy: BoxedStrategy<(Workload, Vec<Fault>)>,
     pub(crate) max_actors: u32,
     family: &'static str,
@@ -291,17 +291,12 @@ pub struct Workloads {
 
 impl Workloads {
     /// The workloads of family `F`'s `space`.
-    pub fn of<F: Family>(space: &F::Space) -> Workloads {
+    pub(crate) fn of<F: Family>(space: &F::Space) -> Workloads {
         Workloads {
             strategy: F::plans(space).prop_map(|(plan, placed)| (Workload::of::<F>(&plan), placed)).boxed(),
             max_actors: F::max_actors(space).max(1),
             family: F::NAME,
         }
-    }
-
-    /// The most actors a plan of these workloads can have.
-    pub fn max_actors(&self) -> u32 {
-        self.max_actors
     }
 }
 
@@ -314,7 +309,7 @@ impl fmt::Debug for Workloads {
 /// What a family adds to `rp-sim report` beside its scenarios' rows (see
 /// the module docs).
 #[derive(Debug, Clone, Copy)]
-pub struct ReportPart {
+pub(crate) struct ReportPart {
     /// The invariants only this family judges, each with what it means
     /// (`--help`, `explore`'s summary and the report list them).
     pub invariants: &'static [(Invariant, &'static str)],
@@ -327,11 +322,11 @@ pub struct ReportPart {
 }
 
 /// Measures a family's own section of the report on `servers`.
-pub type MeasureSection = fn(&mut Servers) -> Result<Box<dyn ReportSection>, SetupError>;
+pub(crate) type MeasureSection = fn(&mut Servers) -> Result<Box<dyn ReportSection>, SetupError>;
 
 /// A family's own section of the report: its Markdown in `README.md`, its
 /// entries in `report.json`. Kept typed until written.
-pub trait ReportSection: fmt::Debug {
+pub(crate) trait ReportSection: fmt::Debug {
     /// Appends the section's Markdown (its `##` heading and what follows).
     fn markdown(&self, m: &mut String);
     /// Writes the section's entries into the report's JSON object.
@@ -344,7 +339,7 @@ pub trait ReportSection: fmt::Debug {
 ///
 /// The object itself rather than a `serde_json::Value` handed back: a
 /// `Value`'s map sorts its keys, and an entry keeps its type's field order.
-pub struct ReportJson<'a, 'b>(
+pub(crate) struct ReportJson<'a, 'b>(
     serde_json::ser::Compound<'a, &'b mut Vec<u8>, serde_json::ser::PrettyFormatter<'static>>,
 );
 
@@ -357,7 +352,7 @@ impl<'a, 'b> ReportJson<'a, 'b> {
     }
 
     /// Adds the entry `key: value`.
-    pub fn entry<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> serde_json::Result<()> {
+    pub(crate) fn entry<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> serde_json::Result<()> {
         serde::ser::SerializeMap::serialize_entry(&mut self.0, key, value)
     }
 

@@ -207,7 +207,7 @@ fn faults(space: &FaultSpace, max_clients: u32, nodes: u32) -> BoxedStrategy<Vec
 /// section, a worker's freeze after a claim), and how long it lasts: the
 /// shape the families that inject one draw it from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkloadFault {
+pub(crate) enum WorkloadFault {
     /// Never.
     Never,
     /// Sometimes (an `Option` that shrinks to none), lasting `ms` (inclusive).
@@ -225,7 +225,7 @@ pub enum WorkloadFault {
 impl WorkloadFault {
     /// The fault's strategy: where it hits, drawn by `at` (which actor, which
     /// of its operations), then how long it lasts.
-    pub fn strategy<S>(self, at: S) -> BoxedStrategy<Option<(S::Value, u64)>>
+    pub(crate) fn strategy<S>(self, at: S) -> BoxedStrategy<Option<(S::Value, u64)>>
     where
         S: Strategy + 'static,
         S::Value: Clone,
@@ -240,7 +240,7 @@ impl WorkloadFault {
 
 /// Proptest's RNG (ChaCha) seeded from `seed`: what a seed's plan is drawn
 /// with, and what a search from base seed `seed` starts from.
-pub fn rng(seed: u64) -> TestRng {
+pub(crate) fn rng(seed: u64) -> TestRng {
     let mut bytes = [0u8; 32];
     for (i, chunk) in bytes.chunks_mut(8).enumerate() {
         let word = crate::world::derive_seed(seed, &format!("proptest-rng-{i}"));

@@ -7,11 +7,18 @@
 //! says when each ran and for whom. `checker::late_writes` judges those
 //! writes against the grants of whatever lock guards the ledger; no token
 //! is needed, so it fits a lock that has none (a textbook `SET NX PX`, a
-//! third-party crate).
+//! third-party crate). Which writes *landed* is the server's reply to each
+//! ([`crate::Reply`]): [`Ledger::writes`] for a ledger, [`fenced_writes`]
+//! for a `FencedStore`; [`judge_late_writes`] is the one call a run of
+//! one's own needs to judge them.
 
 use redis::aio::ConnectionLike;
 
 use crate::bridge::Execution;
+use crate::checker::late_writes::{self, Rule};
+use crate::outcome::Outcome;
+use crate::reply::Reply;
+use crate::world::RunOutcome;
 
 /// An append-only list on one key: the guarded resource of a lock whose
 /// writes should be judged as the server ran them.
@@ -59,17 +66,51 @@ impl Ledger {
         redis::cmd("LRANGE").arg(&self.key).arg(0).arg(-1).query_async(conn).await
     }
 
-    /// The writes that landed in this ledger, from a node's execution log
-    /// ([`crate::RunOutcome::executions`]), in the order they ran: every
-    /// command naming the ledger's key whose last argument (the entry, in
-    /// [`Ledger::append`] and [`Ledger::append_if_held`]) is among
-    /// `entries`, the ledger's final content. A refused conditional append
-    /// ran but wrote nothing, so it is not among them. Entries must be
-    /// unique (a writer's name and a counter) for the match to be exact.
-    pub fn writes<'a>(&self, log: &'a [Execution], entries: &[String]) -> Vec<&'a Execution> {
-        log.iter()
-            .filter(|x| x.args.contains(&self.key))
-            .filter(|x| x.args.last().is_some_and(|entry| entries.contains(entry)))
+    /// The appends that landed in this ledger, as the server ran them
+    /// (every node's log of `run`, in each node's execution order): each
+    /// [`Ledger::append`] that ran without an error reply, and each
+    /// [`Ledger::append_if_held`] whose script answered 1. The server's
+    /// reply says it ([`crate::Reply`]); a refused append ran and wrote
+    /// nothing, so it is not among them.
+    pub fn writes<'a>(&self, run: &'a RunOutcome) -> Vec<&'a Execution> {
+        served(run)
+            .filter(|x| match x.command.to_ascii_uppercase().as_str() {
+                "RPUSH" => x.key.as_deref() == Some(self.key.as_str()) && !x.reply.is_error(),
+                "EVAL" | "EVALSHA" => x.args.contains(&self.key) && x.reply == Reply::Int(1),
+                _ => false,
+            })
             .collect()
     }
+}
+
+/// The writes a [`redis_primitives::FencedStore`] accepted on `redis_key`
+/// (its `redis_key(key)`: `fenced:{key}` by default), as the server ran
+/// them: each run of its write script on that key whose reply was
+/// `[1, …]`. A write the store refused (a stale token, reply `[0, highest]`)
+/// ran and landed nothing. What [`crate::late_writes::Rule::Fenced`]
+/// judges.
+pub fn fenced_writes<'a>(run: &'a RunOutcome, redis_key: &str) -> Vec<&'a Execution> {
+    served(run)
+        .filter(|x| {
+            matches!(x.command.to_ascii_uppercase().as_str(), "EVAL" | "EVALSHA")
+                && x.key.as_deref() == Some(redis_key)
+                && matches!(&x.reply, Reply::Array(items) if items.first() == Some(&Reply::Int(1)))
+        })
+        .collect()
+}
+
+/// The default judge of a run whose clients record
+/// [`crate::late_writes::LeaseOp`]s: its [`Outcome`] (the checks every run
+/// gets) with the late writes among `writes` under `rule`, against the
+/// grants its history shows.
+pub fn judge_late_writes(run: &RunOutcome, writes: &[&Execution], rule: Rule) -> Outcome {
+    let mut outcome = Outcome::from_run(run);
+    let grants = late_writes::grants(&outcome.history);
+    outcome.violations.extend(late_writes::check_with(writes, &grants, rule));
+    outcome
+}
+
+/// Every command of every node of `run`, in each node's execution order.
+fn served(run: &RunOutcome) -> impl Iterator<Item = &Execution> {
+    run.executions.iter().flatten()
 }

@@ -14,9 +14,9 @@
 //! [`Actor::connection`] and record what they do
 //! ([`Actor::invoke`], then `ok` / `fail` / `info`), give it a fault
 //! schedule (drawn from a [`FaultSpace`]), run it, and judge the history
-//! with the built-in checkers ([`checker`]; a lock of your own records
-//! [`families::lock::LockOp`] and is judged by
-//! [`families::lock::mutual_exclusion`]) or your own. Wrapped in a
+//! with the built-in checkers (a lock of your own records [`LockOp`] and is
+//! judged by [`mutual_exclusion`]; writes through a [`Ledger`] by
+//! [`late_writes`]) or your own. Wrapped in a
 //! [`Trial`] (a name and that closure), it runs like a registered scenario:
 //! [`check`] runs its seeds from a `#[test]` on every CPU and fails naming
 //! the first violating seed, its violations and the command that replays
@@ -26,9 +26,8 @@
 //! release, found, with the replay command printed); in short:
 //!
 //! ```no_run
-//! use redis_primitives_sim::families::lock::mutual_exclusion::{self, Policy};
-//! use redis_primitives_sim::families::lock::LockOp;
-//! use redis_primitives_sim::{FaultClass, FaultSpace, Outcome, Trial, World, WorldConfig};
+//! use redis_primitives_sim::mutual_exclusion::{self, Policy};
+//! use redis_primitives_sim::{FaultClass, LockOp, FaultSpace, Outcome, Trial, World, WorldConfig};
 //!
 //! let trial = Trial::new("my-lock", |servers, seed| {
 //!     let mut world = World::new(servers, WorldConfig::new(seed))?;
@@ -64,23 +63,47 @@
 //! redis_primitives_sim::check(&trial, 50);
 //! ```
 //!
+//! ## Rules for code under test
+//!
+//! A seed gives one history only if the code under test takes everything
+//! that varies from the simulation:
+//!
+//! - **time, sleeps, timeouts** through `tokio::time` (simulated), never
+//!   `std::time::Instant`, `SystemTime::now()` or `std::thread::sleep`;
+//! - **randomness** from [`Actor::rng`] or [`Actor::seed`], never an
+//!   unseeded generator;
+//! - **Redis** through [`Actor::connection`] only: a socket of its own
+//!   (`redis::Client::open(url)` and a connection from it) stops the run
+//!   with [`SimError::RuleBroken`] naming the actor and [`Rule::OwnSocket`];
+//! - **tasks** through [`Actor::spawn`], so that a pause freezes them too;
+//! - **no `HashMap` order** into what it records.
+//!
+//! Most breaks cannot be seen from inside a run: they make one seed give
+//! two histories. The determinism self-check finds them — `--twice` in
+//! [`run_main`] and `rp-sim explore`, [`ExploreOptions::twice`], or
+//! [`compare_histories`] on two runs of a seed — and names the first event
+//! where the runs part. `docs/guide/harness.md` ("Rules for code under
+//! test") has the table, with what breaking each rule does.
+//!
 //! ## The public surface
 //!
 //! Everything a user's own simulation needs is re-exported here, at the
-//! crate root: [`Servers`], [`World`] and its [`Actor`]s, [`SimConnection`],
-//! the nemesis's [`Fault`]s and [`Schedule`]s with the [`FaultSpace`] they are
-//! drawn from, [`Histograms`], [`Plan`]s and the [`Family`] trait for a family
-//! of one's own, the [`Experiment`] an exploration runs (a registered
-//! scenario, or a user's [`Trial`]) with [`explore()`] (one job),
-//! [`explore_with()`] (a shard, several jobs at once) and [`check`] (from a
-//! test). Six modules stay public because they are
-//! vocabularies or tools rather than single types: [`history`] (the events
-//! and operations a history records), [`checker`] (the invariants several
-//! families share, one module each), [`families`] (the built-in primitive
-//! families, one folder each, with their own operations and checks), [`scenarios`] (the registry of their variants), [`search`]
-//! (the property search) and [`cli`] (the `rp-sim` command line). Every
-//! other module is private. Dependencies run one way, in the layers of ADR
-//! 0009 (`sim/tests/harness/modules.rs` fails on a cycle); the files, for a
+//! crate root, each name once: [`Servers`], [`World`] and its [`Actor`]s,
+//! [`SimConnection`], the nemesis's [`Fault`]s and [`Schedule`]s with the
+//! [`FaultSpace`] they are drawn from, the [`History`] a run records
+//! ([`Event`], [`Op`], a family's own [`Operation`]), the [`Outcome`] and
+//! [`Violation`]s a judge returns, the ready checkers a user's code can be
+//! judged by ([`mutual_exclusion`] over [`LockOp`]s, [`late_writes`] over a
+//! [`Ledger`]), [`Histograms`], the [`Experiment`] an exploration runs (a
+//! registered scenario, or a user's [`Trial`]) with [`explore()`] (one
+//! job), [`explore_with()`] (a shard, several jobs at once) and [`check`]
+//! (from a `#[test]`). Three modules are public because they are tools
+//! rather than single types: [`scenarios`] (the registry of the built-in
+//! families' scenarios), [`search`] (the property search) and [`cli`] (the
+//! `rp-sim` command line). Every other module is private: the families,
+//! the checkers, the history's internals and the registry's plumbing are
+//! the harness's own. Dependencies run one way, in the layers of ADR 0009
+//! (`sim/tests/harness/modules.rs` fails on a cycle); the files, for a
 //! reader of the source, from the bottom up:
 //!
 //! | file | concept |
@@ -95,10 +118,11 @@
 //! | `world/` | one simulation: servers, bridges, actors, applying the schedule |
 //! | `checker/` | the invariants several families share, one module each |
 //! | `outcome.rs`, `fault_space.rs`, `family.rs` | what a run produced and the situations it reached; what faults a run may draw; the `Family` trait |
+//! | `scenario.rs`, `space.rs`, `target.rs`, `entry.rs` | a registry row; a space of plans; what the search must find; a family's registry entry |
 //! | `probes/` | probes several families share: configuration edges, acknowledged calls |
-//! | `families/` | one folder per primitive family: variants, plan and space, actors, probes, checks, situations |
-//! | `scenarios/` | the registry: every scenario, what it must find, what it declares it reaches |
-//! | `plan.rs`, `space.rs` | a run spelled out (scenario, seed, workload, schedule); the one generator of plans |
+//! | `families/` | one folder per primitive family (variants, plan and space, actors, probes, checks, situations, scenarios, search targets) and `REGISTRY`, one line each |
+//! | `scenarios/` | the registry's lookups: every scenario, found by name; every invariant |
+//! | `plan.rs`, `generator.rs` | a run spelled out (scenario, seed, workload, schedule); the one generator of plans |
 //! | `search/` | the property search: its targets and properties, runner, shrinking, persistence |
 //! | `experiment.rs`, `explore.rs`, `exploration.rs`, `jobs.rs`, `shard.rs` | what an exploration runs (a scenario, a user's trial); many seeds of it, what they found, on several cores, across machines |
 //! | `check.rs` | an experiment's seeds from a `#[test]`: a panic naming the seed and its replay command |
@@ -106,27 +130,37 @@
 //! | `progress.rs`, `plot.rs`, `timeline.rs`, `report.rs`, `baseline.rs` | progress on stderr; SVG charts; one run as HTML; `rp-sim report`; `rp-sim check` |
 //! | `cli/` | the `rp-sim` command line, one file per command family |
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
+// Without the `cli` feature the report's, the baseline's and the families'
+// report sections have no caller: they stay compiled, so that a family has
+// one shape whichever features are on, and unused.
+#![cfg_attr(not(feature = "cli"), allow(dead_code))]
 
 mod api;
 mod baseline;
 mod bridge;
 mod check;
-pub mod checker;
+mod checker;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod clock;
 mod determinism;
+mod entry;
 mod error;
 mod experiment;
 mod exploration;
 mod explore;
-pub mod families;
+mod families;
 mod family;
 mod fault_record;
 mod fault_space;
-pub mod history;
+mod generator;
+mod history;
 mod jobs;
 mod ledger;
+#[cfg(feature = "cli")]
 mod mutants;
+#[cfg(feature = "cli")]
 mod mutation;
 mod name;
 mod nemesis;
@@ -135,11 +169,17 @@ mod outcome;
 mod pause;
 mod placement;
 mod plan;
+#[cfg(feature = "cli")]
 mod plot;
 mod probes;
+mod program;
 mod progress;
+mod reply;
+#[cfg(feature = "cli")]
 mod report;
+#[cfg(feature = "cli")]
 mod rust_mutants;
+mod scenario;
 pub mod scenarios;
 pub mod search;
 mod servers;
@@ -147,42 +187,41 @@ mod shard;
 mod situation;
 mod space;
 mod stats;
+mod target;
 mod time;
 mod timeline;
 mod world;
-
 pub use api::Api;
-pub use baseline::{Baseline, BaselineError, Departure, ScenarioFigures, Tolerance};
+pub use baseline::{Baseline, BaselineError, Departure, Tolerance};
 pub use bridge::Execution;
 pub use check::{check, replay, try_check, CheckError};
-pub use checker::Violation;
+pub use checker::{late_writes, Invariant, Violation};
 pub use clock::{ServerClock, CLOCK_FILE_ENV};
 pub use determinism::{compare_histories, Divergence};
 pub use experiment::{replay_command, Experiment, Trial, SEEDS_ENV, SEED_ENV};
 pub use exploration::{Exploration, SeedReport, SeedRun};
 pub use explore::{explore, explore_with, ExploreOptions};
-pub use family::{
-    operations, Family, MeasureSection, ReportJson, ReportPart, ReportSection, Runner, Workload, Workloads,
-};
-pub use fault_record::{FaultRecord, NamedTarget, NemesisStep};
-pub use fault_space::{rng, FaultSpace, WorkloadFault, CLIENT_SIDE};
+pub use families::lock::{mutual_exclusion, LockOp};
+pub use fault_record::FaultRecord;
+pub use fault_space::{FaultSpace, CLIENT_SIDE};
 pub use history::{Digest, Event, EventKind, FamilyOp, History, Op, OpId, Operation};
 pub use jobs::{Jobs, JobsError};
-pub use ledger::Ledger;
-pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, SwarmDraw, Target};
-pub use net::{NetConfig, NetStats, SimConnection, TimeoutRace};
+pub use ledger::{fenced_writes, judge_late_writes, Ledger};
+pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, Target};
+pub use net::{NetConfig, SimConnection, TimeoutRace};
 pub use outcome::{Outcome, ScheduledFault, Situation, SituationName};
 pub use placement::Placement;
 pub use plan::Plan;
-pub use plot::{Curve, PlotFile};
-pub use progress::{stderr_is_terminal, Meter, Progress};
+pub use program::run_main;
+pub use progress::Progress;
+pub use reply::Reply;
 pub use servers::{check_clock_library, clock_library, KeyAtEnd, ServerNode, Servers, SetupError};
 pub use shard::{merge, Shard, ShardError, ShardFile};
 pub use space::Space;
-pub use stats::{Bound, Histograms, Metric, Percentiles, Summary, Unit};
+pub use stats::{Histograms, Metric, Unit};
 pub use time::Millis;
 pub use timeline::{Tenure, Timeline};
 pub use world::{
-    derive_seed, together, Actor, ActorResult, Process, RestartMode, RunOutcome, SimError, World, WorldConfig,
+    derive_seed, together, Actor, ActorResult, Process, RestartMode, Rule, RunOutcome, SimError, World, WorldConfig,
     DEFAULT_EPOCH_UNIX_MS,
 };

@@ -28,7 +28,7 @@ use serde::Serialize;
 /// A library script, with the correct scenarios that exercise it, in
 /// registry order.
 #[derive(Debug, Clone)]
-pub struct ScriptUnderTest {
+pub(crate) struct ScriptUnderTest {
     /// Its name (what `RP_MUTANT_SCRIPT` names).
     pub name: &'static str,
     /// Its text as compiled into the library.
@@ -40,16 +40,12 @@ pub struct ScriptUnderTest {
 
 /// Every script of the library (`redis_primitives::mutation_scripts`), with
 /// the scenarios the registry says depend on it.
-pub fn scripts() -> Vec<ScriptUnderTest> {
+pub(crate) fn scripts() -> Vec<ScriptUnderTest> {
     redis_primitives::mutation_scripts()
         .map(|(name, text)| ScriptUnderTest {
             name,
             text,
-            scenarios: crate::scenarios::SCENARIOS
-                .iter()
-                .filter(|s| s.scripts.contains(&name))
-                .map(|s| s.name)
-                .collect(),
+            scenarios: crate::scenarios::all().filter(|s| s.scripts.contains(&name)).map(|s| s.name).collect(),
         })
         .collect()
 }
@@ -57,7 +53,7 @@ pub fn scripts() -> Vec<ScriptUnderTest> {
 /// Mutants known to change nothing observable: `(script, mutated line
 /// (trimmed), reason)`. A survivor listed here is reported as equivalent,
 /// not as a gap.
-pub const EQUIVALENT: &[(&str, &str, &str)] = &[
+pub(crate) const EQUIVALENT: &[(&str, &str, &str)] = &[
     // lock_acquire.lua
     ("lock_acquire", "if string.sub(token.err, 0, 4) == 'ERR ' then", "Lua's string.sub treats a start of 0 as 1: the same prefix"),
     ("lock_acquire", "if token >= 9007199254740993 then", "the literal 2^53 + 1 is a Lua number and rounds to 2^53: the same test"),
@@ -177,7 +173,7 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
 
 /// One mutant: a single edit to one line of one script.
 #[derive(Debug, Clone, Serialize)]
-pub struct Mutant {
+pub(crate) struct Mutant {
     /// Script name.
     pub script: &'static str,
     /// 1-based line number.
@@ -218,7 +214,7 @@ const SWAPS: &[(&str, &str)] = &[
 /// Every mutant of `script`: each swap at each place it applies, and each
 /// integer literal one up and one down (which covers `KEYS[1]` → `KEYS[2]`
 /// and off-by-one bounds). Comments and string literals are left alone.
-pub fn generate(script: &ScriptUnderTest) -> Vec<Mutant> {
+pub(crate) fn generate(script: &ScriptUnderTest) -> Vec<Mutant> {
     let lines: Vec<&str> = script.text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
@@ -379,7 +375,7 @@ fn integers(code: &str) -> Vec<(usize, usize, u64)> {
 /// What happened to one mutant.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "verdict")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// A checker caught it.
     Killed {
         /// The scenario that caught it.
@@ -405,7 +401,7 @@ pub enum Verdict {
 
 /// One row of the mutation report.
 #[derive(Debug, Clone, Serialize)]
-pub struct MutantResult {
+pub(crate) struct MutantResult {
     /// The mutant.
     pub mutant: Mutant,
     /// Its fate.
@@ -415,7 +411,7 @@ pub struct MutantResult {
 /// Runs one mutant: each of the script's scenarios over `seeds` seeds from
 /// 0, stopping at the first violation, in a child `rp-sim` process
 /// (`rp_sim`) with the mutated text at `scratch`.
-pub fn judge(
+pub(crate) fn judge(
     rp_sim: &Path,
     scratch: &Path,
     mutant: &Mutant,
@@ -473,12 +469,12 @@ pub fn judge(
 }
 
 /// The scratch file a run's mutated scripts are written to.
-pub fn scratch_file() -> PathBuf {
+pub(crate) fn scratch_file() -> PathBuf {
     std::env::temp_dir().join(format!("rp-sim-mutant-{}.lua", std::process::id()))
 }
 
 /// The Markdown report of a mutation run.
-pub fn markdown(results: &[MutantResult], seeds: u64) -> String {
+pub(crate) fn markdown(results: &[MutantResult], seeds: u64) -> String {
     use std::fmt::Write as _;
     let count = |f: fn(&Verdict) -> bool| results.iter().filter(|r| f(&r.verdict)).count();
     let killed = count(|v| matches!(v, Verdict::Killed { .. }));
@@ -587,7 +583,7 @@ mod tests {
         }
         // Every script a row names exists.
         let names: Vec<&str> = scripts().iter().map(|s| s.name).collect();
-        for row in crate::scenarios::SCENARIOS {
+        for row in crate::scenarios::all() {
             for name in row.scripts {
                 assert!(names.contains(name), "{}: no library script {name}", row.name);
             }

@@ -31,13 +31,13 @@ use crate::search::{self, SearchConfig, SearchTarget, TargetKind};
 use crate::servers::{Servers, SetupError};
 
 /// Cases a mutation-table search may try before it counts as "not found".
-pub const CASE_CAP: u32 = 500;
+pub(crate) const CASE_CAP: u32 = 500;
 /// Simulation runs a mutation-table search may spend shrinking.
-pub const SHRINK_RUNS: u32 = 200;
+pub(crate) const SHRINK_RUNS: u32 = 200;
 
 /// One base seed's search.
 #[derive(Debug, Clone, Serialize)]
-pub struct SearchRun {
+pub(crate) struct SearchRun {
     /// proptest's base seed.
     pub base_seed: u64,
     /// Cases to the first counterexample (`None`: none within [`CASE_CAP`]).
@@ -54,7 +54,7 @@ pub struct SearchRun {
 
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]
-pub struct MutationRow {
+pub(crate) struct MutationRow {
     /// Target name.
     pub target: String,
     /// `broken variant` or `non-guarantee`.
@@ -93,7 +93,7 @@ fn median<T: Copy + PartialOrd>(values: &[T]) -> Option<T> {
 }
 
 /// Runs the searches of one target over `base_seeds`.
-pub fn row(
+pub(crate) fn row(
     target: &SearchTarget,
     servers: &mut Servers,
     base_seeds: &[u64],
@@ -148,7 +148,7 @@ pub fn row(
 
 /// Every target's row. Starts the five servers the largest scenario needs
 /// first, so no wall time includes starting a process.
-pub fn table(servers: &mut Servers, base_seeds: &[u64]) -> Result<Vec<MutationRow>, SetupError> {
+pub(crate) fn table(servers: &mut Servers, base_seeds: &[u64]) -> Result<Vec<MutationRow>, SetupError> {
     servers.ensure(5)?;
     let searches = search::targets().count() as u64 * base_seeds.len() as u64;
     let mut meter = Meter::new(Progress::for_stderr(), "mutation table", "searches", searches);
@@ -162,7 +162,7 @@ fn opt<T: core::fmt::Display>(v: Option<T>) -> String {
 }
 
 /// The Markdown section for `reports/README.md`.
-pub fn markdown(rows: &[MutationRow], base_seeds: &[u64]) -> String {
+pub(crate) fn markdown(rows: &[MutationRow], base_seeds: &[u64]) -> String {
     let mut m = String::new();
     let _ = writeln!(m, "## Mutation table: what the property search catches\n");
     let _ = writeln!(

@@ -17,16 +17,16 @@ use serde::{Deserialize, Serialize};
 /// A name, borrowed from a literal or owned when read from a file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Name(Cow<'static, str>);
+pub(crate) struct Name(Cow<'static, str>);
 
 impl Name {
     /// The name `text`.
-    pub const fn new(text: &'static str) -> Name {
+    pub(crate) const fn new(text: &'static str) -> Name {
         Name(Cow::Borrowed(text))
     }
 
     /// Its text.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }

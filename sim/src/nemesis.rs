@@ -49,8 +49,8 @@ pub enum Direction {
 /// Who a fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Target {
-    /// A client actor (by registration index). For network faults: its
-    /// links to every node.
+    /// A client actor, by registration index (`World::client` finds it by
+    /// name). For network faults: its links to every node.
     Client(u32),
     /// A Redis node (by index).
     Node(u32),

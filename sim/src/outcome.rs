@@ -24,7 +24,7 @@ use crate::time::Millis;
 pub struct Outcome {
     /// Every event, in order.
     pub history: Vec<Event>,
-    /// Stable digest of `history` (see [`crate::history::digest_events`]).
+    /// Stable digest of `history` (see `crate::history::digest_events`).
     pub digest: Digest,
     /// What the checkers found.
     pub violations: Vec<Violation>,
@@ -119,7 +119,7 @@ impl Outcome {
 /// histograms yet: the scenario adds its own). `extra_schedule` lists faults
 /// the workload injects itself (a leader that stalls at a seeded moment),
 /// with their start times; they are merged into the nemesis schedule.
-pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, String)>) -> Outcome {
+pub(crate) fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, String)>) -> Outcome {
     let mut outcome = Outcome::new(run.history.events());
     let mut faults: Vec<ScheduledFault> = run.schedule.faults.iter().copied().map(ScheduledFault::Nemesis).collect();
     faults.extend(extra_schedule.into_iter().map(|(at, what)| ScheduledFault::Workload { at, what }));
@@ -133,7 +133,6 @@ pub fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, St
     // Judged for every scenario: no family's faults provoke an error reply.
     outcome.violations.extend(crate::checker::unexpected_errors::check(&outcome.history));
     outcome.violations.extend(crate::checker::configuration::check(&outcome.history));
-    outcome.violations.extend(crate::checker::input_validation::check(&outcome.history));
     outcome
 }
 

@@ -43,7 +43,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, Sleep};
 
 /// Time since the start of the simulation (or, outside one, of the process).
-pub fn sim_now() -> Duration {
+pub(crate) fn sim_now() -> Duration {
     if let Some(d) = turmoil::sim_elapsed() {
         return d;
     }

@@ -36,7 +36,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Where a [`crate::Servers`] pool runs its simulation thread and servers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Placement {
     /// The thread that prepares the pool and every server it starts share
     /// one CPU (see the module docs for why, and the measured gain).

@@ -36,9 +36,10 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::family::Runner;
-pub use crate::family::Workload;
+pub(crate) use crate::family::Workload;
 use crate::nemesis::{FaultClass, Schedule};
-use crate::scenarios::{self, Outcome, Scenario};
+use crate::outcome::Outcome;
+use crate::scenarios::{self, Scenario};
 use crate::servers::{Servers, SetupError};
 
 /// Everything one run does (see the module docs).
@@ -49,7 +50,7 @@ pub struct Plan {
     /// Seeds what the plan leaves to chance (latency draws, actor RNGs).
     pub seed: u64,
     /// The actors and their parameters: the family's plan, tagged with the
-    /// family's name ([`Workload`]).
+    /// family's name (`Workload`).
     pub workload: Workload,
     /// The nemesis faults.
     pub schedule: Schedule,
@@ -165,7 +166,7 @@ impl Scenario {
 /// ([`crate::scenarios::Scenario::space`]) with proptest's RNG seeded from
 /// the seed. A seed's run is [`run`]`(&from_seed(s, seed)?)`, by
 /// construction.
-pub fn from_seed(scenario: &str, seed: u64) -> Result<Plan, String> {
+pub(crate) fn from_seed(scenario: &str, seed: u64) -> Result<Plan, String> {
     let row =
         scenarios::find(scenario).ok_or_else(|| format!("no scenario named {scenario} ({})", scenarios::names()))?;
     row.space().draw(seed)
@@ -174,7 +175,7 @@ pub fn from_seed(scenario: &str, seed: u64) -> Result<Plan, String> {
 /// Runs a plan: its scenario's workload with the plan's parameters and
 /// schedule, checked by the scenario's checkers (an unknown scenario, or a
 /// workload of another family, is an invalid plan).
-pub fn run(servers: &mut Servers, plan: &Plan) -> Result<Outcome, SetupError> {
+pub(crate) fn run(servers: &mut Servers, plan: &Plan) -> Result<Outcome, SetupError> {
     let invalid = |reason: String| SetupError::InvalidPlan { reason };
     let runner = plan.runner().map_err(invalid)?;
     plan.validate().map_err(invalid)?;

@@ -24,7 +24,7 @@ use plotters::prelude::*;
 use crate::stats::{Bound, Histograms, Unit};
 
 /// Times (ms) spanning more than this factor get a logarithmic x axis.
-pub const LOG_SPREAD: u64 = 50;
+pub(crate) const LOG_SPREAD: u64 = 50;
 
 /// A variant's histograms as [`Histograms::counts`] reads them out.
 type Samples = BTreeMap<String, Vec<(u64, u64)>>;
@@ -34,7 +34,7 @@ const SIZE: (u32, u32) = (760, 420);
 
 /// One variant's histogram on a chart.
 #[derive(Debug, Clone, Copy)]
-pub struct Curve<'a> {
+pub(crate) struct Curve<'a> {
     /// The variant (scenario) name: the legend.
     pub scenario: &'a str,
     /// Its histograms (the chart picks its own by name).
@@ -43,7 +43,7 @@ pub struct Curve<'a> {
 
 /// A chart written to disk.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PlotFile {
+pub(crate) struct PlotFile {
     /// The family.
     pub family: String,
     /// The histogram.
@@ -54,7 +54,7 @@ pub struct PlotFile {
 
 /// The cumulative distribution of `(value, count)` pairs as step points:
 /// `(value, fraction of samples ≤ value)`, one rise per recorded value.
-pub fn cdf(counts: &[(u64, u64)]) -> Vec<(u64, f64)> {
+pub(crate) fn cdf(counts: &[(u64, u64)]) -> Vec<(u64, f64)> {
     let total: u64 = counts.iter().map(|(_, n)| n).sum();
     if total == 0 {
         return Vec::new();
@@ -71,10 +71,26 @@ pub fn cdf(counts: &[(u64, u64)]) -> Vec<(u64, f64)> {
     points
 }
 
+/// One run's charts: each histogram of `histograms` (the seeds of
+/// `scenario`, of `family`) drawn into `dir` with `bounds`; returns the
+/// files written, `dir` included (what `explore --plot` and `run_main
+/// --plot` print).
+pub(crate) fn write_one(
+    dir: &Path,
+    family: &str,
+    scenario: &str,
+    histograms: &Histograms,
+    bounds: Vec<Bound>,
+) -> std::io::Result<Vec<PathBuf>> {
+    let curves = BTreeMap::from([(family.to_string(), vec![Curve { scenario, histograms }])]);
+    let bounds = BTreeMap::from([(family.to_string(), bounds)]);
+    Ok(write_plots(dir, &curves, &bounds)?.into_iter().map(|f| dir.join(f.path)).collect())
+}
+
 /// Writes one chart per (family, histogram) with samples into `dir`
 /// (created if missing), as `<family>-<histogram>.svg`; returns them in
 /// family, then histogram order.
-pub fn write_plots(
+pub(crate) fn write_plots(
     dir: &Path,
     families: &BTreeMap<String, Vec<Curve<'_>>>,
     bounds: &BTreeMap<String, Vec<Bound>>,
@@ -111,7 +127,7 @@ pub fn write_plots(
 }
 
 /// The SVG text of one chart of `histogram` (its name and unit).
-pub fn chart(
+pub(crate) fn chart(
     family: &str,
     (histogram, unit): (&str, Unit),
     series: &[(&str, Vec<(u64, u64)>)],

@@ -6,9 +6,13 @@
 //! redrawn bar is noise, so it prints one plain line at every tenth of the
 //! work instead. Nothing here touches stdout, which `--json` keeps for the
 //! result alone, and nothing here is read by simulated code: the rate is
-//! wall-clock time, measured by `indicatif` with `std::time`.
+//! wall-clock time, measured with `std::time`.
+//!
+//! The bar needs `indicatif`, which only the `cli` feature pulls in; a
+//! build without it (the harness as a slim library dependency) prints the
+//! plain lines on a terminal too.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use bar::Bar;
 
 /// How to show progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,35 +38,28 @@ impl Progress {
 }
 
 /// Whether stderr is a terminal (the bar is only drawn on one).
-pub fn stderr_is_terminal() -> bool {
+pub(crate) fn stderr_is_terminal() -> bool {
     // SAFETY: isatty only inspects the descriptor.
     unsafe { libc::isatty(2) == 1 }
 }
 
-/// The bar: label, bar, count, violations (or what is being searched),
-/// throughput and time left.
-fn template(unit: &str) -> String {
-    format!("{{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit}, {{msg}}, {{rate}}, {{eta}} left")
-}
+/// The bar drawn in place, with `indicatif` (the `cli` feature).
+#[cfg(feature = "cli")]
+mod bar {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
-/// One unit of work counted towards a total: seeds of an exploration, or
-/// searches of the mutation table.
-#[derive(Debug)]
-pub struct Meter {
-    mode: Progress,
-    bar: Option<ProgressBar>,
-    label: String,
-    unit: &'static str,
-    total: u64,
-    done: u64,
-    violating: u64,
-    started: std::time::Instant,
-}
+    /// The bar: label, bar, count, violations (or what is being searched),
+    /// throughput and time left.
+    pub(super) fn template(unit: &str) -> String {
+        format!("{{prefix}} [{{bar:30}}] {{pos}}/{{len}} {unit}, {{msg}}, {{rate}}, {{eta}} left")
+    }
 
-impl Meter {
-    /// A meter of `total` units of `unit` (`"seeds"`) labelled `label`.
-    pub fn new(mode: Progress, label: &str, unit: &'static str, total: u64) -> Meter {
-        let bar = (mode == Progress::Bar).then(|| {
+    /// A bar of `total` units of `unit`, labelled `label`.
+    #[derive(Debug)]
+    pub(super) struct Bar(ProgressBar);
+
+    impl Bar {
+        pub(super) fn new(label: &str, unit: &'static str, total: u64) -> Option<Bar> {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(10));
             // The template is a constant: a parse error is a bug in this
             // file, caught by the unit test below, so falling back to the
@@ -76,8 +73,68 @@ impl Meter {
             bar.set_style(style);
             bar.set_prefix(label.to_string());
             bar.set_message("0 violating");
-            bar
-        });
+            Some(Bar(bar))
+        }
+
+        pub(super) fn message(&self, message: String) {
+            self.0.set_message(message);
+        }
+
+        pub(super) fn inc(&self) {
+            self.0.inc(1);
+        }
+
+        pub(super) fn finish(&self) {
+            self.0.finish();
+        }
+    }
+}
+
+/// No bar without the `cli` feature: [`Progress::Bar`] prints lines.
+#[cfg(not(feature = "cli"))]
+mod bar {
+    #[derive(Debug)]
+    pub(super) enum Bar {}
+
+    impl Bar {
+        pub(super) fn new(_label: &str, _unit: &'static str, _total: u64) -> Option<Bar> {
+            None
+        }
+
+        pub(super) fn message(&self, _message: String) {
+            match *self {}
+        }
+
+        pub(super) fn inc(&self) {
+            match *self {}
+        }
+
+        pub(super) fn finish(&self) {
+            match *self {}
+        }
+    }
+}
+
+/// One unit of work counted towards a total: seeds of an exploration, or
+/// searches of the mutation table.
+#[derive(Debug)]
+pub(crate) struct Meter {
+    mode: Progress,
+    bar: Option<Bar>,
+    label: String,
+    unit: &'static str,
+    total: u64,
+    done: u64,
+    violating: u64,
+    started: std::time::Instant,
+}
+
+impl Meter {
+    /// A meter of `total` units of `unit` (`"seeds"`) labelled `label`.
+    pub(crate) fn new(mode: Progress, label: &str, unit: &'static str, total: u64) -> Meter {
+        let bar = if mode == Progress::Bar { Bar::new(label, unit, total) } else { None };
+        // Without a bar to draw (no `cli` feature), a terminal gets lines.
+        let mode = if mode == Progress::Bar && bar.is_none() { Progress::Lines } else { mode };
         Meter {
             mode,
             bar,
@@ -91,7 +148,7 @@ impl Meter {
     }
 
     /// One more unit done; `violating` says whether it found a violation.
-    pub fn step(&mut self, violating: bool) {
+    pub(crate) fn step(&mut self, violating: bool) {
         self.done += 1;
         self.violating += u64::from(violating);
         match self.mode {
@@ -99,9 +156,9 @@ impl Meter {
             Progress::Bar => {
                 if let Some(bar) = &self.bar {
                     if violating {
-                        bar.set_message(format!("{} violating", self.violating));
+                        bar.message(format!("{} violating", self.violating));
                     }
-                    bar.inc(1);
+                    bar.inc();
                 }
             }
             Progress::Lines => {
@@ -115,9 +172,9 @@ impl Meter {
 
     /// Replaces the "N violating" part of the bar with `message` (the
     /// mutation table says which target it is searching).
-    pub fn say(&self, message: impl Into<String>) {
+    pub(crate) fn say(&self, message: impl Into<String>) {
         if let Some(bar) = &self.bar {
-            bar.set_message(message.into());
+            bar.message(message.into());
         }
     }
 
@@ -131,7 +188,7 @@ impl Meter {
     }
 
     /// Leaves the bar's last state on screen (or does nothing).
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         if let Some(bar) = &self.bar {
             bar.finish();
         }
@@ -142,9 +199,10 @@ impl Meter {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "cli")]
     #[test]
     fn the_bar_template_parses() {
-        assert!(ProgressStyle::with_template(&template("seeds")).is_ok());
+        assert!(indicatif::ProgressStyle::with_template(&bar::template("seeds")).is_ok());
     }
 
     #[test]

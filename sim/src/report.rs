@@ -1,7 +1,7 @@
 //! `rp-sim report`: the standard scenario set, as Markdown tables and JSON.
 //!
 //! Writes `<out>/README.md` (what a person reads: one row per scenario, the
-//! histograms, each family's own section (`crate::families::REPORT_PARTS`:
+//! histograms, each family's own section (`crate::families::REGISTRY`:
 //! figures measured in simulated time), the harness's speed, and how to
 //! regenerate all of it) and `<out>/report.json` (the same data with full
 //! percentiles, for tools).
@@ -24,13 +24,13 @@ use crate::family::{ReportJson, ReportSection};
 use crate::history::Api;
 use crate::jobs::Jobs;
 use crate::progress::Progress;
-use crate::scenarios::{Expect, Scenario, SCENARIOS};
+use crate::scenarios::{self, Expect, Scenario};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{Percentiles, HISTOGRAM_MEANINGS};
 
 /// Why the report could not be written.
 #[derive(Debug)]
-pub enum ReportError {
+pub(crate) enum ReportError {
     /// A scenario could not set up its servers.
     Setup(SetupError),
     /// Writing the files failed.
@@ -62,7 +62,7 @@ impl From<std::io::Error> for ReportError {
 
 /// One scenario's row.
 #[derive(Debug, Serialize)]
-pub struct ScenarioRow {
+pub(crate) struct ScenarioRow {
     /// Name.
     pub scenario: String,
     /// What it should find.
@@ -100,7 +100,7 @@ pub struct ScenarioRow {
 
 /// The speed benchmark.
 #[derive(Debug, Serialize)]
-pub struct Benchmark {
+pub(crate) struct Benchmark {
     /// Scenario used.
     pub scenario: String,
     /// Runs measured.
@@ -120,12 +120,12 @@ pub struct Benchmark {
 /// The whole report. `report.json` is its fields in this order, each
 /// family section's entries in its place (`json`).
 #[derive(Debug)]
-pub struct Report {
+pub(crate) struct Report {
     /// Scenario rows.
     pub scenarios: Vec<ScenarioRow>,
     /// Speed benchmark, if the benchmark scenario is implemented.
     pub benchmark: Option<Benchmark>,
-    /// The families' own sections, in `crate::families::REPORT_PARTS`'s order.
+    /// The families' own sections, in `crate::families::REGISTRY`'s order.
     pub sections: Vec<Box<dyn ReportSection>>,
     /// proptest base seeds of the mutation table (empty: no table).
     pub mutation_seeds: Vec<u64>,
@@ -141,7 +141,7 @@ pub struct Report {
 }
 
 /// The scenario the speed benchmark runs: 3 simulated seconds, 3 clients.
-pub const BENCHMARK_SCENARIO: &str = "lock";
+pub(crate) const BENCHMARK_SCENARIO: &str = "lock";
 
 fn row(s: &Scenario, ex: &Exploration) -> ScenarioRow {
     let mut violations = BTreeMap::new();
@@ -181,7 +181,7 @@ fn row(s: &Scenario, ex: &Exploration) -> ScenarioRow {
 }
 
 /// Runs the benchmark scenario `runs` times and measures wall time per run.
-pub fn benchmark(servers: &mut Servers, runs: u64) -> Result<Option<Benchmark>, SetupError> {
+pub(crate) fn benchmark(servers: &mut Servers, runs: u64) -> Result<Option<Benchmark>, SetupError> {
     let Some(s) = crate::scenarios::find(BENCHMARK_SCENARIO) else {
         return Ok(None);
     };
@@ -220,7 +220,7 @@ pub fn benchmark(servers: &mut Servers, runs: u64) -> Result<Option<Benchmark>, 
 /// `mutation_seeds` base seeds of proptest's RNG feed the mutation table
 /// (`crate::mutation`); 0 leaves it out. Every run uses `servers`; each
 /// scenario's exploration runs `jobs` seeds at once (more pools beside it).
-pub fn write_report(
+pub(crate) fn write_report(
     out: &Path,
     seeds: u64,
     mutation_seeds: u64,
@@ -230,7 +230,7 @@ pub fn write_report(
     let options = ExploreOptions::new(0, seeds).jobs(jobs).progress(Progress::for_stderr());
     let mut rows = Vec::new();
     let mut explorations = Vec::new();
-    for s in SCENARIOS {
+    for s in scenarios::all() {
         let ex = explore_with(s, &mut servers, options)?;
         rows.push(row(s, &ex));
         explorations.push((s, ex));
@@ -240,7 +240,7 @@ pub fn write_report(
     let timelines = timelines(&out.join("timelines"), &mut servers, &explorations)?;
     let bench = benchmark(&mut servers, 20)?;
     let mut sections = Vec::new();
-    for measure in crate::families::REPORT_PARTS.iter().filter_map(|part| part.section) {
+    for measure in crate::families::REGISTRY.iter().filter_map(|family| family.report.section) {
         sections.push(measure(&mut servers)?);
     }
     let mutation_base_seeds: Vec<u64> = (0..mutation_seeds).collect();
@@ -328,7 +328,7 @@ fn timelines(
 }
 
 /// The Markdown form of a report.
-pub fn markdown(r: &Report) -> String {
+pub(crate) fn markdown(r: &Report) -> String {
     let mut m = String::new();
     let _ = writeln!(m, "# rp-sim report\n");
     let _ = writeln!(
@@ -451,7 +451,7 @@ fn histograms_section(m: &mut String, r: &Report) {
     let _ = writeln!(m, "## Histograms (simulated time)\n");
     let _ = writeln!(m, "All seeds of a scenario merged. What each measures:\n");
     // The families' own histograms first, then the ones the harness shares.
-    let families = crate::families::REPORT_PARTS.iter().flat_map(|part| part.histograms);
+    let families = crate::families::REGISTRY.iter().flat_map(|family| family.report.histograms);
     for (name, meaning) in families.chain(HISTOGRAM_MEANINGS) {
         let _ = writeln!(m, "- **{name}**: {meaning}");
     }
@@ -580,7 +580,7 @@ mod tests {
         // Every family's histograms are explained, before the shared ones.
         let mut last = 0;
         for (metric, meaning) in
-            crate::families::REPORT_PARTS.iter().flat_map(|p| p.histograms).chain(HISTOGRAM_MEANINGS)
+            crate::families::REGISTRY.iter().flat_map(|f| f.report.histograms).chain(HISTOGRAM_MEANINGS)
         {
             let line = at(&format!("- **{metric}**: {meaning}\n"));
             assert!(line > last, "{metric}");

@@ -20,7 +20,7 @@ use std::path::Path;
 /// Survivors that change nothing the library promises, matched by file and
 /// by cargo-mutants' description (its name without `line:column`), with
 /// the reason.
-pub const EQUIVALENT: &[(&str, &str, &str)] = &[
+pub(crate) const EQUIVALENT: &[(&str, &str, &str)] = &[
     (
         "src/lock.rs",
         "replace match guard t.get() > 0 with true in token_from_reply",
@@ -69,7 +69,7 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     (
         "src/redlock/mod.rs",
         "@160:20 delete ! in Redlock<C>::connect",
-        "swaps `native_commands` on and off: on the gate's Redis 7.0.15, which has neither DELIFEQ nor DELEX, both choices send the scripts. On Valkey 9 the validation probe's `Redlock::compare_commands` read-back kills it (the simulation's Valkey leg in .ci/run), as does tests/library/redlock.rs::redlock_uses_each_masters_native_commands",
+        "swaps `native_commands` on and off: on the gate's Redis 7.0.15, which has neither DELIFEQ nor DELEX, both choices send the scripts. On Valkey 9 the Redlock read-back's `Redlock::compare_commands` check (families/redlock/readback.rs) kills it (the simulation's Valkey leg in .ci/run), as does tests/library/redlock.rs::redlock_uses_each_masters_native_commands",
     ),
     (
         "src/job_queue/mod.rs",
@@ -94,12 +94,12 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     (
         "src/redlock/identity.rs",
         "replace match guard each.iter().all(|c| c == first) with false in Identity::of",
-        "turns a single server's native commands into the scripts: on the gate's Redis 7.0.15, which has none, that is what it names anyway. On Valkey 9 the validation probe's `Redlock::compare_commands` read-back kills it (the simulation's Valkey leg in .ci/run)",
+        "turns a single server's native commands into the scripts: on the gate's Redis 7.0.15, which has none, that is what it names anyway. On Valkey 9 the Redlock read-back's `Redlock::compare_commands` check (families/redlock/readback.rs) kills it (the simulation's Valkey leg in .ci/run)",
     ),
     (
         "src/redlock/identity.rs",
         "replace == with != in Identity::of",
-        "turns a single server's native commands into the scripts: on the gate's Redis 7.0.15, which has none, that is what it names anyway. On Valkey 9 the validation probe's `Redlock::compare_commands` read-back kills it (the simulation's Valkey leg in .ci/run)",
+        "turns a single server's native commands into the scripts: on the gate's Redis 7.0.15, which has none, that is what it names anyway. On Valkey 9 the Redlock read-back's `Redlock::compare_commands` check (families/redlock/readback.rs) kills it (the simulation's Valkey leg in .ci/run)",
     ),
     (
         "src/redlock/identity.rs",
@@ -119,7 +119,7 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
     (
         "src/redlock/mod.rs",
         "replace Redlock<C>::owners -> &OwnerSource with Box::leak(Box::new(Default::default()))",
-        "only NaiveRedlock (broken on purpose) draws its owners through this accessor; the production Redlock draws from its own field, whose seeded source the validation probe reads back through a lease's owner",
+        "only NaiveRedlock (broken on purpose) draws its owners through this accessor; the production Redlock draws from its own field, whose seeded source the Redlock read-back (families/redlock/readback.rs) reads through a lease's owner",
     ),
     (
         "src/redlock/mod.rs",
@@ -130,7 +130,7 @@ pub const EQUIVALENT: &[(&str, &str, &str)] = &[
 
 /// One mutant as cargo-mutants reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The mutated file (`src/lock.rs`).
     pub file: String,
     /// cargo-mutants' name: `file:line:col: description`.
@@ -141,7 +141,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The description without the location (what [`EQUIVALENT`] matches).
-    pub fn description(&self) -> &str {
+    pub(crate) fn description(&self) -> &str {
         self.name.splitn(4, ':').nth(3).map_or(self.name.as_str(), str::trim)
     }
 
@@ -160,7 +160,7 @@ impl Outcome {
     }
 
     /// The reason it is harmless, if listed.
-    pub fn equivalence(&self) -> Option<&'static str> {
+    pub(crate) fn equivalence(&self) -> Option<&'static str> {
         let matches = |d: &str| {
             if let Some(tail) = d.strip_prefix('*') {
                 // `*…`: every mutant whose description ends so (one
@@ -184,7 +184,7 @@ impl Outcome {
 /// after the harness changed: `sim/cargo-mutants.sh --recheck <group>`)
 /// replaces the earlier outcome of each mutant it re-ran, except where its
 /// build timed out ([`merge`]).
-pub fn read(dir: &Path) -> std::io::Result<Vec<Outcome>> {
+pub(crate) fn read(dir: &Path) -> std::io::Result<Vec<Outcome>> {
     let mut groups: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).map(|e| e.path()).collect();
     groups.sort();
     let mut out = Vec::new();
@@ -226,7 +226,7 @@ fn merge(out: &mut Vec<Outcome>, later: Outcome) {
 }
 
 /// The Markdown section for `outcomes`: per file, then the survivors.
-pub fn markdown(outcomes: &[Outcome]) -> String {
+pub(crate) fn markdown(outcomes: &[Outcome]) -> String {
     let mut per_file: BTreeMap<&str, (usize, usize, usize, usize)> = BTreeMap::new();
     for o in outcomes {
         let e = per_file.entry(o.file.as_str()).or_default();

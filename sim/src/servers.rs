@@ -104,7 +104,7 @@ fn unregister(slot: Option<usize>) {
 /// Safe to call from a signal handler: it only performs atomic swaps and
 /// `kill(2)`. Meant for the binary's Ctrl-C handler; normal shutdown happens
 /// when [`Servers`] / [`ServerNode`] are dropped.
-pub fn shutdown_all() {
+pub(crate) fn shutdown_all() {
     for slot in &LIVE {
         let pid = slot.swap(0, Ordering::AcqRel);
         if pid > 0 {

@@ -261,7 +261,7 @@ pub fn merge(files: &[ShardFile]) -> Result<Exploration, ShardError> {
 }
 
 /// The exploration digest: every seed's history digest, in seed order.
-pub fn digest_of(runs: &[SeedRun]) -> Digest {
+pub(crate) fn digest_of(runs: &[SeedRun]) -> Digest {
     let mut digest = Fnv1a::default();
     for r in runs {
         digest.write(format!("{} {}\n", r.seed, r.digest).as_bytes());

@@ -77,13 +77,13 @@ impl fmt::Display for Metric {
 
 /// A holder whose lease is no longer trustworthy still believes it holds, so
 /// its write could still land (ms): the overlap of believed holds.
-pub const UNSAFE: Metric = Metric::new("unsafe-window", Unit::Ms);
+pub(crate) const UNSAFE: Metric = Metric::new("unsafe-window", Unit::Ms);
 /// From acquire invoke to its `Ok` completion (ms).
-pub const ACQUIRE_LATENCY: Metric = Metric::new("acquire-latency", Unit::Ms);
+pub(crate) const ACQUIRE_LATENCY: Metric = Metric::new("acquire-latency", Unit::Ms);
 
 /// The shared histograms with what each measures (for the report and
 /// README); a family lists its own with `Family::metrics`.
-pub const HISTOGRAM_MEANINGS: &[(Metric, &str)] = &[
+pub(crate) const HISTOGRAM_MEANINGS: &[(Metric, &str)] = &[
     (
         UNSAFE,
         "how long a lock holder kept believing it held a lease another client had since acquired (ms): the window in which a stale holder's write could still land, and what fencing is for",
@@ -246,7 +246,7 @@ impl Histograms {
 }
 
 /// The compact summary of one histogram.
-pub fn summarize(unit: Unit, h: &Histogram<u64>) -> Summary {
+pub(crate) fn summarize(unit: Unit, h: &Histogram<u64>) -> Summary {
     if h.is_empty() {
         return Summary { count: 0, min: 0, p50: 0, p90: 0, p99: 0, max: 0, unit };
     }
@@ -266,7 +266,7 @@ pub fn summarize(unit: Unit, h: &Histogram<u64>) -> Summary {
 
 /// Latency of the operations `is_call` picks: invoke → `Ok`, recorded as
 /// `metric` (a family's acquire latency).
-pub fn record_latency(events: &[Event], metric: Metric, is_call: impl Fn(&Op) -> bool, out: &mut Histograms) {
+pub(crate) fn record_latency(events: &[Event], metric: Metric, is_call: impl Fn(&Op) -> bool, out: &mut Histograms) {
     out.declare(metric);
     let mut invoked: BTreeMap<u64, u64> = BTreeMap::new();
     for e in events {

@@ -45,7 +45,7 @@ pub struct Timeline<'a> {
     /// What the checkers found.
     pub violations: &'a [Violation],
     /// Who held what, when: drawn as bands under the holders' operations
-    /// (a family's [`crate::Family::tenures`]).
+    /// (a family's `crate::Family::tenures`).
     pub tenures: &'a [Tenure],
 }
 

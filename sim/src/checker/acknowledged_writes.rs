@@ -31,7 +31,7 @@ use super::{completed, Invariant, Violation, ACKNOWLEDGED_WRITES};
 use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 
 /// The invariant, for the registry rows of the scenarios that judge it.
-pub const DECLARED: &[(Invariant, &str)] = &[(
+pub(crate) const DECLARED: &[(Invariant, &str)] = &[(
     ACKNOWLEDGED_WRITES,
     "an acknowledgement is honest both ways: never a write reported accepted that no replica received (one made while replication was cut), never an acquire or write refused NotAcknowledged while every replica was linked",
 )];
@@ -39,7 +39,7 @@ pub const DECLARED: &[(Invariant, &str)] = &[(
 /// Judges the fenced writes of `events` against `unreplicated`: the spans
 /// `(start, end)` during which the node the store writes to had no replica
 /// receiving its writes.
-pub fn check(events: &[Event], unreplicated: &[(Millis, Millis)]) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], unreplicated: &[(Millis, Millis)]) -> Vec<Violation> {
     let mut out = Vec::new();
     for c in completed(events) {
         let Op::Write { key, value, token: Some(token), fenced: true, result: Some(WriteResult::Accepted) } =
@@ -69,7 +69,7 @@ pub fn check(events: &[Event], unreplicated: &[(Millis, Millis)]) -> Vec<Violati
 /// Judges every [`Op::NotAcknowledged`] of `events` against `faulted`: the
 /// spans of the faults on the node the acknowledgement waited on
 /// ([`crate::nemesis::Schedule::unlinked_spans`]).
-pub fn check_refusals(events: &[Event], faulted: &[(Millis, Millis)]) -> Vec<Violation> {
+pub(crate) fn check_refusals(events: &[Event], faulted: &[(Millis, Millis)]) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in events {
         let Op::NotAcknowledged { key, invoked } = &e.op else { continue };

@@ -7,7 +7,7 @@ use crate::history::Millis;
 
 /// The drift allowance the lock was built with (`Drift::new(factor, constant)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Allowance {
+pub(crate) struct Allowance {
     /// Per mille of the TTL.
     pub per_mille: u64,
     /// Constant part, ms.
@@ -16,7 +16,7 @@ pub struct Allowance {
 
 impl Allowance {
     /// `Drift::DEFAULT`: 10 ‰ of the TTL plus 2 ms.
-    pub const DEFAULT: Allowance = Allowance { per_mille: 10, constant_ms: 2 };
+    pub(crate) const DEFAULT: Allowance = Allowance { per_mille: 10, constant_ms: 2 };
 
     /// The deadline, in ns since the start, of a lease set by a request sent
     /// at `sent_ms` for `ttl_ms`.

@@ -10,7 +10,7 @@ use super::{Violation, CONFIGURATION};
 use crate::history::{Event, Op};
 
 /// One violation per primitive report that differs from its configuration.
-pub fn check(events: &[Event]) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event]) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in events {
         let Op::Configured { primitive, fields } = &e.op else { continue };

@@ -15,7 +15,7 @@ use crate::servers::KeyAtEnd;
 
 /// How long keys of one pattern may live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Life {
+pub(crate) enum Life {
     /// Must carry an expiry of at most this many ms.
     AtMost(u64),
     /// Must never expire (no TTL).
@@ -24,7 +24,7 @@ pub enum Life {
 
 /// Keys named `prefix…suffix` live as `life` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     /// What the name starts with (e.g. `lock:{`).
     pub prefix: &'static str,
     /// What it ends with (e.g. `}:fence`).
@@ -41,7 +41,7 @@ pub struct Rule {
 /// says it does not: a wrong prefix, a lost hash tag). Keys whose name
 /// contains one of `skip` (planted on purpose, such as the corruption
 /// probe's) are left alone.
-pub fn check(node: usize, keys: &[KeyAtEnd], rules: &[Rule], skip: &[&str]) -> Vec<Violation> {
+pub(crate) fn check(node: usize, keys: &[KeyAtEnd], rules: &[Rule], skip: &[&str]) -> Vec<Violation> {
     let mut out = Vec::new();
     for k in keys {
         if skip.iter().any(|s| k.key.contains(s)) {

@@ -7,7 +7,7 @@
 //! name and a short explanation a person can act on.
 //!
 //! The checkers here are the ones several families share (writes through a
-//! fenced store, configuration, validation, error replies, key lifetimes);
+//! fenced store, configuration, error replies, key lifetimes);
 //! a family's own live in its folder (the lock's in `families/lock/checks/`).
 //! The invariant names and their meanings stay listed here, in one table.
 //!
@@ -20,55 +20,50 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::Millis;
 
-pub mod acknowledged_writes;
+pub(crate) mod acknowledged_writes;
 mod allowance;
-pub mod configuration;
-pub mod input_validation;
+pub(crate) mod configuration;
 mod invariant;
-pub mod key_lifetimes;
+pub(crate) mod key_lifetimes;
 pub mod late_writes;
-pub mod order;
-pub mod stale_overwrite;
-pub mod unexpected_errors;
+pub(crate) mod order;
+pub(crate) mod stale_overwrite;
+pub(crate) mod unexpected_errors;
 
-pub use allowance::Allowance;
+pub(crate) use allowance::Allowance;
 pub use invariant::Invariant;
 
 /// Name of the no-stale-overwrite invariant.
-pub const NO_STALE_OVERWRITE: Invariant = Invariant::new("no-stale-overwrite");
+pub(crate) const NO_STALE_OVERWRITE: Invariant = Invariant::new("no-stale-overwrite");
 /// Name of the acknowledged-writes invariant (declared by the scenarios
 /// that write through `FencedStore::acknowledged`).
-pub const ACKNOWLEDGED_WRITES: Invariant = Invariant::new("acknowledged-writes");
+pub(crate) const ACKNOWLEDGED_WRITES: Invariant = Invariant::new("acknowledged-writes");
 
 /// Name of the self-fencing invariant: a holder that trusts its lease only
 /// until its local deadline never overlaps another holder.
-pub const SELF_FENCING: Invariant = Invariant::new("self-fencing");
+pub(crate) const SELF_FENCING: Invariant = Invariant::new("self-fencing");
 
 /// Name of the liveness property: after the faults heal, every primitive
 /// makes progress within a stated bound.
-pub const LIVENESS: Invariant = Invariant::new("liveness");
-
-/// Name of the input-validation invariant: configuration is accepted or
-/// refused (as `InvalidInput`) exactly at the documented edges.
-pub const INPUT_VALIDATION: Invariant = Invariant::new("input-validation");
+pub(crate) const LIVENESS: Invariant = Invariant::new("liveness");
 
 /// Name of the configuration invariant: accessors report what a primitive
 /// was built with.
-pub const CONFIGURATION: Invariant = Invariant::new("configuration");
+pub(crate) const CONFIGURATION: Invariant = Invariant::new("configuration");
 
 /// Name of the key-lifetimes invariant: keys a correct primitive leaves
 /// behind expire as documented (leases and limiter keys within their bound,
 /// fence counters and fenced entries never).
-pub const KEY_LIFETIMES: Invariant = Invariant::new("key-lifetimes");
+pub(crate) const KEY_LIFETIMES: Invariant = Invariant::new("key-lifetimes");
 
 /// Name of the unexpected-errors invariant: Redis never answers a correct
 /// primitive with an error reply, and the library never returns an error
 /// that no fault explains.
-pub const UNEXPECTED_ERRORS: Invariant = Invariant::new("unexpected-errors");
+pub(crate) const UNEXPECTED_ERRORS: Invariant = Invariant::new("unexpected-errors");
 
 /// Every invariant name with its one-line meaning (for `--help`, the report
 /// and the README).
-pub const INVARIANTS: &[(Invariant, &str)] = &[
+pub(crate) const INVARIANTS: &[(Invariant, &str)] = &[
     (
         NO_STALE_OVERWRITE,
         "once the store accepted token t it never accepts t' < t, and the final value belongs to the highest accepted token",
@@ -84,10 +79,6 @@ pub const INVARIANTS: &[(Invariant, &str)] = &[
     (
         UNEXPECTED_ERRORS,
         "when nothing corrupted its keys, Redis never answers a correct primitive with an error reply (a script error, CORRUPT, WRONGTYPE; NOSCRIPT is recovered) and the library returns no error but an unknown outcome (timeout, lost connection)",
-    ),
-    (
-        INPUT_VALIDATION,
-        "constructors and check_at accept exactly the documented configurations (renew ≤ half the usable lease, keep-alive below the usable TTL, max × window ≤ 2^52, instants below 2^53, a drift below the whole TTL, a retry cap at least its first delay, Redlock timeouts below the TTL) and refuse the rest with InvalidInput",
     ),
     (
         CONFIGURATION,

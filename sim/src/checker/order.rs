@@ -12,7 +12,7 @@ use crate::history::Millis;
 
 /// An operation with an invoke time, a completion time and a number that
 /// real-time order must not see decrease.
-pub trait Ordered {
+pub(crate) trait Ordered {
     /// When the operation was invoked.
     fn invoked(&self) -> Millis;
     /// When it completed.
@@ -24,7 +24,7 @@ pub trait Ordered {
 /// A completed operation carrying a token, stamped with its process and times:
 /// what the token and stale-overwrite checkers sweep.
 #[derive(Debug, Clone, Copy)]
-pub struct Stamped<'a> {
+pub(crate) struct Stamped<'a> {
     /// The process that ran it.
     pub process: &'a str,
     /// When it was invoked.
@@ -50,7 +50,7 @@ impl Ordered for Stamped<'_> {
 /// Every `(a, b)` where `a` completed strictly before `b` was invoked and
 /// `a` carries the largest number among such operations, and that number is
 /// larger than `b`'s. In the order of `b`'s invocation.
-pub fn regressions<T: Ordered>(ops: &[T]) -> Vec<(&T, &T)> {
+pub(crate) fn regressions<T: Ordered>(ops: &[T]) -> Vec<(&T, &T)> {
     let mut by_done: Vec<&T> = ops.iter().collect();
     by_done.sort_by_key(|o| o.done());
     let mut by_invoke: Vec<&T> = ops.iter().collect();

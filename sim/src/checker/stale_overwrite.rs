@@ -55,7 +55,7 @@ struct Outcomes<'a> {
 }
 
 /// Checks every key in `events`.
-pub fn check(events: &[Event]) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event]) -> Vec<Violation> {
     let mut out = Vec::new();
     let (candidates, rejections) = fenced_writes(events);
     for rejection in &rejections {

@@ -19,7 +19,7 @@ use super::{Violation, UNEXPECTED_ERRORS};
 use crate::history::{Event, Op};
 
 /// One violation for the first unexplained error in `events`, if any.
-pub fn check(events: &[Event]) -> Option<Violation> {
+pub(crate) fn check(events: &[Event]) -> Option<Violation> {
     let mut errors = events.iter().filter_map(|e| match &e.op {
         Op::ErrorReply { message } => Some((e, "got an error reply", message)),
         Op::LibraryError { message } => Some((e, "got a library error no fault explains", message)),

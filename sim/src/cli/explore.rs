@@ -30,15 +30,11 @@ pub(super) fn explore_cmd(args: ExploreArgs, placement: Placement) -> i32 {
     };
     drop(servers);
     if let Some(dir) = &args.plot {
-        let curves = [(
-            scenario.runs.family().to_string(),
-            vec![crate::plot::Curve { scenario: scenario.name, histograms: &ex.histograms }],
-        )];
-        let bounds = [(scenario.runs.family().to_string(), scenario.runs.bounds())];
-        match crate::plot::write_plots(dir, &curves.into_iter().collect(), &bounds.into_iter().collect()) {
+        let family = scenario.runs.family();
+        match crate::plot::write_one(dir, family, scenario.name, &ex.histograms, scenario.runs.bounds()) {
             Ok(files) => {
                 for f in files {
-                    eprintln!("plot: {}", dir.join(f.path).display());
+                    eprintln!("plot: {}", f.display());
                 }
             }
             Err(e) => {
@@ -57,7 +53,7 @@ pub(super) fn explore_cmd(args: ExploreArgs, placement: Placement) -> i32 {
 }
 
 pub(super) fn check_cmd(args: CheckArgs, placement: Placement) -> i32 {
-    use crate::baseline::{compare, measure, Baseline};
+    use crate::baseline::Baseline;
     let mut chosen = Vec::new();
     for name in &args.scenario {
         match lookup(name) {
@@ -66,7 +62,7 @@ pub(super) fn check_cmd(args: CheckArgs, placement: Placement) -> i32 {
         }
     }
     if chosen.is_empty() {
-        chosen = SCENARIOS.iter().collect();
+        chosen = scenarios::all().collect();
     }
     let base = if args.update && !args.baseline.exists() {
         None
@@ -80,7 +76,8 @@ pub(super) fn check_cmd(args: CheckArgs, placement: Placement) -> i32 {
         }
     };
     let mut servers = Servers::with_placement(placement);
-    let now = match measure(&mut servers, &chosen) {
+    let experiments: Vec<&dyn crate::Experiment> = chosen.iter().map(|s| *s as &dyn crate::Experiment).collect();
+    let now = match Baseline::measure(&mut servers, &experiments) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("rp-sim: set-up error: {e}");
@@ -99,11 +96,7 @@ pub(super) fn check_cmd(args: CheckArgs, placement: Placement) -> i32 {
         return 0;
     }
     let Some(base) = base else { return 2 };
-    let expect = |name: &str| match scenarios::find(name).map(|s| s.expect) {
-        Some(Expect::Violates(inv)) => Some(inv),
-        _ => None,
-    };
-    let drift = compare(&base, &now, expect);
+    let drift = base.departures(&now, &experiments);
     if drift.is_empty() {
         println!(
             "check: {} scenario(s) match {} (violations exactly; histograms within ±{:.0} %, at least {})",

@@ -62,7 +62,7 @@ use crate::exploration::{coverage_table, histogram_table, operations_table};
 use crate::explore::{explore_with, ExploreOptions};
 use crate::jobs::Jobs;
 use crate::placement::Placement;
-use crate::scenarios::{self, Expect, Scenario, SCENARIOS};
+use crate::scenarios::{self, Expect, Scenario};
 use crate::servers::{self, Servers};
 
 mod args;
@@ -213,13 +213,13 @@ fn lookup(name: &str) -> Result<&'static Scenario, i32> {
 pub fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Scenarios => {
-            let width = SCENARIOS.iter().map(|s| s.name.len()).max().unwrap_or(0);
-            for s in SCENARIOS {
+            let width = scenarios::all().map(|s| s.name.len()).max().unwrap_or(0);
+            for s in scenarios::all() {
                 println!("{:<width$}  {}", s.name, s.description);
             }
             println!();
             println!("Broken variants (expected to violate):");
-            for s in SCENARIOS {
+            for s in scenarios::all() {
                 if let Expect::Violates(inv) = s.expect {
                     println!("  {:<width$}  {inv}", s.name);
                 }

@@ -1,18 +1,20 @@
-//! The primitive families, one folder each: everything a family is (its
-//! variants and `impl Family`, plan and space, actors, probes, checks and
-//! situations). Adding a family is a folder here, a line below, and its
-//! rows in the registry (`crate::scenarios`). See ADR 0009.
+//! The primitive families, one folder each, and the registry that lists
+//! them.
+//!
+//! A folder holds everything a family is: its variants and `impl Family`,
+//! plan and space, actors, probes, checks, situations, its scenarios
+//! (`scenarios.rs`), what the search must find in it (`targets.rs`) and
+//! what it adds to the report. Adding a family is a folder here and one
+//! line in [`REGISTRY`] (with its `mod` line). See ADR 0009.
 
-pub mod election;
-pub mod job_queue;
-pub mod lock;
-pub mod rate_limit;
-pub mod redlock;
+pub(crate) mod election;
+pub(crate) mod job_queue;
+pub(crate) mod lock;
+pub(crate) mod rate_limit;
+pub(crate) mod redlock;
 
-use crate::family::ReportPart;
+use crate::entry::FamilyEntry;
 
-/// What the families add to `rp-sim report` beside their scenarios' rows,
-/// in the report's order: what their histograms measure, and their own
-/// sections (the election's figures).
-pub const REPORT_PARTS: &[ReportPart] =
-    &[lock::REPORT_PART, election::REPORT_PART, rate_limit::REPORT_PART, redlock::REPORT_PART, job_queue::REPORT_PART];
+/// Every family, in the order `rp-sim scenarios` and the report list them.
+pub(crate) const REGISTRY: &[&FamilyEntry] =
+    &[&lock::ENTRY, &rate_limit::ENTRY, &election::ENTRY, &redlock::ENTRY, &job_queue::ENTRY];

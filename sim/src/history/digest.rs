@@ -27,7 +27,7 @@ impl fmt::Display for Digest {
 
 /// FNV-1a, 64-bit: tiny, keyless, the same in every process.
 #[derive(Debug, Clone, Copy)]
-pub struct Fnv1a(u64);
+pub(crate) struct Fnv1a(u64);
 
 impl Default for Fnv1a {
     fn default() -> Self {
@@ -37,7 +37,7 @@ impl Default for Fnv1a {
 
 impl Fnv1a {
     /// Feeds bytes.
-    pub fn write(&mut self, bytes: &[u8]) {
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
         for b in bytes {
             self.0 ^= u64::from(*b);
             self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
@@ -45,14 +45,14 @@ impl Fnv1a {
     }
 
     /// The hash so far.
-    pub fn finish(self) -> u64 {
+    pub(crate) fn finish(self) -> u64 {
         self.0
     }
 }
 
 /// Digest of events: FNV-1a over each event's canonical JSON (fields in
 /// declaration order; no maps, so no ordering freedom) plus a newline.
-pub fn digest_events(events: &[Event]) -> Digest {
+pub(crate) fn digest_events(events: &[Event]) -> Digest {
     let mut h = Fnv1a::default();
     for e in events {
         // Serialising plain structs and enums of strings and integers cannot
@@ -69,7 +69,7 @@ pub fn digest_events(events: &[Event]) -> Digest {
 /// A readable timeline: one line per event, time in simulated ms, process,
 /// kind, op id and the operation. Faults are marked with `!!` so they stand
 /// out; `info` completions (outcome unknown) with `??`.
-pub fn render_timeline(events: &[Event]) -> String {
+pub(crate) fn render_timeline(events: &[Event]) -> String {
     let mut out = String::new();
     out.push_str("    time  process      kind      op  operation\n");
     for e in events {

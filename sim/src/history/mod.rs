@@ -39,10 +39,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
-pub use self::digest::{digest_events, render_timeline, Digest, Fnv1a};
+pub use self::digest::Digest;
+pub(crate) use self::digest::{digest_events, render_timeline, Fnv1a};
 pub use self::op::Op;
 pub use self::operation::{FamilyOp, Operation};
-pub use self::values::*;
+pub(crate) use self::values::*;
 // Also at the crate root, their one public path; here for the crate.
 pub(crate) use crate::api::Api;
 pub(crate) use crate::fault_record::{FaultRecord, NamedTarget, NemesisStep};
@@ -149,7 +150,7 @@ pub struct History {
 
 /// Simulated milliseconds since the start, if called from inside a turmoil
 /// host; `None` otherwise.
-pub fn sim_now() -> Option<Millis> {
+pub(crate) fn sim_now() -> Option<Millis> {
     turmoil::sim_elapsed().map(|d| d.as_millis() as Millis)
 }
 
@@ -314,12 +315,12 @@ impl History {
         self.len() == 0
     }
 
-    /// The stable digest of the whole history (see [`digest_events`]).
+    /// The stable digest of the whole history (see `digest_events`).
     pub fn digest(&self) -> Digest {
         digest_events(&self.lock().events)
     }
 
-    /// The readable timeline (see [`render_timeline`]).
+    /// The readable timeline (see `render_timeline`).
     pub fn timeline(&self) -> String {
         render_timeline(&self.lock().events)
     }

@@ -82,19 +82,6 @@ pub enum Op {
         /// `(accessor, reported, configured)`, as text.
         fields: Vec<(String, String, String)>,
     },
-    /// The validation probe tried `case`: `accepted`, or refused with
-    /// `refusal` (the error as displayed; `invalid` when it was
-    /// `Error::InvalidInput`).
-    Validated {
-        /// What was tried.
-        case: Validation,
-        /// Whether it was accepted.
-        accepted: bool,
-        /// Whether a refusal was `Error::InvalidInput`.
-        invalid: bool,
-        /// The refusal, as displayed.
-        refusal: Option<String>,
-    },
     /// Observation: the actor's next request to `node` will wait `ms` at
     /// the server before it runs (a workload fault aimed at one request,
     /// through [`crate::world::Actor::delay_next_request`]).
@@ -156,7 +143,6 @@ impl Op {
             Op::Configured { .. } => "configured",
             Op::Paused { .. } => "paused",
             Op::Delayed { .. } => "delayed",
-            Op::Validated { .. } => "validated",
             Op::Family(op) => op.verb(),
             Op::Note { .. } => "note",
         }

@@ -26,7 +26,6 @@ impl fmt::Display for Op {
             | Op::LibraryError { .. }
             | Op::Paused { .. }
             | Op::Delayed { .. }
-            | Op::Validated { .. }
             | Op::Configured { .. }
             | Op::Note { .. } => harness(self, f),
             Op::Family(op) => write!(f, "{op}"),
@@ -74,10 +73,6 @@ fn harness(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         Op::Delayed { node, ms, mentioning: Some(key) } => {
             write!(f, "its next request to redis-{node} mentioning {key} waits {ms}ms at the server")
         }
-        Op::Validated { case, accepted, refusal, .. } => match refusal {
-            Some(r) if !accepted => write!(f, "validated {case:?} -> refused: {r}"),
-            _ => write!(f, "validated {case:?} -> accepted"),
-        },
         Op::Configured { primitive, fields } => {
             write!(f, "configured {primitive}:")?;
             for (name, reported, _) in fields {

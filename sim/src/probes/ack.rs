@@ -54,7 +54,7 @@ fn expected(ack_ms: Millis) -> String {
 /// When the probe sends its call: a few milliseconds into the first replication
 /// cut of `node` that lasts the whole call and that no other fault reaching
 /// process `client` (its own, or any node's) overlaps. `None`: no such cut.
-pub fn send_at(schedule: &Schedule, node: u32, client: Option<u32>, ack_ms: Millis) -> Option<Millis> {
+pub(crate) fn send_at(schedule: &Schedule, node: u32, client: Option<u32>, ack_ms: Millis) -> Option<Millis> {
     let need = INTO_CUT_MS + bound(ack_ms) + AFTER_BOUND_MS;
     schedule.unreplicated_spans(node).into_iter().find_map(|(start, end)| {
         let (from, to) = (start, start + need);
@@ -75,7 +75,13 @@ pub fn send_at(schedule: &Schedule, node: u32, client: Option<u32>, ack_ms: Mill
 /// reason) or the library's error. Returns whether the call was refused
 /// `NotAcknowledged` (in time or not), for a caller that checks what such
 /// a refusal leaves behind.
-pub async fn probe<F, Fut>(actor: &Actor, at: Millis, ack_ms: Millis, what: &str, call: F) -> turmoil::Result<bool>
+pub(crate) async fn probe<F, Fut>(
+    actor: &Actor,
+    at: Millis,
+    ack_ms: Millis,
+    what: &str,
+    call: F,
+) -> turmoil::Result<bool>
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = redis_primitives::Result<bool>>,

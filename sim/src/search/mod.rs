@@ -4,7 +4,7 @@
 //!
 //! A seed-driven exploration (`rp-sim explore`) answers "does anything go
 //! wrong?"; this module answers "what is the *smallest* thing that goes
-//! wrong?". It draws [`Plan`](crate::plan::Plan)s from a [`Space`] — which scenario, which fault
+//! wrong?". It draws [`Plan`](crate::Plan)s from a [`Space`](crate::Space) — which scenario, which fault
 //! kinds, how many faults, how long, which workload ranges — runs each
 //! through the real simulation, and when a run violates the invariant under
 //! test, lets proptest shrink the plan while it keeps failing.
@@ -31,7 +31,7 @@
 //! first counterexample. [`targets()`] lists what the search must find: every
 //! broken variant and every documented non-guarantee, each with the
 //! invariant that catches it; [`properties()`] lists what it must not find.
-//! Both are read from the registry: each scenario row's `finds` and `holds`.
+//! Both are read from the registry: each family lists its own.
 //! [`RegressionFile`] is proptest's failure persistence for these searches
 //! (`*.proptest-regressions`, proptest's format).
 //!
@@ -39,8 +39,7 @@
 //!
 //! | file | job |
 //! |---|---|
-//! | `space.rs` | the fault and workload spaces and their strategies |
-//! | `targets.rs` | the spaces of what must be found ([`targets()`]) and what must not ([`properties()`]) |
+//! | `targets.rs` | what must be found ([`targets()`]) and what must not ([`properties()`]) |
 //! | `runner.rs` | running, shrinking and timing one search |
 //! | `minimize.rs` | the greedy size pass after shrinking |
 //! | `persistence.rs` | the regression files |
@@ -48,15 +47,12 @@
 mod minimize;
 mod persistence;
 mod runner;
-pub mod space;
 mod targets;
 
-pub(crate) use crate::fault_space::{rng, FaultSpace, CLIENT_SIDE};
-pub(crate) use crate::space::Space;
+pub(crate) use crate::fault_space::rng;
 pub use minimize::*;
 pub use persistence::*;
 pub use runner::*;
-pub use space::{election, lock, lock_with, rate_limit, redlock};
 pub use targets::*;
 
 #[cfg(test)]
@@ -86,7 +82,7 @@ mod tests {
 
     #[test]
     fn shrinking_drops_faults_and_actors_first() {
-        let space = space::lock("lock", CLIENT_SIDE);
+        let space = lock::targets::client_side(&lock::scenarios::LOCK);
         let strategy = space.plans();
         let mut runner = TestRunner::new_with_rng(Config::default(), rng(9));
         // Find a tree with faults and several clients, then simplify as far
@@ -111,7 +107,12 @@ mod tests {
 
     #[test]
     fn one_smaller_removes_one_fault_or_actor() {
-        let strategy = space::redlock("redlock", CLIENT_SIDE, crate::families::redlock::RedlockSpace::search()).plans();
+        let strategy = crate::families::redlock::targets::search_space(
+            &crate::families::redlock::scenarios::REDLOCK,
+            crate::fault_space::CLIENT_SIDE,
+            crate::families::redlock::RedlockSpace::search(),
+        )
+        .plans();
         let mut runner = TestRunner::new_with_rng(Config::default(), rng(5));
         for _ in 0..30 {
             let p = strategy.new_tree(&mut runner).unwrap().current();
@@ -122,7 +123,7 @@ mod tests {
             let one_fault_less = smaller.iter().filter(|q| q.actors() == p.actors()).count();
             assert_eq!(one_fault_less, p.schedule.faults.len(), "{p}");
         }
-        let lock = space::lock("lock", CLIENT_SIDE).plans();
+        let lock = lock::targets::client_side(&lock::scenarios::LOCK).plans();
         for _ in 0..30 {
             let p = lock.new_tree(&mut runner).unwrap().current();
             let expected = p.faults() + usize::from(p.actors() > 1);

@@ -65,7 +65,8 @@ impl Actor {
         Actor { seed: derive_seed(self.world_seed, &name), name, ..self.clone() }
     }
 
-    /// Registration index (what `Target::Client(i)` refers to).
+    /// Registration index (what `Target::Client(i)` refers to; to aim a
+    /// fault at an actor by name, use [`crate::World::client`]).
     pub fn index(&self) -> usize {
         self.index
     }

@@ -56,6 +56,9 @@ use crate::servers::Servers;
 
 mod actor;
 mod faults;
+mod rules;
+
+pub use rules::Rule;
 
 pub use actor::{together, Actor, ActorResult, Process};
 
@@ -227,6 +230,8 @@ pub struct World<'s> {
     actors: Vec<ActorEntry>,
     history: History,
     schedule: Schedule,
+    /// The first rule for code under test an actor was seen to break.
+    breach: rules::Breach,
 }
 
 impl fmt::Debug for World<'_> {
@@ -263,6 +268,7 @@ impl<'s> World<'s> {
             actors: Vec::new(),
             history: History::new(),
             schedule: Schedule::none(),
+            breach: rules::Breach::default(),
         };
         let mut names = Vec::new();
         for i in 0..world.config.nodes {
@@ -320,10 +326,33 @@ impl<'s> World<'s> {
             nodes: Arc::clone(&self.node_names),
             bridges: Arc::new(self.bridges.clone()),
         };
-        let fut = pause.wrap(body(actor));
+        let fut = rules::Guarded::new(pause.wrap(body(actor)), name.clone(), Arc::clone(&self.breach));
         self.sim.client(name.as_str(), fut);
         self.actors.push(ActorEntry { name, pause });
         self
+    }
+
+    /// The fault target of the actor registered as `name`: a pause, a
+    /// partition, a hold or latency of that client (its links to every
+    /// node). Faults name actors by registration index; this finds the
+    /// index, so a hand-written schedule survives reordering the actors.
+    /// An unknown name is [`SimError::UnknownActor`], naming the known ones.
+    pub fn client(&self, name: &str) -> Result<Target, SimError> {
+        Ok(Target::Client(self.index_of(name)?))
+    }
+
+    /// The fault target of the link between the actor registered as `name`
+    /// and node `node` (a one-link partition or latency).
+    pub fn link(&self, name: &str, node: u32) -> Result<Target, SimError> {
+        Ok(Target::Link { client: self.index_of(name)?, node })
+    }
+
+    fn index_of(&self, name: &str) -> Result<u32, SimError> {
+        let found = self.actors.iter().position(|a| a.name == name);
+        found.and_then(|i| u32::try_from(i).ok()).ok_or_else(|| SimError::UnknownActor {
+            name: name.to_string(),
+            known: self.actors.iter().map(|a| a.name.clone()).collect(),
+        })
     }
 
     /// Sets the fault schedule (replacing any earlier one).
@@ -356,7 +385,13 @@ impl<'s> World<'s> {
             match self.sim.step() {
                 Ok(true) => break,
                 Ok(false) => {}
-                Err(e) => return Err(SimError::Run { seed: self.config.seed, message: e.to_string() }),
+                Err(e) => {
+                    let breach = self.breach.lock().ok().and_then(|b| b.clone());
+                    return Err(match breach {
+                        Some((actor, rule)) => SimError::RuleBroken { seed: self.config.seed, actor, rule },
+                        None => SimError::Run { seed: self.config.seed, message: e.to_string() },
+                    });
+                }
             }
             if let Some(why) = self.bridges.iter().find_map(|b| b.failure()) {
                 return Err(SimError::Run { seed: self.config.seed, message: why });

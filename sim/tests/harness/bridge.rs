@@ -351,3 +351,70 @@ fn aliases_share_a_host_and_keep_their_own_names() {
     let processes: Vec<String> = outcome.history.events().iter().map(|e| e.process.clone()).collect();
     assert!(!processes.iter().any(|p| p == "side"), "{processes:?}");
 }
+
+/// A fault aimed at an actor by name reaches that actor, whatever its
+/// registration order; a name no actor has is a typed error naming the
+/// registered ones.
+#[test]
+fn a_fault_aimed_by_name_reaches_that_actor() {
+    use redis_primitives_sim::SimError;
+    let mut servers = Servers::new();
+    let seen: Log = Log::default();
+    let mut world = World::new(&mut servers, config(7)).unwrap();
+    for name in ["alice", "bob"] {
+        let l = seen.clone();
+        world.actor(name, move |actor| async move {
+            let mut conn = actor.connection(0);
+            sleep_until_ms(&actor, 500).await;
+            let _: i64 = conn.incr(actor.name(), 1).await?;
+            log(&l, format!("{} {}", actor.name(), actor.now()));
+            Ok(())
+        });
+    }
+    let bob = world.client("bob").unwrap();
+    assert_eq!(bob, Target::Client(1));
+    match world.client("carol") {
+        Err(SimError::UnknownActor { name, known }) => {
+            assert_eq!(name, "carol");
+            assert_eq!(known, ["alice", "bob"]);
+        }
+        other => panic!("an unknown actor: {other:?}"),
+    }
+    world.nemesis(Schedule::of([Fault { at: 400, duration: 600, kind: FaultKind::ClientPause, target: bob }]));
+    world.run().unwrap();
+    let seen = seen.lock().unwrap();
+    let at = |who: &str| -> u64 {
+        let line = seen.iter().find(|s| s.starts_with(who)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    assert!(at("alice") < 1000, "alice was not paused: {seen:?}");
+    assert!(at("bob") >= 1000, "bob was paused until 1000 ms: {seen:?}");
+}
+
+/// Code under test that opens its own connection (a client built from a
+/// URL, as a URL-only crate does) is stopped with the rule it broke, not
+/// with tokio's panic about a runtime the user does not own.
+#[test]
+fn a_connection_of_its_own_is_a_broken_rule() {
+    use redis_primitives_sim::{Rule, SimError};
+    let mut servers = Servers::new();
+    let mut world = World::new(&mut servers, config(8)).unwrap();
+    world.actor("well-behaved", |actor| async move {
+        let mut conn = actor.connection(0);
+        let _: i64 = conn.incr("n", 1).await?;
+        Ok(())
+    });
+    world.actor("url-only", |_actor| async move {
+        let client = redis::Client::open("redis://127.0.0.1:6379/")?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        let _: i64 = conn.incr("n", 1).await?;
+        Ok(())
+    });
+    match world.run() {
+        Err(SimError::RuleBroken { actor, rule, .. }) => {
+            assert_eq!(actor, "url-only");
+            assert_eq!(rule, Rule::OwnSocket);
+        }
+        other => panic!("a socket of its own must be refused: {other:?}"),
+    }
+}

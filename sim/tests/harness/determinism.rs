@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use redis_primitives_sim::scenarios::SCENARIOS;
+use redis_primitives_sim::scenarios;
 use redis_primitives_sim::{compare_histories, Actor, ActorResult, Op, Servers, World, WorldConfig};
 
 /// Seeds checked per scenario; different seeds must give different digests.
@@ -14,7 +14,7 @@ const SEEDS: [u64; 2] = [3, 11];
 fn every_scenario_gives_the_same_digest_twice_in_one_process() {
     let mut servers = Servers::new();
     let mut checked = 0;
-    for scenario in SCENARIOS {
+    for scenario in scenarios::all() {
         let mut digests = Vec::new();
         for seed in SEEDS {
             let first =
@@ -92,8 +92,7 @@ fn placement_changes_the_speed_not_the_history() {
     let run = |placement: Placement| {
         std::thread::spawn(move || {
             let mut servers = Servers::with_placement(placement);
-            let digests: Vec<String> = SCENARIOS
-                .iter()
+            let digests: Vec<String> = scenarios::all()
                 .map(|s| s.run(&mut servers, 5).unwrap_or_else(|e| panic!("{} seed 5: {e}", s.name)).digest.to_string())
                 .collect();
             let pid = servers.node(0).and_then(|n| n.server().pid()).expect("a running server");
@@ -107,7 +106,7 @@ fn placement_changes_the_speed_not_the_history() {
     assert_eq!(allowed, cpu.to_string(), "the pool's server runs on CPU {cpu} alone");
     let (anywhere, none, _) = run(Placement::Anywhere);
     assert_eq!(none, None, "an anywhere pool pins nothing");
-    for ((s, a), scenario) in shared.iter().zip(&anywhere).zip(SCENARIOS) {
+    for ((s, a), scenario) in shared.iter().zip(&anywhere).zip(scenarios::all()) {
         assert_eq!(s, a, "{} seed 5: the placement changed the history", scenario.name);
     }
     println!("{} scenarios: the same digest on CPU {cpu} and anywhere", shared.len());

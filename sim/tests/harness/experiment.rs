@@ -11,7 +11,7 @@ use std::process::Command;
 
 use core::fmt;
 use core::time::Duration;
-use redis_primitives_sim::checker::Invariant;
+use redis_primitives_sim::Invariant;
 use redis_primitives_sim::{
     check, explore_with, try_check, Actor, ActorResult, CheckError, ExploreOptions, Jobs, Operation, Outcome, Servers,
     SetupError, Situation, SituationName, Trial, Violation, World, WorldConfig,
@@ -176,4 +176,31 @@ fn seeds_from_the_environment() {
     };
     println!("seeds run: {:?}", ex.runs.iter().map(|r| r.seed).collect::<Vec<_>>());
     println!("verdict: {verdict}");
+}
+
+/// A trial gets the baseline check as a library call: measured twice it
+/// matches itself; a violation the baseline lacks is a departure naming the
+/// seed and the invariant; the file round-trips.
+#[test]
+fn a_trial_is_held_to_its_baseline() {
+    use redis_primitives_sim::{Baseline, Departure};
+    let clean = Trial::new("baselined", |servers, seed| world(servers, seed, false));
+    let planted = Trial::new("baselined", |servers, seed| world(servers, seed, true));
+    let mut servers = Servers::new();
+    let base = Baseline::measure(&mut servers, &[&clean]).expect("measured");
+    let path = std::env::temp_dir().join(format!("rp-trial-baseline-{}.json", std::process::id()));
+    base.write(&path).expect("written");
+    let read = Baseline::read(&path).expect("read back");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(read, base);
+    let again = Baseline::measure(&mut servers, &[&clean]).expect("measured again");
+    assert!(read.departures(&again, &[&clean]).is_empty());
+    let now = Baseline::measure(&mut servers, &[&planted]).expect("measured with the planted violation");
+    let departures = read.departures(&now, &[&planted]);
+    match departures.as_slice() {
+        [Departure::NewViolation { scenario, seed, invariant }] => {
+            assert_eq!((scenario.as_str(), *seed, invariant), ("baselined", PLANTED_SEED, &PLANTED));
+        }
+        other => panic!("expected one new violation, got {other:?}"),
+    }
 }

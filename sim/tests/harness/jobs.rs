@@ -98,104 +98,53 @@ fn pinned_caller_then_two_jobs() {
     }
 }
 
-/// The lock scenario's runner, except that one seed panics (a harness bug
-/// planted for the test) and every run is counted. A seed that starts
-/// before the panic waits for it, so that every other job is inside a seed
-/// when it happens, whatever the machine's load.
-#[derive(Debug)]
-struct PanicsAt {
-    inner: &'static dyn redis_primitives_sim::Runner,
-    seed: u64,
-    runs: std::sync::atomic::AtomicU64,
-    panicked: std::sync::atomic::AtomicBool,
-}
-
-impl redis_primitives_sim::Runner for PanicsAt {
-    fn family(&self) -> &'static str {
-        self.inner.family()
-    }
-    fn nodes(&self) -> u32 {
-        self.inner.nodes()
-    }
-    fn seeds(&self) -> (redis_primitives_sim::Workloads, redis_primitives_sim::FaultSpace) {
-        self.inner.seeds()
-    }
-    fn run_workload(
-        &self,
-        servers: &mut redis_primitives_sim::Servers,
-        seed: u64,
-        workload: &redis_primitives_sim::Workload,
-        schedule: redis_primitives_sim::Schedule,
-    ) -> Result<redis_primitives_sim::scenarios::Outcome, redis_primitives_sim::SetupError> {
-        use std::sync::atomic::Ordering;
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        if seed == self.seed {
+/// The lock scenario, except that one seed panics (a harness bug planted
+/// for the test) and every run is counted. A seed that starts before the
+/// panic waits for it, so that every other job is inside a seed when it
+/// happens, whatever the machine's load.
+#[test]
+fn a_panicking_seed_stops_every_job_and_surfaces() {
+    use redis_primitives_sim::{explore_with, scenarios, ExploreOptions, Jobs, Servers, Trial};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    const PANICS_AT: u64 = 1;
+    let lock = scenarios::find("lock").expect("the lock scenario");
+    let runs = AtomicU64::new(0);
+    let panicked = AtomicBool::new(false);
+    let trial = Trial::new("lock-panics-at-1", |servers: &mut Servers, seed| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        if seed == PANICS_AT {
             // Set while the panic unwinds, after the panic hook has printed
             // (which can take long on a loaded machine), a few frames below
             // where the harness stops the other jobs.
-            struct Unwound<'a>(&'a std::sync::atomic::AtomicBool);
+            struct Unwound<'a>(&'a AtomicBool);
             impl Drop for Unwound<'_> {
                 fn drop(&mut self) {
-                    self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+                    self.0.store(true, Ordering::SeqCst);
                 }
             }
-            let _unwound = Unwound(&self.panicked);
+            let _unwound = Unwound(&panicked);
             panic!("planted panic at seed {seed}");
         }
-        if !self.panicked.load(Ordering::SeqCst) {
+        if !panicked.load(Ordering::SeqCst) {
             // Only a guard against a job that never panics.
             let waited = std::time::Instant::now();
-            while !self.panicked.load(Ordering::SeqCst) && waited.elapsed() < std::time::Duration::from_secs(120) {
+            while !panicked.load(Ordering::SeqCst) && waited.elapsed() < std::time::Duration::from_secs(120) {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             // The harness stops the other jobs a few frames of unwinding
             // after `panicked`; this seed ends well after that.
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        self.inner.run_workload(servers, seed, workload, schedule)
-    }
-    fn describe(&self, workload: &redis_primitives_sim::Workload) -> String {
-        self.inner.describe(workload)
-    }
-    fn actors(&self, workload: &redis_primitives_sim::Workload) -> Result<u32, String> {
-        self.inner.actors(workload)
-    }
-    fn injected_faults(&self, workload: &redis_primitives_sim::Workload) -> usize {
-        self.inner.injected_faults(workload)
-    }
-    fn validate(&self, workload: &redis_primitives_sim::Workload) -> Result<(), String> {
-        self.inner.validate(workload)
-    }
-    fn normalize(&self, workload: &redis_primitives_sim::Workload, actors: u32) -> redis_primitives_sim::Workload {
-        self.inner.normalize(workload, actors)
-    }
-    fn smaller(&self, workload: &redis_primitives_sim::Workload) -> Vec<redis_primitives_sim::Workload> {
-        self.inner.smaller(workload)
-    }
-    fn bounds(&self) -> Vec<redis_primitives_sim::Bound> {
-        self.inner.bounds()
-    }
-}
-
-#[test]
-fn a_panicking_seed_stops_every_job_and_surfaces() {
-    use redis_primitives_sim::{explore_with, scenarios, ExploreOptions, Jobs, Servers};
-    let lock = scenarios::find("lock").expect("the lock scenario");
-    let runner: &'static PanicsAt = Box::leak(Box::new(PanicsAt {
-        inner: lock.runs,
-        seed: 1,
-        runs: std::sync::atomic::AtomicU64::new(0),
-        panicked: std::sync::atomic::AtomicBool::new(false),
-    }));
-    let scenario: &'static scenarios::Scenario = Box::leak(Box::new(scenarios::Scenario { runs: runner, ..*lock }));
+        lock.run(servers, seed)
+    });
     let mut servers = Servers::new();
     let options = ExploreOptions::new(0, 200).jobs(Jobs::new(2).expect("2 jobs"));
     let outcome =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| explore_with(scenario, &mut servers, options)));
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| explore_with(&trial, &mut servers, options)));
     assert!(outcome.is_err(), "the planted panic surfaces");
     // Job 1 panics at its first seed (1); job 0 finishes the seed it was
     // running (0, if it had started it) and starts no other: at most two
     // runs, not 200.
-    let runs = runner.runs.load(std::sync::atomic::Ordering::SeqCst);
+    let runs = runs.load(Ordering::SeqCst);
     assert!((1..=2).contains(&runs), "{runs} seeds ran; a job panicked at seed 1");
 }

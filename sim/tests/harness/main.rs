@@ -18,3 +18,4 @@ mod plan;
 mod replication;
 mod scenarios;
 mod shard;
+mod textbook_lock;

@@ -8,14 +8,13 @@
 //!   file) reproduces it in another process, digest for digest.
 //! - Invalid plans are refused before anything runs (exit status 2).
 
-use redis_primitives_sim::families::lock;
-use redis_primitives_sim::scenarios::SCENARIOS;
-use redis_primitives_sim::{Plan, Servers, Workload};
+use redis_primitives_sim::scenarios;
+use redis_primitives_sim::{Plan, Servers};
 
 #[test]
 fn every_seed_run_is_the_run_of_its_plan() {
     let mut servers = Servers::new();
-    for s in SCENARIOS {
+    for s in scenarios::all() {
         for seed in [1u64, 4] {
             let by_seed = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
             let p = Plan::from_seed(s.name, seed).unwrap_or_else(|e| panic!("{} has no seed plan: {e}", s.name));
@@ -37,15 +36,17 @@ fn replay_plan_reproduces_in_another_process() {
     let mut servers = Servers::new();
     let s = redis_primitives_sim::scenarios::find("lock-naive").unwrap();
     let mut p = Plan::from_seed(s.name, 2).unwrap();
-    // Edit the plan: no nemesis faults, two clients. It is still a run.
+    // Edit the plan as a user edits its JSON: no nemesis faults, two
+    // clients (and the stall, if any, on one of them). It is still a run.
     p.schedule.faults.clear();
-    let mut w = p.workload.plan::<lock::LockVariant>().unwrap();
-    w.clients = 2;
-    w.stall = w.stall.map(|mut st| {
-        st.client %= 2;
-        st
-    });
-    p.workload = Workload::of::<lock::LockVariant>(&w);
+    let mut edited: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    let workload = &mut edited["workload"];
+    workload["clients"] = 2.into();
+    if let Some(client) = workload["stall"]["client"].as_u64() {
+        workload["stall"]["client"] = (client % 2).into();
+    }
+    let p = Plan::from_json(&edited.to_string()).unwrap();
+    p.validate().unwrap();
     let here = p.run(&mut servers).unwrap();
     let run = |args: &[&str]| std::process::Command::new(bin).args(args).output().expect("rp-sim runs");
     let json = p.to_json();

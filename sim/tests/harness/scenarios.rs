@@ -9,8 +9,8 @@
 //! Seeds are pinned rather than searched so a failure names the exact
 //! `rp-sim replay --scenario NAME --seed S --trace` to look at.
 
-use redis_primitives_sim::checker::Invariant;
-use redis_primitives_sim::scenarios::{self, Expect, Scenario, SCENARIOS};
+use redis_primitives_sim::scenarios::{self, Expect, Scenario};
+use redis_primitives_sim::Invariant;
 use redis_primitives_sim::Servers;
 
 /// Seeds on which each correct scenario must pass: the same set the
@@ -28,7 +28,7 @@ fn replay_hint(name: &str, seed: u64) -> String {
 fn broken_variants_produce_their_violation() {
     let mut servers = Servers::new();
     let mut checked = 0;
-    for s in SCENARIOS.iter() {
+    for s in scenarios::all() {
         let Expect::Violates(invariant) = s.expect else { continue };
         for &seed in s.pinned_seeds {
             let o = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
@@ -43,7 +43,7 @@ fn broken_variants_produce_their_violation() {
             checked += 1;
         }
     }
-    let broken = SCENARIOS.iter().filter(|s| s.expect != Expect::Clean).map(|s| s.pinned_seeds.len()).sum::<usize>();
+    let broken = scenarios::all().filter(|s| s.expect != Expect::Clean).map(|s| s.pinned_seeds.len()).sum::<usize>();
     assert_eq!(checked, broken, "every pinned seed of every broken variant ran");
 }
 
@@ -102,7 +102,7 @@ fn correct_scenarios_violate_nothing() {
             );
         }
     }
-    for s in SCENARIOS.iter().filter(|s| s.expect == Expect::Clean && in_gate(&only, s)) {
+    for s in scenarios::all().filter(|s| s.expect == Expect::Clean && in_gate(&only, s)) {
         for seed in CLEAN_SEEDS {
             let o = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
             assert!(
@@ -117,7 +117,7 @@ fn correct_scenarios_violate_nothing() {
             checked += 1;
         }
     }
-    let correct = SCENARIOS.iter().filter(|s| s.expect == Expect::Clean).count();
+    let correct = scenarios::all().filter(|s| s.expect == Expect::Clean).count();
     let scenarios = only.map_or(correct, |names| names.len());
     assert!(checked >= scenarios * CLEAN_SEEDS.count(), "only {checked} clean runs checked");
 }
@@ -130,7 +130,7 @@ fn same_seed_same_digest_in_process_and_across_processes() {
     // includes this test, so a library change that draws from unseeded
     // randomness (an owner, a jitter) is a killed mutant.
     let only = gate_scenarios();
-    for s in SCENARIOS.iter().filter(|s| in_gate(&only, s)) {
+    for s in scenarios::all().filter(|s| in_gate(&only, s)) {
         let seed = 11;
         let a = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));
         let b = s.run(&mut servers, seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));

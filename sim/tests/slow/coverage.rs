@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use redis_primitives_sim::scenarios::{Expect, SCENARIOS};
+use redis_primitives_sim::scenarios::{self, Expect};
 use redis_primitives_sim::Servers;
 
 /// The pinned seed set: together, these must reach every declared situation.
@@ -25,7 +25,7 @@ const COVERAGE_SEEDS: std::ops::Range<u64> = 0..25;
 fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
     let mut servers = Servers::new();
     let mut missing = Vec::new();
-    for scenario in SCENARIOS {
+    for scenario in scenarios::all() {
         let mut reached = BTreeSet::new();
         let mut operations = BTreeSet::new();
         for seed in COVERAGE_SEEDS {
@@ -58,7 +58,7 @@ fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
 
 #[test]
 fn every_correct_scenario_declares_the_operations_it_calls() {
-    for scenario in SCENARIOS {
+    for scenario in scenarios::all() {
         match scenario.expect {
             Expect::Clean => assert!(!scenario.operations.is_empty(), "{}: declares no operation", scenario.name),
             Expect::Violates(_) => assert!(scenario.operations.is_empty(), "{}: a broken variant", scenario.name),
@@ -71,7 +71,7 @@ fn every_correct_scenario_declares_the_operations_it_calls() {
 
 #[test]
 fn every_declared_situation_has_a_unique_name_and_a_meaning() {
-    for scenario in SCENARIOS {
+    for scenario in scenarios::all() {
         let mut seen = BTreeSet::new();
         for s in scenario.situations {
             assert!(seen.insert(s.name), "{}: situation {} declared twice", scenario.name, s.name);

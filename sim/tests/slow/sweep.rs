@@ -17,7 +17,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use redis_primitives_sim::replay_command;
-use redis_primitives_sim::scenarios::{Expect, SCENARIOS};
+use redis_primitives_sim::scenarios::{self, Expect};
 use redis_primitives_sim::Servers;
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -34,7 +34,7 @@ fn every_scenario_survives_a_wide_sweep() {
     let start = env_u64("RP_SWEEP_START", 1_000_000);
     let mut servers = Servers::new();
     let mut problems = Vec::new();
-    for scenario in SCENARIOS {
+    for scenario in scenarios::all() {
         let mut violating = 0;
         for seed in start..start + seeds {
             let run = catch_unwind(AssertUnwindSafe(|| scenario.run(&mut servers, seed)));

@@ -86,9 +86,6 @@ async fn start(actor: &Actor, variant: ElectionVariant, plan: &ElectionPlan) -> 
     if start_at > 0 {
         sleep(Duration::from_millis(start_at)).await;
     }
-    if variant != ElectionVariant::NoEpoch && actor.index() == 0 {
-        crate::probes::validation::election(actor, &actor.connection(0))?;
-    }
     let node = build_node(variant, actor.connection(0), actor, (plan.lease_ms, plan.renew_ms, plan.campaign_ms))?;
     if let Node::Fenced { election, .. } = &node {
         actor.observe(ElectionOp::ElectionConfig {

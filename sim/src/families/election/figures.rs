@@ -22,7 +22,8 @@ use crate::stats::Histograms;
 use crate::world::WorldConfig;
 
 /// Introduction printed above the figures table.
-pub const FIGURES_INTRO: &str = "Two nodes, the reference's settings (lease 400 ms, renew 100 ms, campaign 25 ms), \
+pub(crate) const FIGURES_INTRO: &str =
+    "Two nodes, the reference's settings (lease 400 ms, renew 100 ms, campaign 25 ms), \
 1 ms one-way links, no nemesis; node-0 leads, then at 1000 + 7k ms (k = 0..runs, so the fault \
 falls at every phase of the renew cycle) it either calls stop() (clean hand-over, case 25), \
 freezes for 5000 ms (failover, case 26), or freezes for 1500 ms (split-brain window, case 27). \
@@ -36,7 +37,7 @@ reference's own runs stalled right after a renewal, hence its narrow 406..415 ms
 
 /// One row of the figures table.
 #[derive(Debug, Clone, Serialize)]
-pub struct FigureRow {
+pub(crate) struct FigureRow {
     /// `election` or `election-renew-only`.
     pub variant: String,
     /// Which figure.
@@ -61,7 +62,7 @@ pub struct FigureRow {
 
 /// Which of the three figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Figure {
+pub(crate) enum Figure {
     /// Case 25: `stop()` on the leader; time until the other leads.
     HandOver,
     /// Case 26: the leader stalls 5 s; time until the other leads.
@@ -90,7 +91,7 @@ impl Figure {
 
 /// The measurement of one figure run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FigureRun {
+pub(crate) struct FigureRun {
     /// The figure's value in simulated ms (0 when there is no window).
     pub value: Option<u64>,
     /// Stale (lower-epoch) writes the fenced store refused.
@@ -102,7 +103,7 @@ pub struct FigureRun {
 }
 
 /// Runs figure `figure` for `variant`, run number `k`.
-pub fn figure_run(
+pub(crate) fn figure_run(
     servers: &mut Servers,
     variant: ElectionVariant,
     figure: Figure,
@@ -152,7 +153,7 @@ pub fn figure_run(
 }
 
 /// All six rows (two variants × three figures), `runs` runs each.
-pub fn figure_rows(servers: &mut Servers, runs: u64) -> Result<Vec<FigureRow>, SetupError> {
+pub(crate) fn figure_rows(servers: &mut Servers, runs: u64) -> Result<Vec<FigureRow>, SetupError> {
     let mut rows = Vec::new();
     for variant in [ElectionVariant::Election, ElectionVariant::RenewOnly] {
         for figure in [Figure::HandOver, Figure::Failover, Figure::SplitBrain] {

@@ -5,13 +5,13 @@
 use crate::checker::Invariant;
 
 /// Name of the election invariant.
-pub const ELECTION: Invariant = Invariant::new("election");
+pub(crate) const ELECTION: Invariant = Invariant::new("election");
 /// Name of the election-views invariant: an election's accessors and
 /// callbacks agree with each other, its configuration and the clock.
-pub const ELECTION_VIEWS: Invariant = Invariant::new("election-views");
+pub(crate) const ELECTION_VIEWS: Invariant = Invariant::new("election-views");
 
 /// Each with what it means.
-pub const INVARIANTS: &[(Invariant, &str)] = &[
+pub(crate) const INVARIANTS: &[(Invariant, &str)] = &[
     (
         ELECTION,
         "at most one leader and one term per epoch; epochs strictly increase; no write with a lower epoch is accepted after one with a higher epoch",

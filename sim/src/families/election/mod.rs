@@ -56,48 +56,47 @@
 mod actor;
 mod aimed;
 pub(crate) mod api;
-pub mod checks;
+pub(crate) mod checks;
 mod figures;
-pub mod invariants;
+pub(crate) mod invariants;
 mod judge;
 mod markers;
 mod node;
 mod op;
 mod plan;
-pub mod probe;
+pub(crate) mod probe;
 mod reader;
 mod reigns;
 mod run;
+pub(crate) mod scenarios;
 mod situations;
 mod space;
+pub(crate) mod targets;
 mod tenures;
 mod variant;
 
-pub use figures::{figure_rows, figure_run, Figure, FigureRow, FigureRun, FIGURES_INTRO};
-pub use op::{ElectionOp, Published, Role};
-pub use plan::{ElectionPlan, LeaderStall};
-pub use reigns::{record_split_brain, reigns, time_to_new_leader, Reign, FAILOVER, HANDOVER, SPLIT_BRAIN};
-pub use run::run_planned;
-pub use situations::{
+pub(crate) use op::{ElectionOp, Published, Role};
+pub(crate) use reigns::reigns;
+pub(crate) use situations::{
     ACKNOWLEDGED_FAILOVER_SITUATIONS, FAILOVER_SITUATIONS, NO_EPOCH_SITUATIONS, RENEW_ONLY_SITUATIONS, SITUATIONS,
 };
-pub use space::{seed_faults, ElectionSpace, LeaderFaults};
-pub use variant::ElectionVariant;
+pub(crate) use space::ElectionSpace;
+pub(crate) use variant::ElectionVariant;
 
 use crate::family::ReportPart;
 
 /// What the election adds to `rp-sim report`: what its histograms
 /// measure, and the reference's figures.
-pub const REPORT_PART: ReportPart = ReportPart {
+pub(crate) const REPORT_PART: ReportPart = ReportPart {
     invariants: invariants::INVARIANTS,
     histograms: reigns::HISTOGRAMS,
     section: Some(figures::report_section),
 };
 
 /// Election name used by every scenario.
-pub const ELECTION_NAME: &str = "leader";
+pub(crate) const ELECTION_NAME: &str = "leader";
 /// The resource key leaders write to.
-pub const RESOURCE: &str = "resource";
+pub(crate) const RESOURCE: &str = "resource";
 
 /// The reference's settings.
 const LEASE_MS: u64 = 400;
@@ -109,3 +108,11 @@ const CAMPAIGN_MS: u64 = 25;
 /// round trip (at most 2 × 10 ms on the scenario's links), plus the 1 ms
 /// sampling of the observer, with a wide margin.
 const LIVENESS_SLACK_MS: u64 = 100;
+
+/// The family's entry in the registry (`crate::families::REGISTRY`).
+pub(crate) const ENTRY: crate::entry::FamilyEntry = crate::entry::FamilyEntry {
+    scenarios: scenarios::SCENARIOS,
+    report: REPORT_PART,
+    targets: targets::TARGETS,
+    properties: targets::PROPERTIES,
+};

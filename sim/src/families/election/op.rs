@@ -15,7 +15,7 @@ use crate::history::{Millis, Operation};
 
 /// One election operation or observation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum ElectionOp {
+pub(crate) enum ElectionOp {
     /// Observation: an election node's role changed.
     Role {
         /// Election name.
@@ -101,7 +101,7 @@ pub enum ElectionOp {
 
 /// An election node's belief about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Role {
+pub(crate) enum Role {
     /// It believes it leads (and may act on it).
     Leader,
     /// It believes it does not lead.
@@ -113,7 +113,7 @@ pub enum Role {
 /// `Election::leadership()`, as an `ElectionView` records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Published {
+pub(crate) enum Published {
     /// `Leadership::Leader`.
     Leader {
         /// Its epoch.

@@ -16,7 +16,7 @@ pub(super) const SLOWED_SPAN_MS: u64 = 200 + 240 + 300;
 /// Election workload: nodes campaigning for one election and writing a
 /// resource while they lead (`families/election/`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ElectionPlan {
+pub(crate) struct ElectionPlan {
     /// Election nodes.
     pub nodes: u32,
     /// Leader lease (ms).
@@ -57,7 +57,7 @@ pub struct ElectionPlan {
 
 /// The node leading at `at` freezes for `ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LeaderStall {
+pub(crate) struct LeaderStall {
     /// When (simulated ms).
     pub at: Millis,
     /// For how long (ms).

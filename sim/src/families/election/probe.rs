@@ -101,7 +101,7 @@ const ELECTED_WITHIN_MS: u64 = 200;
 /// Runs the cases (see the module docs) on node `node`, unless one of
 /// `faults` (the spans of the faults that can reach this actor) overlaps
 /// the probe's span.
-pub async fn probe(actor: &Actor, node: usize, faults: &[(Millis, Millis)]) -> ActorResult {
+pub(crate) async fn probe(actor: &Actor, node: usize, faults: &[(Millis, Millis)]) -> ActorResult {
     let from = actor.now();
     if faults.iter().any(|&(a, b)| a <= from + SPAN_MS && b + 10 >= from) {
         return Ok(());

@@ -13,14 +13,14 @@ use crate::history::{Event, EventKind};
 use crate::stats::{Histograms, Metric, Unit};
 
 /// Two election nodes both believe they lead (ms).
-pub const SPLIT_BRAIN: Metric = Metric::new("split-brain-window", Unit::Ms);
+pub(crate) const SPLIT_BRAIN: Metric = Metric::new("split-brain-window", Unit::Ms);
 /// From a leader's stall/crash until another node leads (ms).
-pub const FAILOVER: Metric = Metric::new("failover", Unit::Ms);
+pub(crate) const FAILOVER: Metric = Metric::new("failover", Unit::Ms);
 /// From a leader's `stop()` until another node leads (ms).
-pub const HANDOVER: Metric = Metric::new("hand-over", Unit::Ms);
+pub(crate) const HANDOVER: Metric = Metric::new("hand-over", Unit::Ms);
 
 /// The family's histograms with what each measures (for the report and README).
-pub const HISTOGRAMS: &[(Metric, &str)] = &[
+pub(super) const HISTOGRAMS: &[(Metric, &str)] = &[
     (SPLIT_BRAIN, "how long two election nodes both believed they were leader (ms), one sample per overlap"),
     (FAILOVER, "from the moment a leader stalls (paused, partitioned, crashed) until another node leads (ms)"),
     (HANDOVER, "from a leader's stop() until another node leads (ms)"),
@@ -28,7 +28,7 @@ pub const HISTOGRAMS: &[(Metric, &str)] = &[
 
 /// One leadership interval: a node believed it led over `[from, to)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reign {
+pub(crate) struct Reign {
     /// The node.
     pub process: String,
     /// Its epoch, if the election has them.
@@ -48,7 +48,7 @@ pub struct Reign {
 /// at its deadline even while frozen, when it cannot record anything. A
 /// reign still open at the end of the history ends at the last event's time
 /// (or its deadline, if earlier).
-pub fn reigns(events: &[Event], election: &str) -> Vec<Reign> {
+pub(crate) fn reigns(events: &[Event], election: &str) -> Vec<Reign> {
     struct Open {
         epoch: Option<u64>,
         from: u64,
@@ -97,7 +97,7 @@ pub fn reigns(events: &[Event], election: &str) -> Vec<Reign> {
 
 /// Split-brain windows of `election`: for every pair of reigns of different
 /// nodes that overlap, the overlap length (only non-zero overlaps).
-pub fn record_split_brain(events: &[Event], election: &str, out: &mut Histograms) -> Vec<u64> {
+pub(crate) fn record_split_brain(events: &[Event], election: &str, out: &mut Histograms) -> Vec<u64> {
     out.declare(SPLIT_BRAIN);
     let rs = reigns(events, election);
     let mut windows = Vec::new();
@@ -119,7 +119,7 @@ pub fn record_split_brain(events: &[Event], election: &str, out: &mut Histograms
 
 /// Time from `at` until a node other than `old_leader` begins a reign of
 /// `election` (at or after `at`); `None` if none did.
-pub fn time_to_new_leader(events: &[Event], election: &str, old_leader: &str, at: u64) -> Option<u64> {
+pub(crate) fn time_to_new_leader(events: &[Event], election: &str, old_leader: &str, at: u64) -> Option<u64> {
     reigns(events, election).into_iter().filter(|r| r.process != old_leader && r.from >= at).map(|r| r.from - at).min()
 }
 

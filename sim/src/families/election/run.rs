@@ -101,7 +101,7 @@ pub(super) fn measure(
 }
 
 /// Runs an explicit plan of an election scenario.
-pub fn run_planned(
+pub(crate) fn run_planned(
     variant: ElectionVariant,
     servers: &mut Servers,
     seed: u64,

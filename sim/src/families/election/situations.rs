@@ -24,7 +24,7 @@ const COMMON: [Situation; 3] = [
 ];
 
 /// What `election` exists to reach.
-pub const SITUATIONS: &[Situation] = &[
+pub(crate) const SITUATIONS: &[Situation] = &[
     COMMON[0],
     COMMON[1],
     COMMON[2],
@@ -87,7 +87,7 @@ const EPOCHS_PAST_2_POW_53: Situation = Situation {
 };
 
 /// What `election-renew-only` exists to reach.
-pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
+pub(crate) const RENEW_ONLY_SITUATIONS: &[Situation] = &[
     COMMON[0],
     COMMON[1],
     COMMON[2],
@@ -106,7 +106,7 @@ pub const RENEW_ONLY_SITUATIONS: &[Situation] = &[
 ];
 
 /// What `election-no-epoch` exists to reach.
-pub const NO_EPOCH_SITUATIONS: &[Situation] = &[COMMON[0], COMMON[1]];
+pub(crate) const NO_EPOCH_SITUATIONS: &[Situation] = &[COMMON[0], COMMON[1]];
 
 const LEADER_AFTER_FAILOVER: Situation = Situation {
     name: SituationName::new("leader-after-failover"),
@@ -114,7 +114,7 @@ const LEADER_AFTER_FAILOVER: Situation = Situation {
 };
 
 /// What the mitigated `election-failover-*` scenarios exist to reach.
-pub const FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOVER];
+pub(crate) const FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOVER];
 
 pub(super) const WRITE_NOT_ACKNOWLEDGED: Situation = Situation {
     name: SituationName::new("write-not-acknowledged"),
@@ -122,7 +122,7 @@ pub(super) const WRITE_NOT_ACKNOWLEDGED: Situation = Situation {
 };
 
 /// What `election-failover-acknowledged` exists to reach.
-pub const ACKNOWLEDGED_FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOVER, WRITE_NOT_ACKNOWLEDGED];
+pub(crate) const ACKNOWLEDGED_FAILOVER_SITUATIONS: &[Situation] = &[LEADER_AFTER_FAILOVER, WRITE_NOT_ACKNOWLEDGED];
 
 /// When the failover's promotion happened, from the run's fault log.
 fn fault_spans_of_failover(outcome: &Outcome) -> Option<u64> {

@@ -20,7 +20,7 @@ pub(super) const QUIET_TAIL_MS: u64 = 700;
 /// What election plans may be drawn from (ranges inclusive; each shrinks
 /// towards its first bound).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ElectionSpace {
+pub(crate) struct ElectionSpace {
     /// Nodes.
     pub nodes: (u32, u32),
     /// Lease (ms).
@@ -40,9 +40,7 @@ pub struct ElectionSpace {
 
 /// The faults an election workload injects into its leader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeaderFaults {
-    /// None.
-    None,
+pub(crate) enum LeaderFaults {
     /// Maybe a stall (at 200–2000 ms for 100–2000 ms) and maybe a `stop()`
     /// (at 300–3000 ms): each shrinks to none.
     Maybe,
@@ -67,7 +65,7 @@ pub enum LeaderFaults {
 impl ElectionSpace {
     /// The property search's space: 1–4 nodes, lease 200–800 ms, renew a
     /// third to a fifth of it, 1.5–3.5 s, a maybe-stall and maybe-`stop()`.
-    pub fn search() -> ElectionSpace {
+    pub(crate) fn search() -> ElectionSpace {
         ElectionSpace {
             nodes: (1, 4),
             lease_ms: (200, 800),
@@ -82,7 +80,7 @@ impl ElectionSpace {
     /// What every election variant's seeds draw: three nodes with the
     /// reference's settings (lease 400, renew 100, campaign 25 ms) over
     /// 3.5 s, and the seeded leader faults.
-    pub fn seeds() -> ElectionSpace {
+    pub(crate) fn seeds() -> ElectionSpace {
         ElectionSpace {
             nodes: (3, 3),
             lease_ms: (LEASE_MS, LEASE_MS),
@@ -95,7 +93,7 @@ impl ElectionSpace {
     }
 
     /// The strategy (the family's one generator).
-    pub fn plans(&self) -> BoxedStrategy<(ElectionPlan, Vec<Fault>)> {
+    pub(crate) fn plans(&self) -> BoxedStrategy<(ElectionPlan, Vec<Fault>)> {
         let base = |nodes, lease_ms: u64, renew_div: u64, campaign_ms, length_ms| ElectionPlan {
             nodes,
             lease_ms,
@@ -119,7 +117,7 @@ impl ElectionSpace {
         );
         let placed = self.placed.clone();
         match self.leader {
-            LeaderFaults::None | LeaderFaults::Maybe | LeaderFaults::Stall(_) => {
+            LeaderFaults::Maybe | LeaderFaults::Stall(_) => {
                 let (stall, stop) = match self.leader {
                     LeaderFaults::Maybe => (
                         proptest::option::of((200..=2000u64, 100..=2000u64))
@@ -239,7 +237,7 @@ pub(super) fn quiet_start(lo: u64, hi: u64, busy: &[Option<(u64, u64)>], frac: u
 /// The nemesis faults every election variant's seeds draw: up to two
 /// client-side faults or server pauses of 50–800 ms, from 10 % of the run
 /// to its quiet tail, a swarm subset per seed.
-pub fn seed_faults() -> FaultSpace {
+pub(crate) fn seed_faults() -> FaultSpace {
     let classes = [
         FaultClass::Partition,
         FaultClass::Hold,

@@ -16,7 +16,7 @@ use crate::servers::{Servers, SetupError};
 
 /// Which election is under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum ElectionVariant {
+pub(crate) enum ElectionVariant {
     /// [`Election`](redis_primitives::election::Election) with self-fencing
     /// ([`Demotion::AtDeadline`](redis_primitives::election::Demotion::AtDeadline)) and fenced writes.
     Election,
@@ -38,7 +38,7 @@ pub enum ElectionVariant {
 
 impl ElectionVariant {
     /// The scenario name.
-    pub fn scenario(self) -> &'static str {
+    pub(crate) fn scenario(self) -> &'static str {
         match self {
             ElectionVariant::Election => "election",
             ElectionVariant::RenewOnly => "election-renew-only",

@@ -34,12 +34,13 @@ mod family;
 mod plan;
 mod probe;
 mod record;
+pub(crate) mod scenarios;
 mod situations;
+pub(crate) mod targets;
 
-pub use checks::{check, Judged};
-pub use plan::{JobPlan, JobSpace, Stall};
-pub use record::{JobCall, JobOp, JobVerb};
-pub use situations::SITUATIONS;
+pub(crate) use plan::JobSpace;
+pub(crate) use record::{JobOp, JobVerb};
+pub(crate) use situations::SITUATIONS;
 
 use crate::checker::Invariant;
 use crate::families::job_queue::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
@@ -47,19 +48,19 @@ use crate::history::Api;
 use crate::stats::{Metric, Unit};
 
 /// The family's invariant.
-pub const JOB_QUEUE: Invariant = Invariant::new("job-queue");
+pub(crate) const JOB_QUEUE: Invariant = Invariant::new("job-queue");
 
 /// Its one-line meaning, for the registry row.
-pub const INVARIANTS: &[(Invariant, &str)] = &[(
+pub(crate) const INVARIANTS: &[(Invariant, &str)] = &[(
     JOB_QUEUE,
     "per job: at most one accepted completion, carrying its latest attempt; attempts increase; refusals and reaps are justified",
 )];
 
 /// The public operations its workload calls.
-pub const OPERATIONS: &[Api] = &[JOB_ENQUEUE, JOB_CLAIM, JOB_EXTEND, JOB_COMPLETE, JOB_REAP, JOB_STATE];
+pub(crate) const OPERATIONS: &[Api] = &[JOB_ENQUEUE, JOB_CLAIM, JOB_EXTEND, JOB_COMPLETE, JOB_REAP, JOB_STATE];
 
 /// The library scripts its histories depend on.
-pub const SCRIPTS: &[&str] = &["job_enqueue", "job_claim", "job_complete", "job_extend", "job_reap"];
+pub(crate) const SCRIPTS: &[&str] = &["job_enqueue", "job_claim", "job_complete", "job_extend", "job_reap"];
 
 const QUEUE: &str = "jobs";
 /// The actor that enqueues the workers' jobs.
@@ -78,7 +79,7 @@ const STATE: JobVerb = JobVerb::State;
 
 /// Which queue a scenario runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobQueueVariant {
+pub(crate) enum JobQueueVariant {
     /// `job-queue`: [`JobQueue`](redis_primitives::JobQueue), fenced by the job's attempt counter.
     Fenced,
     /// `job-queue-naive`: [`NaiveJobQueue`](redis_primitives_naive::NaiveJobQueue), no lease and no fence.
@@ -87,8 +88,16 @@ pub enum JobQueueVariant {
 
 /// What the job queue adds to `rp-sim report`: its invariant and what its
 /// histogram measures.
-pub const REPORT_PART: crate::family::ReportPart = crate::family::ReportPart {
+pub(crate) const REPORT_PART: crate::family::ReportPart = crate::family::ReportPart {
     invariants: INVARIANTS,
     histograms: &[(DOUBLE_RUNS, "extra runs per job (its claims − 1): work a worker did again after another's claim")],
     section: None,
+};
+
+/// The family's entry in the registry (`crate::families::REGISTRY`).
+pub(crate) const ENTRY: crate::entry::FamilyEntry = crate::entry::FamilyEntry {
+    scenarios: scenarios::SCENARIOS,
+    report: REPORT_PART,
+    targets: targets::TARGETS,
+    properties: &[],
 };

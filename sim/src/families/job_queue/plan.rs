@@ -11,7 +11,7 @@ use crate::nemesis::{Fault, Schedule};
 
 /// One run of the family, spelled out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobPlan {
+pub(crate) struct JobPlan {
     /// Worker actors (`Target::Client(i)` is worker `i`).
     pub workers: u32,
     /// Jobs enqueued at the start (`job-0` …).
@@ -30,7 +30,7 @@ pub struct JobPlan {
 
 /// Worker `worker` freezes for `ms` right after its `claim`-th claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stall {
+pub(crate) struct Stall {
     /// Which worker.
     pub worker: u32,
     /// Which of its claims (1-based).
@@ -77,7 +77,7 @@ pub(super) fn template() -> JobPlan {
 /// What job-queue plans may be drawn from: the template's settings with
 /// these ranges (inclusive; each shrinks towards its first bound).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobSpace {
+pub(crate) struct JobSpace {
     /// Workers.
     pub workers: (u32, u32),
     /// Jobs the producer enqueues.
@@ -92,7 +92,7 @@ pub struct JobSpace {
 impl JobSpace {
     /// What both variants' seeds draw: three workers, eight jobs, a 300 ms
     /// lease, and a drawn worker frozen 500–900 ms after a drawn claim.
-    pub fn seeds() -> JobSpace {
+    pub(crate) fn seeds() -> JobSpace {
         let t = template();
         JobSpace {
             workers: (t.workers, t.workers),
@@ -104,7 +104,7 @@ impl JobSpace {
 
     /// The property search's space: 1–3 workers, 1–8 jobs, a 150–500 ms
     /// lease, maybe a worker frozen for 100–1500 ms.
-    pub fn search() -> JobSpace {
+    pub(crate) fn search() -> JobSpace {
         JobSpace {
             workers: (1, 3),
             jobs: (1, 8),
@@ -114,7 +114,7 @@ impl JobSpace {
     }
 
     /// The strategy (the family's one generator).
-    pub fn plans(&self) -> BoxedStrategy<(JobPlan, Vec<Fault>)> {
+    pub(crate) fn plans(&self) -> BoxedStrategy<(JobPlan, Vec<Fault>)> {
         let stall = self
             .stall
             .strategy((0..self.workers.1.max(1), 1..=2u32))

@@ -23,7 +23,7 @@ use crate::world::{Actor, ActorResult};
 /// One probed case: what was expected, what came back, and whether the
 /// keys were left as they were (when that was promised).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Probed {
+pub(crate) struct Probed {
     /// What was planted and called.
     pub case: String,
     /// The documented answer.
@@ -40,7 +40,7 @@ pub struct Probed {
 
 /// What [`Probed::got`] holds when a fault left the answer unknown (a
 /// timeout, a lost connection): not judged.
-pub const UNKNOWN: &str = "unknown";
+pub(super) const UNKNOWN: &str = "unknown";
 
 /// An answer in the probe's words: `corrupt <key>`, `wrongtype`,
 /// `invalid <what>`, what the call returned, or [`UNKNOWN`].
@@ -124,7 +124,7 @@ impl Case<'_> {
 
 /// Runs every case (see the module docs); a case whose planting fails (a
 /// fault cut it short) is skipped, not judged.
-pub async fn probe(actor: Actor) -> ActorResult {
+pub(super) async fn probe(actor: Actor) -> ActorResult {
     settings(&actor)?;
     for n in (0..20u32).chain(edges::CASES) {
         // Its planted states make the scripts answer with error replies:

@@ -14,7 +14,7 @@ use crate::world::DEFAULT_EPOCH_UNIX_MS;
 /// What every job operation records (one shape for all verbs; absent
 /// fields are left out of the JSON).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JobCall {
+pub(crate) struct JobCall {
     /// The job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
@@ -44,7 +44,7 @@ pub struct JobCall {
 
 /// Which of the queue's calls an operation is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum JobVerb {
+pub(crate) enum JobVerb {
     /// `JobQueue::enqueue`.
     Enqueue,
     /// `JobQueue::claim`.
@@ -61,7 +61,7 @@ pub enum JobVerb {
 
 impl JobVerb {
     /// Its kebab-case name (`job-claim`), for timelines.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             JobVerb::Enqueue => "job-enqueue",
             JobVerb::Claim => "job-claim",
@@ -75,7 +75,7 @@ impl JobVerb {
 
 /// The job-queue family's operations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum JobOp {
+pub(crate) enum JobOp {
     /// A call of `verb`, with its arguments and (on a completion) result.
     Call {
         /// Which call.

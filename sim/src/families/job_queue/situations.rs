@@ -4,7 +4,7 @@
 use crate::outcome::{Situation, SituationName};
 
 /// The situations `job-queue` exists to reach.
-pub const SITUATIONS: &[Situation] = &[
+pub(crate) const SITUATIONS: &[Situation] = &[
     Situation {
         name: SituationName::new("lapsed-lease-reaped"),
         meaning: "a reap returned a job whose lease had lapsed to the queue",

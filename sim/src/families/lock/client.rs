@@ -13,14 +13,13 @@ use redis_primitives_naive::{NaiveLock, UnfencedStore};
 
 use super::modes::{attempt, Ctx, Mode};
 use super::record::{read_lock_state, view};
-use super::workload::{draw, fenced_lock, lock_drift, sleep_ms, DRIFT};
+use super::workload::{draw, fenced_lock, lock_drift, sleep_ms};
 use super::{situation, variants, LockKind, LockWorkload, StoreKind, LOCK_NAME, RESOURCE_KEY};
 use crate::api::{FENCED_STORE_WRITE, UNFENCED_STORE_WRITE};
 use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_RELEASE, NAIVE_LOCK_ACQUIRE, NAIVE_LOCK_RELEASE};
 use crate::families::lock::op::LockOp;
 use crate::history::{Op, WriteResult};
 use crate::net::SimConnection;
-use crate::probes::validation;
 use crate::world::{Actor, ActorResult};
 
 /// Either lock, behind one face: acquire gives (token, local deadline).
@@ -64,8 +63,6 @@ struct Client<'a> {
 pub(super) async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>) -> ActorResult {
     let lock_conn = actor.connection(w.lock_node);
     let store_conn = if w.store_node == w.lock_node { lock_conn.clone() } else { actor.connection(w.store_node) };
-    // Only the validation probe's key names use it: nothing is sent on it.
-    let names_conn = store_conn.clone();
     let lock = match w.lock {
         LockKind::Fenced => AnyLock::Fenced(fenced_lock(lock_conn, &w, actor.seed())?),
         LockKind::Naive => AnyLock::Naive(NaiveLock::new(lock_conn)),
@@ -74,7 +71,7 @@ pub(super) async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>)
     let unfenced = UnfencedStore::new(store_conn);
     let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
     if let (true, AnyLock::Fenced(l)) = (w.modes, &lock) {
-        read_back_settings(&actor, &w, l, &fenced, &names_conn, ttl)?;
+        read_back_settings(&actor, &w, l, &fenced, ttl)?;
     }
     let mut c = Client {
         actor: &actor,
@@ -99,23 +96,17 @@ pub(super) async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>)
     Ok(())
 }
 
-/// Client 0 runs the validation probe's checks; every client reads back
-/// what its `Lock`, keep-alive policy and store say of themselves, against
-/// the settings they were built with (an [`Op::Configured`] each).
+/// Every client reads back what its `Lock`, keep-alive policy and store
+/// say of themselves, against the settings they were built with (an
+/// [`Op::Configured`] each). The edges of those settings' constructors are
+/// the library's own tests (`tests/library/documented_edges.rs`).
 fn read_back_settings(
     actor: &Actor,
     w: &LockWorkload,
     l: &Lock<SimConnection>,
     fenced: &FencedStore<SimConnection>,
-    names_conn: &SimConnection,
     ttl: Ttl,
 ) -> ActorResult {
-    if actor.index() == 0 {
-        validation::keep_alive(actor, l, (DRIFT.per_mille as u32, DRIFT.constant_ms))?;
-        validation::key_names(actor, names_conn);
-        validation::lock_settings(actor, names_conn)?;
-        validation::durations(actor);
-    }
     let keep = redis_primitives::KeepAlive::thirds(l, ttl)?;
     actor.configured(
         "Lock",

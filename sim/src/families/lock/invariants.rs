@@ -5,23 +5,23 @@
 use crate::checker::Invariant;
 
 /// Name of the fencing-token invariant.
-pub const FENCING_TOKENS_INCREASE: Invariant = Invariant::new("fencing-tokens-increase");
+pub(crate) const FENCING_TOKENS_INCREASE: Invariant = Invariant::new("fencing-tokens-increase");
 /// Name of the mutual-exclusion invariant.
-pub const MUTUAL_EXCLUSION: Invariant = Invariant::new("mutual-exclusion");
+pub(crate) const MUTUAL_EXCLUSION: Invariant = Invariant::new("mutual-exclusion");
 /// Name of the lock-replies invariant: every `Lock` answer (acquire,
 /// extend, release, current_token, remaining_ttl, `Retry::run`) is
 /// justified by the history, in both directions.
-pub const LOCK_REPLIES: Invariant = Invariant::new("lock-replies");
+pub(crate) const LOCK_REPLIES: Invariant = Invariant::new("lock-replies");
 /// Name of the lease-views invariant: a lease's local deadline runs from
 /// its request's send, and its accessors say what it was granted.
-pub const LEASE_VIEWS: Invariant = Invariant::new("lease-views");
+pub(crate) const LEASE_VIEWS: Invariant = Invariant::new("lease-views");
 /// Name of the corrupt-state invariant: a key holding what the library
 /// never writes is refused with a typed error naming it, and nothing
 /// changes; a counter it can advance gives the exact next token.
-pub const CORRUPT_STATE: Invariant = Invariant::new("corrupt-state");
+pub(crate) const CORRUPT_STATE: Invariant = Invariant::new("corrupt-state");
 
 /// Each with what it means.
-pub const INVARIANTS: &[(Invariant, &str)] = &[
+pub(crate) const INVARIANTS: &[(Invariant, &str)] = &[
     (
         FENCING_TOKENS_INCREASE,
         "per lock name, tokens are unique and an acquire that starts after another completed gets a larger token",

@@ -49,31 +49,43 @@
 pub(crate) mod api;
 mod checks;
 mod client;
-pub mod invariants;
+pub(crate) mod invariants;
 mod judge;
 mod modes;
 mod op;
 mod plan;
-pub mod probes;
+pub(crate) mod probes;
 mod reader;
 mod record;
 mod run;
+pub(crate) mod scenarios;
 mod situations;
+pub(crate) mod targets;
 mod tenures;
-pub mod variants;
+pub(crate) mod variants;
 mod workload;
 
 // The lock's operations and the mutual-exclusion check, for a user's own
 // lock run in a `World` (`sim/examples/user_lock.rs`): this is their one
 // public path. The other checks stay the family's.
 pub use checks::mutual_exclusion;
-pub use op::{GuardedResult, LockOp, Planted, ProbeAfter, ProbeReply};
-pub use plan::{LockPlan, LockSpace, Stall};
-pub use situations::{situation, FENCING_SITUATIONS, OPERATIONS, SITUATIONS};
-pub use variants::LockVariant;
-pub use workload::{LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};
+pub use op::LockOp;
+#[cfg(test)]
+pub(crate) use plan::Stall;
+pub(crate) use plan::{LockPlan, LockSpace};
+pub(crate) use situations::{situation, FENCING_SITUATIONS, OPERATIONS, SITUATIONS};
+pub(crate) use variants::LockVariant;
+pub(crate) use workload::{LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};
 
 /// What the lock family adds to `rp-sim report`: its invariants (its
 /// histograms are the shared ones).
-pub const REPORT_PART: crate::family::ReportPart =
+pub(crate) const REPORT_PART: crate::family::ReportPart =
     crate::family::ReportPart { invariants: invariants::INVARIANTS, histograms: &[], section: None };
+
+/// The family's entry in the registry (`crate::families::REGISTRY`).
+pub(crate) const ENTRY: crate::entry::FamilyEntry = crate::entry::FamilyEntry {
+    scenarios: scenarios::SCENARIOS,
+    report: REPORT_PART,
+    targets: targets::TARGETS,
+    properties: targets::PROPERTIES,
+};

@@ -16,7 +16,7 @@ use crate::nemesis::Fault;
 /// Lock-family workload: clients contending for one lock, writing a
 /// resource while they hold it (`families/lock/`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockPlan {
+pub(crate) struct LockPlan {
     /// Contending clients.
     pub clients: u32,
     /// Lease TTL (ms).
@@ -33,7 +33,7 @@ pub struct LockPlan {
 
 /// A client that stalls (a GC pause) inside its `hold`-th critical section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stall {
+pub(crate) struct Stall {
     /// Which client (index).
     pub client: u32,
     /// In which of its holds (1 = the first).
@@ -45,7 +45,7 @@ pub struct Stall {
 /// What lock-family plans may be drawn from (ranges inclusive; each
 /// shrinks towards its first bound).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockSpace {
+pub(crate) struct LockSpace {
     /// Contending clients.
     pub clients: (u32, u32),
     /// Lease TTL (ms).
@@ -68,7 +68,7 @@ pub struct LockSpace {
 impl LockSpace {
     /// The property search's lock space: 1–4 clients, TTL 150–600 ms,
     /// holds up to 100–700 ms, 1–3 s of attempts, an optional stall.
-    pub fn search() -> LockSpace {
+    pub(crate) fn search() -> LockSpace {
         LockSpace {
             clients: (1, 4),
             ttl_ms: (150, 600),
@@ -83,7 +83,7 @@ impl LockSpace {
 
     /// What a variant's seeds draw: its template plan exactly, a stall of
     /// its `seed_stall_ms` in a drawn client's drawn hold, its fixed faults.
-    pub fn seeds(w: &LockWorkload) -> LockSpace {
+    pub(crate) fn seeds(w: &LockWorkload) -> LockSpace {
         let p = &w.plan;
         LockSpace {
             clients: one(p.clients),
@@ -102,7 +102,7 @@ impl LockSpace {
     }
 
     /// The strategy (the family's one generator).
-    pub fn plans(&self) -> BoxedStrategy<(LockPlan, Vec<Fault>)> {
+    pub(crate) fn plans(&self) -> BoxedStrategy<(LockPlan, Vec<Fault>)> {
         let clients = self.clients;
         let stall = self
             .stall

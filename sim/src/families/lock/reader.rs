@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use core::time::Duration;
-use redis_primitives::{FencedStore, Lock, OwnerSource, Tokens, Ttl};
+use redis_primitives::{FencedStore, Lock, OwnerSource, Retry, Tokens, Ttl};
 use redis_primitives_naive::UnfencedStore;
 use tokio::task::JoinHandle;
 
@@ -168,11 +168,7 @@ async fn liveness_probe(actor: &Actor, w: &LockWorkload, done: &AtomicU32) -> Ac
     let ttl = Ttl::from_millis(w.plan.ttl_ms)?;
     let bound = w.plan.ttl_ms + super::checks::lock_liveness::SLACK_MS;
     let attempts = core::num::NonZeroU32::new(60).expect("non-zero");
-    let Some(retry) =
-        crate::probes::validation::retry(actor, attempts, Duration::from_millis(5), Duration::from_millis(20))
-    else {
-        return Ok(());
-    };
+    let retry = Retry::new(attempts, Duration::from_millis(5), Duration::from_millis(20))?;
     let retry = retry.deadline(Duration::from_millis(bound - 20)).seeded(actor.seed_for("probe"));
     let rop = |token| LockOp::Retry {
         name: LOCK_NAME.into(),

@@ -39,12 +39,12 @@ pub(super) struct BodyMark {
 
 impl BodyMark {
     /// A mark for the body of `actor`'s guarded call on `name` (`token`).
-    pub fn new(actor: &Actor, name: &str, token: u64) -> BodyMark {
+    pub(super) fn new(actor: &Actor, name: &str, token: u64) -> BodyMark {
         BodyMark { actor: Some(actor.clone()), name: name.to_string(), token }
     }
 
     /// The body finished: nothing to record.
-    pub fn done(mut self) {
+    pub(super) fn done(mut self) {
         self.actor = None;
     }
 }
@@ -86,7 +86,7 @@ impl GuardedCall<'_> {
     /// outcome, the loss of a cancelled lease ([`LockOp::LeaseLost`]) and the
     /// call's completion. One record for the workload and the probes, so
     /// the checkers judge both the same way.
-    pub fn end(
+    pub(super) fn end(
         self,
         r: redis_primitives::Result<redis_primitives::GuardedOutcome<(crate::history::OpId, u64)>>,
     ) -> GuardedEnd {

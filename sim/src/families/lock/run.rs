@@ -17,7 +17,7 @@ use crate::world::{World, WorldConfig};
 
 impl LockWorkload {
     /// Runs `plan` under these settings, with `schedule`.
-    pub fn run_planned(
+    pub(crate) fn run_planned(
         &self,
         servers: &mut Servers,
         seed: u64,

@@ -12,54 +12,55 @@ use crate::history::Api;
 use crate::outcome::Situation;
 
 /// Situations the correct lock scenarios declare (see `SITUATIONS`).
-pub mod situation {
+pub(crate) mod situation {
     use crate::outcome::SituationName;
 
     /// A guarded body's final release got a reply slower than the
     /// keep-alive interval (a targeted one-request delay).
-    pub const FINAL_RELEASE_DELAYED: SituationName = SituationName::new("final-release-delayed");
+    pub(crate) const FINAL_RELEASE_DELAYED: SituationName = SituationName::new("final-release-delayed");
     /// A holder asked `is_trusted()` at its local deadline or 1 ms before.
-    pub const TRUST_CHECKED_AT_THE_DEADLINE: SituationName = SituationName::new("trust-checked-at-the-deadline");
+    pub(crate) const TRUST_CHECKED_AT_THE_DEADLINE: SituationName = SituationName::new("trust-checked-at-the-deadline");
     /// A holder's own pause ended after its lease's local deadline.
-    pub const LEASE_EXPIRED_WHILE_PAUSED: SituationName = SituationName::new("lease-expired-while-paused");
+    pub(crate) const LEASE_EXPIRED_WHILE_PAUSED: SituationName = SituationName::new("lease-expired-while-paused");
     /// The fenced store rejected a write (a newer token had written).
-    pub const STALE_WRITE_REFUSED: SituationName = SituationName::new("stale-write-refused");
+    pub(crate) const STALE_WRITE_REFUSED: SituationName = SituationName::new("stale-write-refused");
     /// `Lock::extend` returned false.
-    pub const EXTENSION_REFUSED: SituationName = SituationName::new("extension-refused");
+    pub(crate) const EXTENSION_REFUSED: SituationName = SituationName::new("extension-refused");
     /// `Lock::extend` returned true.
-    pub const EXTENSION_CONFIRMED: SituationName = SituationName::new("extension-confirmed");
+    pub(crate) const EXTENSION_CONFIRMED: SituationName = SituationName::new("extension-confirmed");
     /// `Lock::release` after the TTL returned false.
-    pub const RELEASE_AFTER_EXPIRY: SituationName = SituationName::new("release-after-expiry");
+    pub(crate) const RELEASE_AFTER_EXPIRY: SituationName = SituationName::new("release-after-expiry");
     /// A guarded body was dropped because the lease stopped being trusted.
-    pub const GUARD_CANCELLED_BODY: SituationName = SituationName::new("guard-cancelled-body");
+    pub(crate) const GUARD_CANCELLED_BODY: SituationName = SituationName::new("guard-cancelled-body");
     /// A guarded body finished under its lease.
-    pub const GUARDED_BODY_COMPLETED: SituationName = SituationName::new("guarded-body-completed");
+    pub(crate) const GUARDED_BODY_COMPLETED: SituationName = SituationName::new("guarded-body-completed");
     /// An acquire whose outcome was unknown consumed a token (a gap in the
     /// granted tokens).
-    pub const ACQUIRE_TIMED_OUT_BUT_APPLIED: SituationName = SituationName::new("acquire-timed-out-but-applied");
+    pub(crate) const ACQUIRE_TIMED_OUT_BUT_APPLIED: SituationName = SituationName::new("acquire-timed-out-but-applied");
     /// `Retry::run` was granted on a second or later attempt.
-    pub const RETRY_ACQUIRED_AFTER_CONTENTION: SituationName = SituationName::new("retry-acquired-after-contention");
+    pub(crate) const RETRY_ACQUIRED_AFTER_CONTENTION: SituationName =
+        SituationName::new("retry-acquired-after-contention");
     /// `Retry::run`'s caller froze in its first backoff until the retry's
     /// deadline (the next attempt, if any, would start exactly on it).
-    pub const RETRY_PAUSED_TO_DEADLINE: SituationName = SituationName::new("retry-paused-to-deadline");
+    pub(crate) const RETRY_PAUSED_TO_DEADLINE: SituationName = SituationName::new("retry-paused-to-deadline");
     /// An extend confirmed after a pause, but past the local deadline: the
     /// holder treated the success as a loss.
-    pub const STALE_SUCCESS_AFTER_PAUSE: SituationName = SituationName::new("stale-success-after-pause");
+    pub(crate) const STALE_SUCCESS_AFTER_PAUSE: SituationName = SituationName::new("stale-success-after-pause");
     /// The liveness probe got the lock after every fault healed.
-    pub const LOCK_FREE_AFTER_HEAL: SituationName = SituationName::new("lock-free-after-heal");
+    pub(crate) const LOCK_FREE_AFTER_HEAL: SituationName = SituationName::new("lock-free-after-heal");
     /// `with_lock`'s release got no answer in time (a targeted one-request
     /// delay past the response timeout), and the body's output still came
     /// back.
-    pub const WITH_LOCK_RELEASE_UNANSWERED: SituationName = SituationName::new("with-lock-release-unanswered");
+    pub(crate) const WITH_LOCK_RELEASE_UNANSWERED: SituationName = SituationName::new("with-lock-release-unanswered");
     /// A guarded body's first keep-alive extend was held at the server
     /// until after the lease had expired there.
-    pub const KEEP_ALIVE_EXTEND_HELD: SituationName = SituationName::new("keep-alive-extend-held");
+    pub(crate) const KEEP_ALIVE_EXTEND_HELD: SituationName = SituationName::new("keep-alive-extend-held");
     /// An extend sent just before the lease's local deadline had its reply
     /// held at the server until after the lease expired there.
-    pub const EXTEND_REPLY_HELD: SituationName = SituationName::new("extend-reply-held-across-expiry");
+    pub(crate) const EXTEND_REPLY_HELD: SituationName = SituationName::new("extend-reply-held-across-expiry");
     /// A release sent just before the lease's local deadline had its reply
     /// held at the server until after the lease expired there.
-    pub const RELEASE_REPLY_HELD: SituationName = SituationName::new("release-reply-held-across-expiry");
+    pub(crate) const RELEASE_REPLY_HELD: SituationName = SituationName::new("release-reply-held-across-expiry");
 }
 
 /// The situations of `fencing`; `lock` declares all but the last (its
@@ -131,7 +132,7 @@ const ALL: [Situation; 18] = [
 /// The public operations the lock workloads exist to call (every
 /// operation of `Lock`, with `Retry` and the fenced store the holders
 /// write through).
-pub const OPERATIONS: &[Api] = &[
+pub(crate) const OPERATIONS: &[Api] = &[
     LOCK_ACQUIRE,
     LOCK_RELEASE,
     LOCK_EXTEND,
@@ -146,7 +147,7 @@ pub const OPERATIONS: &[Api] = &[
 ];
 
 /// The situations of `lock`.
-pub const SITUATIONS: &[Situation] = ALL.split_at(ALL.len() - 1).0;
+pub(crate) const SITUATIONS: &[Situation] = ALL.split_at(ALL.len() - 1).0;
 
 /// The situations of `fencing`.
-pub const FENCING_SITUATIONS: &[Situation] = &ALL;
+pub(crate) const FENCING_SITUATIONS: &[Situation] = &ALL;

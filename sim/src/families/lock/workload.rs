@@ -16,13 +16,13 @@ use crate::nemesis::Fault;
 use crate::net::SimConnection;
 
 /// The lock name every client contends for.
-pub const LOCK_NAME: &str = "resource";
+pub(crate) const LOCK_NAME: &str = "resource";
 /// The key the clients write.
-pub const RESOURCE_KEY: &str = "resource";
+pub(crate) const RESOURCE_KEY: &str = "resource";
 
 /// Which lock the clients use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockKind {
+pub(crate) enum LockKind {
     /// `redis_primitives::Lock`: fencing token, compare-and-delete release.
     Fenced,
     /// `redis_primitives_naive::NaiveLock`: `SET NX PX`, bare `DEL`, no token.
@@ -32,7 +32,7 @@ pub enum LockKind {
 /// Which failover mitigation the fenced lock is built with (issue 10;
 /// `lock-failover` and its variants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protection {
+pub(crate) enum Protection {
     /// The lock as `Lock::new` builds it.
     None,
     /// `LockBuilder::acknowledged`: an acquire is handed out only once the
@@ -44,11 +44,11 @@ pub enum Protection {
 }
 
 /// How long an acknowledged acquire waits for its replica (ms).
-pub const ACK_TIMEOUT_MS: u64 = 50;
+pub(crate) const ACK_TIMEOUT_MS: u64 = 50;
 
 /// Which resource the clients write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreKind {
+pub(crate) enum StoreKind {
     /// `FencedStore`: refuses tokens lower than the highest accepted.
     Fenced,
     /// `UnfencedStore`: plain `SET`, last write wins.
@@ -58,7 +58,7 @@ pub enum StoreKind {
 /// The lock workload: one variant's fixed settings, and the plan it runs
 /// (see the module docs). The plan's fields live only in [`LockPlan`].
 #[derive(Debug, Clone)]
-pub struct LockWorkload {
+pub(crate) struct LockWorkload {
     /// What the actors do: clients, TTL, hold and think times, length, stall.
     pub plan: LockPlan,
     /// Redis nodes in the world.
@@ -99,7 +99,7 @@ pub struct LockWorkload {
 
 impl LockWorkload {
     /// The `lock` scenario's settings.
-    pub fn lock() -> LockWorkload {
+    pub(crate) fn lock() -> LockWorkload {
         let length_ms = 3000;
         LockWorkload {
             plan: LockPlan { clients: 3, ttl_ms: 300, hold_ms: (20, 450), think_ms: (5, 80), length_ms, stall: None },

@@ -27,7 +27,7 @@ use crate::stats::{Bound, Histograms};
 use crate::world::{derive_seed, World, WorldConfig};
 
 /// Runs an explicit plan of a rate-limit scenario.
-pub fn run_planned(
+pub(crate) fn run_planned(
     variant: RateLimitVariant,
     servers: &mut Servers,
     seed: u64,

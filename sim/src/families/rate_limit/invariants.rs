@@ -5,14 +5,14 @@
 use crate::checker::Invariant;
 
 /// Name of the rate-limit invariant.
-pub const RATE_LIMIT: Invariant = Invariant::new("rate-limit");
+pub(crate) const RATE_LIMIT: Invariant = Invariant::new("rate-limit");
 /// Name of the exact rate-limit invariant: every decision (admit or deny,
 /// count, remaining, retry-after) is the one the limiter's algorithm gives
 /// for the admissions of the history.
-pub const RATE_LIMIT_EXACT: Invariant = Invariant::new("rate-limit-exact");
+pub(crate) const RATE_LIMIT_EXACT: Invariant = Invariant::new("rate-limit-exact");
 
 /// Each with what it means.
-pub const INVARIANTS: &[(Invariant, &str)] = &[
+pub(crate) const INVARIANTS: &[(Invariant, &str)] = &[
     (
         RATE_LIMIT,
         "admissions in any window (now - W, now] of server time never exceed the limit (plus the documented bound for approximate limiters)",

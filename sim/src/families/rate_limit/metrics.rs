@@ -11,13 +11,13 @@ use crate::stats::{Histograms, Metric, Unit};
 
 /// The largest number of admissions seen in any window ending at an
 /// admission, one sample per admission (requests).
-pub const ADMISSIONS: Metric = Metric::new("admissions-per-window", Unit::Requests);
+pub(super) const ADMISSIONS: Metric = Metric::new("admissions-per-window", Unit::Requests);
 /// [`ADMISSIONS`] as a percentage of the key's limit (%): above 100, the
 /// limit was exceeded. Comparable across keys with different limits.
-pub const WINDOW_FILL: Metric = Metric::new("window-fill", Unit::PercentOfLimit);
+pub(super) const WINDOW_FILL: Metric = Metric::new("window-fill", Unit::PercentOfLimit);
 
 /// What each of the family's histograms measures (for the report).
-pub const METRICS: &[(Metric, &str)] = &[
+pub(super) const METRICS: &[(Metric, &str)] = &[
     (
         ADMISSIONS,
         "for each admitted request, the number of admissions in the window (t - W, t] of server time ending at it (requests)",
@@ -30,7 +30,7 @@ pub const METRICS: &[(Metric, &str)] = &[
 
 /// For every admission of `key`, the number of admissions in the window
 /// `(t − W, t]` of server time ending at it. Returns the largest.
-pub fn record_admissions_per_window(events: &[Event], out: &mut Histograms) -> u64 {
+pub(super) fn record_admissions_per_window(events: &[Event], out: &mut Histograms) -> u64 {
     out.declare(ADMISSIONS);
     let windows = windows(events);
     for (n, _) in &windows {
@@ -43,7 +43,7 @@ pub fn record_admissions_per_window(events: &[Event], out: &mut Histograms) -> u
 /// percentage of its key's limit); returns the fullest window's count. A
 /// scenario passes the keys its limit promise covers, the ones its
 /// windowed checker judges.
-pub fn record_window_fill(events: &[Event], out: &mut Histograms) -> u64 {
+pub(super) fn record_window_fill(events: &[Event], out: &mut Histograms) -> u64 {
     out.declare(WINDOW_FILL);
     let windows = windows(events);
     for (n, limit) in &windows {

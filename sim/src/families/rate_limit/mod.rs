@@ -50,24 +50,25 @@
 
 mod actors;
 pub(crate) mod api;
-pub mod checks;
+pub(crate) mod checks;
 mod family;
-pub mod invariants;
+pub(crate) mod invariants;
 mod limiter;
 mod metrics;
 mod op;
 mod plan;
 mod probes;
+pub(crate) mod scenarios;
 mod situations;
+pub(crate) mod targets;
 
-pub use family::run_planned;
-pub use op::{Admission, DecisionAccessors, RateLimitOp};
-pub use plan::{seed_faults, Burst, BurstSpace, RateLimitPlan, RateLimitSpace};
-pub use situations::{COUNTER_SITUATIONS, LOG_SITUATIONS};
+pub(crate) use op::RateLimitOp;
+pub(crate) use plan::RateLimitSpace;
+pub(crate) use situations::{COUNTER_SITUATIONS, LOG_SITUATIONS};
 
 /// What the rate limiters add to `rp-sim report`: what their histograms
 /// measure (no section of their own).
-pub const REPORT_PART: crate::family::ReportPart =
+pub(crate) const REPORT_PART: crate::family::ReportPart =
     crate::family::ReportPart { invariants: invariants::INVARIANTS, histograms: metrics::METRICS, section: None };
 
 /// Sleeps until simulated `at` (if it is still ahead): how the actors and
@@ -80,11 +81,11 @@ async fn until(actor: &crate::world::Actor, at: crate::history::Millis) {
 }
 
 /// The limited name.
-pub const NAME: &str = "api";
+pub(crate) const NAME: &str = "api";
 /// Requests per window.
-pub const MAX: u64 = 5;
+pub(crate) const MAX: u64 = 5;
 /// Window length (ms).
-pub const WINDOW_MS: u64 = 1000;
+pub(crate) const WINDOW_MS: u64 = 1000;
 const CLIENTS: usize = 3;
 const LENGTH_MS: u64 = 3000;
 /// The prober and the quiet tail run until here (faults end by 2700 ms).
@@ -102,7 +103,7 @@ const MASS_SECOND: u32 = 40;
 
 /// Which limiter is under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RateLimitVariant {
+pub(crate) enum RateLimitVariant {
     /// [`SlidingWindowLog`](redis_primitives::rate_limit::SlidingWindowLog): exact.
     Log,
     /// [`SlidingWindowCounter`](redis_primitives::rate_limit::SlidingWindowCounter): approximate, bounded by `2 × max − 1`.
@@ -114,3 +115,11 @@ pub enum RateLimitVariant {
     /// [`WatchMultiLimiter`](redis_primitives_naive::WatchMultiLimiter) on the actor's shared connection.
     WatchMulti,
 }
+
+/// The family's entry in the registry (`crate::families::REGISTRY`).
+pub(crate) const ENTRY: crate::entry::FamilyEntry = crate::entry::FamilyEntry {
+    scenarios: scenarios::SCENARIOS,
+    report: REPORT_PART,
+    targets: targets::TARGETS,
+    properties: targets::PROPERTIES,
+};

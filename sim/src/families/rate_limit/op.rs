@@ -14,7 +14,7 @@ use crate::history::{Millis, Operation};
 
 /// The rate-limit family's operations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum RateLimitOp {
+pub(crate) enum RateLimitOp {
     /// One rate-limit decision.
     RateLimit {
         /// Limiter key.
@@ -83,7 +83,7 @@ impl fmt::Display for RateLimitOp {
 
 /// A rate limiter's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// The request was admitted.
     Admitted,
     /// The request was refused; the limiter suggested waiting this long.
@@ -95,7 +95,7 @@ pub enum Admission {
 
 /// A rate-limit `Decision` as its accessors report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DecisionAccessors {
+pub(crate) struct DecisionAccessors {
     /// `is_allowed()`.
     pub is_allowed: bool,
     /// `is_denied()`.

@@ -15,7 +15,7 @@ use crate::nemesis::{Fault, FaultClass};
 /// Rate-limit workload: clients sharing one limited name, firing bursts of
 /// concurrent requests (`families/rate_limit/`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RateLimitPlan {
+pub(crate) struct RateLimitPlan {
     /// Clients (each with one multiplexed connection).
     pub clients: u32,
     /// Requests per window.
@@ -28,7 +28,7 @@ pub struct RateLimitPlan {
 
 /// `size` concurrent requests from `client` at simulated `at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Burst {
+pub(crate) struct Burst {
     /// Which client (index).
     pub client: u32,
     /// When (simulated ms).
@@ -40,7 +40,7 @@ pub struct Burst {
 /// What rate-limit plans may be drawn from (ranges inclusive; each
 /// shrinks towards its first bound).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RateLimitSpace {
+pub(crate) struct RateLimitSpace {
     /// Clients.
     pub clients: (u32, u32),
     /// Requests per window.
@@ -53,7 +53,7 @@ pub struct RateLimitSpace {
 
 /// How the bursts of a rate-limit plan are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BurstSpace {
+pub(crate) enum BurstSpace {
     /// `count` bursts of `size` requests, each by a drawn client at a drawn
     /// time in `[0, length_ms)` (shrinks to fewer, smaller bursts).
     Free {
@@ -78,7 +78,7 @@ pub enum BurstSpace {
 impl RateLimitSpace {
     /// The property search's space: 1–4 clients, limit 2–8 per
     /// 1000/500/250 ms, 1–8 bursts of 1–10 requests in 3 s.
-    pub fn search() -> RateLimitSpace {
+    pub(crate) fn search() -> RateLimitSpace {
         RateLimitSpace {
             clients: (1, 4),
             limit: (2, 8),
@@ -89,7 +89,7 @@ impl RateLimitSpace {
 
     /// What every rate-limit variant's seeds draw: three clients, 5 per
     /// second, boundary bursts of 5–8 requests over 3 s.
-    pub fn seeds() -> RateLimitSpace {
+    pub(crate) fn seeds() -> RateLimitSpace {
         RateLimitSpace {
             clients: (CLIENTS as u32, CLIENTS as u32),
             limit: (MAX, MAX),
@@ -99,7 +99,7 @@ impl RateLimitSpace {
     }
 
     /// The strategy (the family's one generator).
-    pub fn plans(&self) -> BoxedStrategy<(RateLimitPlan, Vec<Fault>)> {
+    pub(crate) fn plans(&self) -> BoxedStrategy<(RateLimitPlan, Vec<Fault>)> {
         let max_clients = self.clients.1.max(1);
         let (clients, limit, windows) =
             (self.clients.0..=self.clients.1, self.limit.0..=self.limit.1, self.windows_ms.clone());
@@ -161,7 +161,7 @@ impl RateLimitSpace {
 
 /// The nemesis faults every rate-limit variant's seeds draw: up to two
 /// faults of 50–600 ms inside 10–90 % of the run, a swarm subset per seed.
-pub fn seed_faults() -> FaultSpace {
+pub(crate) fn seed_faults() -> FaultSpace {
     let classes = [
         FaultClass::Partition,
         FaultClass::Hold,

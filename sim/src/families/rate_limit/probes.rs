@@ -91,13 +91,6 @@ pub(super) async fn second_edge(actor: Actor, variant: RateLimitVariant, setup: 
     let limit = Limit::new(setup.max, Duration::from_millis(setup.window_ms))?;
     let limiters: Vec<Arc<Limiter>> =
         (0..4).map(|_| Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()))).collect();
-    crate::probes::validation::limits(&actor);
-    let first_limiter = Arc::clone(&limiters[0]);
-    crate::probes::validation::check_at(&actor, |now| {
-        let l = Arc::clone(&first_limiter);
-        async move { l.check("probe-now", Some(now)).await }
-    })
-    .await;
     let mut rng = actor.rng_for("rate-limit-second-edge");
     // Simulated time 0 is a whole second of unix time (the pinned epoch).
     let first = rng.random_range(1..PROBE_END_MS / 1000);

@@ -85,10 +85,10 @@ const ALL: &[Situation] = &[
 
 /// Situations of `rate-limit` (`SlidingWindowLog`): all but the counter's
 /// overshoot.
-pub const LOG_SITUATIONS: &[Situation] = ALL.split_at(ALL.len() - 1).0;
+pub(crate) const LOG_SITUATIONS: &[Situation] = ALL.split_at(ALL.len() - 1).0;
 
 /// Situations of `rate-limit-counter` (`SlidingWindowCounter`).
-pub const COUNTER_SITUATIONS: &[Situation] = ALL;
+pub(crate) const COUNTER_SITUATIONS: &[Situation] = ALL;
 
 /// One decision as `reached` sees it: (invoke time, server time, admitted,
 /// count, retry after).

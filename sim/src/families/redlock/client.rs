@@ -9,7 +9,7 @@ use std::sync::Arc;
 use core::time::Duration;
 use rand::Rng;
 use redis_primitives::redlock::{Redlock, RedlockConfig};
-use redis_primitives::{Error, OwnerSource, Ttl};
+use redis_primitives::{Error, OwnerSource, Retry, Ttl};
 use redis_primitives_naive::NaiveRedlock;
 use tokio::task::JoinHandle;
 
@@ -46,7 +46,7 @@ pub(super) async fn client(
     let config = RedlockConfig::new(Ttl::from_millis(timing.ttl_ms)?)
         .master_timeout(Duration::from_millis(timing.master_timeout_ms))
         .owners(OwnerSource::seeded(actor.seed()));
-    // The validation and refused-extend probes run beside client-0's
+    // The read-back and refused-extend probes run beside client-0's
     // workload, on connections of its own (the same links, so the same
     // faults): their waits on slow links must not take phase 1's time from
     // client-0's rounds.
@@ -59,11 +59,7 @@ pub(super) async fn client(
     // acquire–work–release that their pinned seeds were found with).
     let full = variant == RedlockVariant::Correct;
     let attempts = NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN);
-    let Some(retry) =
-        crate::probes::validation::retry(&actor, attempts, Duration::from_millis(10), Duration::from_millis(40))
-    else {
-        return Ok(());
-    };
+    let retry = Retry::new(attempts, Duration::from_millis(10), Duration::from_millis(40))?;
     let retry = retry.deadline(Duration::from_millis(400)).seeded(actor.seed_for("redlock-retry"));
     while actor.now() < timing.length_ms {
         match &client {
@@ -75,13 +71,13 @@ pub(super) async fn client(
     // Long finished by now; its error (a constructor refusing what it must
     // take) fails the run like the workload's own.
     if let Some(probe) = probe {
-        probe.await.map_err(|e| format!("the validation probe panicked: {e}"))??;
+        probe.await.map_err(|e| format!("the probes panicked: {e}"))??;
     }
     Ok(())
 }
 
 /// Client-0's probes, on connections of its own: the refused-extend probe,
-/// the validation probe and the timed-out majority one after the other,
+/// the read-back probe and the timed-out majority one after the other,
 /// and the trust-edge probe beside them.
 fn spawn_probes(actor: &Actor, timing: Timing) -> JoinHandle<Result<(), Error>> {
     let own: Vec<SimConnection> =
@@ -101,7 +97,7 @@ fn spawn_probes(actor: &Actor, timing: Timing) -> JoinHandle<Result<(), Error>> 
         if let Some(r) = &r {
             refusal::refused_extend(&a, r, &own, timing.length_ms).await?;
         }
-        crate::probes::validation::redlock(&a, &own).await?;
+        super::readback::probe(&a, &own).await?;
         let r = match r {
             Some(r) => Some(r),
             None => refusal::connect(&a, &own, timeout).await?,

@@ -61,7 +61,7 @@ fn setup_of(variant: RedlockVariant, plan: &RedlockPlan, schedule: &Schedule) ->
 }
 
 /// Runs an explicit plan of a Redlock scenario.
-pub fn run_planned(
+pub(crate) fn run_planned(
     variant: RedlockVariant,
     servers: &mut Servers,
     seed: u64,

@@ -5,16 +5,16 @@
 use crate::checker::Invariant;
 
 /// Name of the Redlock mutual-exclusion invariant.
-pub const REDLOCK_MUTUAL_EXCLUSION: Invariant = Invariant::new("redlock-mutual-exclusion");
+pub(crate) const REDLOCK_MUTUAL_EXCLUSION: Invariant = Invariant::new("redlock-mutual-exclusion");
 /// Name of the Redlock validity invariant.
-pub const REDLOCK_VALIDITY: Invariant = Invariant::new("redlock-validity");
+pub(crate) const REDLOCK_VALIDITY: Invariant = Invariant::new("redlock-validity");
 /// Name of the Redlock votes invariant.
-pub const REDLOCK_VOTES: Invariant = Invariant::new("redlock-votes");
+pub(crate) const REDLOCK_VOTES: Invariant = Invariant::new("redlock-votes");
 /// Name of the Redlock rounds invariant.
-pub const REDLOCK_ROUNDS: Invariant = Invariant::new("redlock-rounds");
+pub(crate) const REDLOCK_ROUNDS: Invariant = Invariant::new("redlock-rounds");
 
 /// Each with what it means.
-pub const INVARIANTS: &[(Invariant, &str)] = &[
+pub(crate) const INVARIANTS: &[(Invariant, &str)] = &[
     (
         REDLOCK_MUTUAL_EXCLUSION,
         "two clients never both hold a Redlock inside its validity interval",

@@ -14,10 +14,10 @@
 //! after every call and recorded only when it disagrees.
 //! Beside its workload, client-0 runs the refused-extend probe
 //! (`refusal.rs`: a lease whose key was overwritten on a majority,
-//! extended, must stop being trusted) and then the validation probe
-//! (`validation.rs`): bad configurations, one master listed twice, and a
-//! Redlock with a drift and an owner source of its own, whose settings,
-//! commands per master and lease it reads back. Beside both, the
+//! extended, must stop being trusted) and then the read-back probe
+//! (`readback.rs`): a Redlock with a drift and an owner source of its own,
+//! whose settings, commands per master and lease it reads back (the
+//! configuration edges are the library's own tests). Beside both, the
 //! trust-edge probe (`trust.rs`) reads a lease of its own at its
 //! `valid_until` and extends it there.
 //!
@@ -53,26 +53,30 @@
 
 pub(crate) mod api;
 mod attempts;
-pub mod checks;
+pub(crate) mod checks;
 mod client;
 mod family;
-pub mod invariants;
+pub(crate) mod invariants;
 mod op;
 mod plan;
+mod readback;
 mod record;
-pub mod refusal;
+pub(crate) mod refusal;
+pub(crate) mod scenarios;
 mod situations;
+pub(crate) mod targets;
 mod tenures;
 mod timing;
-pub mod trust;
+pub(crate) mod trust;
 
-pub use family::run_planned;
-pub use op::{RedlockOp, RedlockRound};
-pub use plan::{seed_faults, RedlockPlan, RedlockShape, RedlockSpace, RedlockStart};
-pub use situations::SITUATIONS;
+pub(crate) use op::RedlockOp;
+#[cfg(test)]
+pub(crate) use op::RedlockRound;
+pub(crate) use plan::{RedlockShape, RedlockSpace};
+pub(crate) use situations::SITUATIONS;
 
 /// The lock name.
-pub const NAME: &str = "job";
+pub(crate) const NAME: &str = "job";
 const MASTERS: usize = 5;
 const CLIENTS: usize = 3;
 const TTL_MS: u64 = 300;
@@ -91,7 +95,7 @@ const LIVENESS_SLACK_MS: u64 = 300;
 
 /// Which Redlock, under which faults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RedlockVariant {
+pub(crate) enum RedlockVariant {
     /// The production Redlock.
     Correct,
     /// `NaiveRedlock`: no validity gate.
@@ -102,5 +106,13 @@ pub enum RedlockVariant {
 
 /// What Redlock adds to `rp-sim report`: its invariants (no histogram or
 /// section of its own).
-pub const REPORT_PART: crate::family::ReportPart =
+pub(crate) const REPORT_PART: crate::family::ReportPart =
     crate::family::ReportPart { invariants: invariants::INVARIANTS, histograms: &[], section: None };
+
+/// The family's entry in the registry (`crate::families::REGISTRY`).
+pub(crate) const ENTRY: crate::entry::FamilyEntry = crate::entry::FamilyEntry {
+    scenarios: scenarios::SCENARIOS,
+    report: REPORT_PART,
+    targets: targets::TARGETS,
+    properties: targets::PROPERTIES,
+};

@@ -18,7 +18,7 @@ use crate::history::{Millis, Operation};
 // so every digest) has always carried.
 #[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum RedlockOp {
+pub(crate) enum RedlockOp {
     /// A Redlock acquire across several masters.
     RedlockAcquire {
         /// Lock name.
@@ -128,7 +128,7 @@ impl fmt::Display for RedlockOp {
 /// One Redlock round (acquire, extend or release) as the client saw it:
 /// each master's answer and the numbers the client decided on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RedlockRound {
+pub(crate) struct RedlockRound {
     /// One letter per master, in index order: `y` yes, `n` no, `e` error,
     /// `t` timed out (may still happen later). Empty: no round was sent.
     pub answers: String,
@@ -159,7 +159,7 @@ pub struct RedlockRound {
 
 impl RedlockRound {
     /// How many masters said yes.
-    pub fn yes(&self) -> usize {
+    pub(crate) fn yes(&self) -> usize {
         self.answers.chars().filter(|&c| c == 'y').count()
     }
 }

@@ -18,7 +18,7 @@ use crate::nemesis::{Fault, FaultClass, FaultKind, Target};
 /// Redlock workload: clients contending for one Redlock over five masters
 /// (`families/redlock/`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RedlockPlan {
+pub(crate) struct RedlockPlan {
     /// When each client starts contending; one entry per client.
     pub starts: Vec<RedlockStart>,
     /// Lease TTL (ms).
@@ -36,7 +36,7 @@ pub struct RedlockPlan {
 /// When a Redlock client starts contending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum RedlockStart {
+pub(crate) enum RedlockStart {
     /// At this simulated time.
     At(Millis),
     /// Once client-0 has been granted the lock (or at `latest`), plus `delay`.
@@ -76,7 +76,7 @@ impl core::fmt::Display for RedlockPlan {
 /// What Redlock plans may be drawn from (ranges inclusive; each shrinks
 /// towards its first bound).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedlockSpace {
+pub(crate) struct RedlockSpace {
     /// Clients.
     pub clients: (u32, u32),
     /// Lease TTL (ms).
@@ -94,7 +94,7 @@ pub struct RedlockSpace {
 /// The shape of a Redlock plan: when its clients start and the faults the
 /// shape places itself (on top of the nemesis's drawn faults).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RedlockShape {
+pub(crate) enum RedlockShape {
     /// Every client starts at a drawn time in `start_ms`; nothing placed.
     Free {
         /// Start times (ms).
@@ -122,7 +122,7 @@ pub enum RedlockShape {
 impl RedlockSpace {
     /// The property search's space over 5 masters: 1–3 clients starting
     /// in the first 1.2 s, TTL 250–600 ms, master timeout 50–250 ms.
-    pub fn search() -> RedlockSpace {
+    pub(crate) fn search() -> RedlockSpace {
         RedlockSpace {
             clients: (1, 3),
             ttl_ms: (250, 600),
@@ -134,7 +134,7 @@ impl RedlockSpace {
     }
 
     /// What `variant`'s seeds draw.
-    pub fn seeds(variant: RedlockVariant) -> RedlockSpace {
+    pub(crate) fn seeds(variant: RedlockVariant) -> RedlockSpace {
         let fixed = |v| (v, v);
         let (length_ms, master_timeouts_ms, shape) = match variant {
             RedlockVariant::Correct => (CORRECT_LENGTH_MS, CORRECT_MASTER_TIMEOUTS_MS.to_vec(), RedlockShape::Gates),
@@ -152,7 +152,7 @@ impl RedlockSpace {
     }
 
     /// The strategy (the family's one generator).
-    pub fn plans(&self) -> BoxedStrategy<(RedlockPlan, Vec<Fault>)> {
+    pub(crate) fn plans(&self) -> BoxedStrategy<(RedlockPlan, Vec<Fault>)> {
         let n = self.clients.0.max(1) as usize..=self.clients.1.max(1) as usize;
         let others = self.clients.1.max(1) as usize - 1;
         let starts_and_placed: BoxedStrategy<(Vec<RedlockStart>, Vec<Fault>)> = match self.shape {
@@ -246,7 +246,7 @@ fn after_first(delays: &[u64]) -> Vec<RedlockStart> {
 /// allowed): for `redlock`, up to two faults of 50–400 ms in 1.9–2.35 s,
 /// after its gates' phases; for `redlock-no-validity`, up to two of
 /// 50–600 ms after client-0's slow phase; none for `redlock-clock-jump`.
-pub fn seed_faults(variant: RedlockVariant) -> FaultSpace {
+pub(crate) fn seed_faults(variant: RedlockVariant) -> FaultSpace {
     let mut classes = vec![
         FaultClass::Partition,
         FaultClass::Hold,

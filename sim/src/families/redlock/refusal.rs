@@ -40,21 +40,21 @@ const NAME: &str = "refused-extend-probe";
 const TIMED_OUT_NAME: &str = "timed-out-probe";
 /// The key prefix of every Redlock probe of client 0 (this one and
 /// `trust.rs`), whose keys [`KEY_RULE`] bounds.
-pub const PREFIX: &str = "redlock-probe";
+pub(crate) const PREFIX: &str = "redlock-probe";
 /// The probe's lease: long enough that the overwrites, one master after
 /// another on links a fault may slow, land while it lives.
 const TTL_MS: u64 = 2_000;
 
 /// The probe's keys, for the scenario's key-lifetime rules: its lease's
 /// and the overwrites live at most its lease's 2 s.
-pub const KEY_RULE: Rule =
+pub(crate) const KEY_RULE: Rule =
     Rule { prefix: "redlock-probe:{", suffix: "}", life: Life::AtMost(TTL_MS), what: "refused-extend probe's key" };
 /// The pause between two acquires, ms.
 const RETRY_MS: u64 = 50;
 
 /// The probes' one Redlock on `masters`, with the workload's master
 /// timeout; `None` when a fault fails its handshake.
-pub async fn connect(
+pub(crate) async fn connect(
     actor: &Actor,
     masters: &[SimConnection],
     master_timeout_ms: u64,
@@ -73,7 +73,7 @@ pub async fn connect(
 /// passes; only a granted lease is recorded against it. Run after every
 /// other probe of the client, so that its holds move nobody else's
 /// timeline, with the probes' Redlock `r`.
-pub async fn timed_out_majority(actor: &Actor, r: &Redlock<SimConnection>) -> Result<(), Error> {
+pub(crate) async fn timed_out_majority(actor: &Actor, r: &Redlock<SimConnection>) -> Result<(), Error> {
     let key = r.key(TIMED_OUT_NAME)?;
     // Twice the timeout and a round trip: the vote has timed out well
     // before the held request runs. (The timeout was set from whole
@@ -96,7 +96,7 @@ pub async fn timed_out_majority(actor: &Actor, r: &Redlock<SimConnection>) -> Re
 
 /// The refused extend (see the module docs), with `r`, the probes'
 /// Redlock on `masters`, trying to acquire until simulated time `until`.
-pub async fn refused_extend(
+pub(crate) async fn refused_extend(
     actor: &Actor,
     r: &Redlock<SimConnection>,
     masters: &[SimConnection],

@@ -5,7 +5,7 @@
 use crate::outcome::{Situation, SituationName};
 
 /// Situations the `redlock` scenario exists to reach.
-pub const SITUATIONS: &[Situation] = &[
+pub(crate) const SITUATIONS: &[Situation] = &[
     Situation {
         name: SituationName::new("acquire-refused-validity-exhausted"),
         meaning: "a majority said yes but the round ate the TTL: refused as too slow",

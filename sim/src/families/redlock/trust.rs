@@ -5,7 +5,7 @@
 //! `valid_until` is the first instant at which another client may hold the
 //! lock, so a `<=` for `<` in `RedlockLease::is_trusted`, or a `>` for `>=`
 //! in `Redlock::extend`'s expiry test, lets a holder act beside the next one
-//! for a millisecond. The workload and the validation probe read a lease at
+//! for a millisecond. The workload and the read-back probe read a lease at
 //! its edge only when nothing delays them there, and client 0, which runs
 //! them, has the most faulted links and pauses of the scenario: a `<=` in
 //! `is_trusted` showed on 74 of 100 seeds. So this probe tries until it
@@ -26,8 +26,8 @@ use redis_primitives::redlock::{Acquisition, Redlock, RedlockConfig};
 use redis_primitives::{Error, OwnerSource, Ttl};
 use tokio::time::Instant;
 
+use super::readback::{expired_text, extension_text};
 use crate::net::SimConnection;
-use crate::probes::validation::{expired_text, extension_text};
 use crate::world::Actor;
 
 /// The probe's own Redlock name, under the probes' prefix (whose keys
@@ -39,7 +39,12 @@ const ONE_MS: Duration = Duration::from_millis(1);
 
 /// The probe (see the module docs) on `masters`, with the workload's master
 /// timeout, trying until simulated time `until`.
-pub async fn probe(actor: &Actor, masters: &[SimConnection], master_timeout_ms: u64, until: u64) -> Result<(), Error> {
+pub(crate) async fn probe(
+    actor: &Actor,
+    masters: &[SimConnection],
+    master_timeout_ms: u64,
+    until: u64,
+) -> Result<(), Error> {
     // The lease's TTL: the whole hundred of milliseconds after the master
     // timeout (which a TTL must exceed), so that several tries fit in a run
     // and the drift allowance is whole milliseconds.

@@ -15,7 +15,13 @@ use crate::history::{Api, Event, EventKind, Millis};
 /// steps down, so some node leads within `bound` of `at` (when the late
 /// reply has landed, or the renewal timed out; `after` says which) rather
 /// than a whole TTL later. The caller judges only undisturbed spans.
-pub fn check_hand_back(events: &[Event], election: &str, at: Millis, bound: Millis, after: &str) -> Vec<Violation> {
+pub(crate) fn check_hand_back(
+    events: &[Event],
+    election: &str,
+    at: Millis,
+    bound: Millis,
+    after: &str,
+) -> Vec<Violation> {
     let due = at + bound;
     let rs = reigns(events, election);
     if rs.iter().any(|r| r.from <= due && due < r.to) {
@@ -42,7 +48,7 @@ pub fn check_hand_back(events: &[Event], election: &str, at: Millis, bound: Mill
 /// violation, whatever it returned. (Only a key space of the wrong type or
 /// a corrupt counter may end it early, and no election scenario plants
 /// those.)
-pub fn check_runs_until_stopped(events: &[Event]) -> Vec<Violation> {
+pub(crate) fn check_runs_until_stopped(events: &[Event]) -> Vec<Violation> {
     let api = |e: &Event, api: &Api| e.kind == EventKind::Invoke && e.api.as_ref() == Some(api);
     let mut runs: BTreeMap<u64, &Event> = BTreeMap::new();
     let mut out = Vec::new();
@@ -79,7 +85,7 @@ pub fn check_runs_until_stopped(events: &[Event]) -> Vec<Violation> {
 /// election can take to elect, a stale key expiring first). Judged only
 /// when the run lasts past that instant (`length`); a run that ends sooner
 /// proves nothing either way.
-pub fn check_liveness(
+pub(crate) fn check_liveness(
     events: &[Event],
     election: &str,
     healed: Millis,
@@ -131,7 +137,7 @@ pub fn check_liveness(
 /// node then only believed it led (a stale leader under the tick-based
 /// demotion, its term long taken over), had no lease to hand back, and the
 /// election was never without a leader.
-pub fn check_handover(
+pub(crate) fn check_handover(
     events: &[Event],
     election: &str,
     stops: &[(&str, Millis)],

@@ -3,10 +3,10 @@
 //! write accepted, a failed or superseded term ends), `self_fencing`,
 //! `liveness` (of the reigns and of the run loop) and `views`
 //! (`election-views`: what an `Election` says about itself).
-pub mod liveness;
-pub mod self_fencing;
-pub mod terms;
-pub mod views;
+pub(crate) mod liveness;
+pub(crate) mod self_fencing;
+pub(crate) mod terms;
+pub(crate) mod views;
 
 /// Histories the checks' tests build.
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::history::{Event, EventKind, Millis};
 /// overlap is the documented split-brain window, measured, not judged.)
 ///
 /// [`Demotion::AtDeadline`]: redis_primitives::election::Demotion::AtDeadline
-pub fn check_self_fencing(events: &[Event], election: &str) -> Vec<Violation> {
+pub(crate) fn check_self_fencing(events: &[Event], election: &str) -> Vec<Violation> {
     let rs = reigns(events, election);
     let mut out = Vec::new();
     for (i, a) in rs.iter().enumerate() {
@@ -58,7 +58,7 @@ pub fn check_self_fencing(events: &[Event], election: &str) -> Vec<Violation> {
 /// `lease − drift` rounded up to whole milliseconds; the drift comes from
 /// the documented rule (a factor of the lease plus a constant), not from
 /// the library's own arithmetic.
-pub fn check_deadlines(
+pub(crate) fn check_deadlines(
     events: &[Event],
     election: &str,
     trusted_ms: Millis,

@@ -39,7 +39,7 @@ use crate::checker::MAX_REPORTED;
 
 /// Checks election `election`; writes are those to key `resource`.
 /// `self_fencing`: its leaders demote at their deadline (rule 2 applies).
-pub fn check(events: &[Event], election: &str, resource: &str, self_fencing: bool) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], election: &str, resource: &str, self_fencing: bool) -> Vec<Violation> {
     let mut out = epochs_led_twice(events, election);
     out.extend(leaders_by_epoch(events, election, self_fencing));
     out.extend(stale_writes(events, election, resource));
@@ -212,7 +212,7 @@ fn stale_writes(events: &[Event], election: &str, resource: &str) -> Vec<Violati
 /// for a passing one and renews again goes on leading a term whose renewal
 /// failed, which under `OnRenewTick` is all that keeps it from leading
 /// blind. The caller judges only spans no other fault touches.
-pub fn check_failed_renewal(
+pub(crate) fn check_failed_renewal(
     events: &[Event],
     election: &str,
     node: &str,
@@ -251,7 +251,7 @@ pub fn check_failed_renewal(
 /// Under `OnRenewTick` this is the only bound on the split-brain window
 /// after a pause; a leader that takes a refused renewal for a passing one
 /// keeps leading beside the new one for the rest of the run.
-pub fn check_superseded(
+pub(crate) fn check_superseded(
     events: &[Event],
     election: &str,
     bound: Millis,

@@ -53,7 +53,7 @@ use crate::history::{Event, Millis};
 
 /// What every node was built with.
 #[derive(Debug, Clone, Copy)]
-pub struct Built<'a> {
+pub(crate) struct Built<'a> {
     /// Election name.
     pub name: &'a str,
     /// Lease TTL, ms.
@@ -102,7 +102,7 @@ struct Node {
 }
 
 /// Every disagreement, at most a few per node.
-pub fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], built: Built<'_>) -> Vec<Violation> {
     let rules = Rules::new(events, built);
     let mut out = Vec::new();
     let mut nodes: BTreeMap<&str, Node> = BTreeMap::new();

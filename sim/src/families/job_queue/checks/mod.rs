@@ -112,7 +112,7 @@ fn ran_at(
 }
 
 /// What [`check`] found.
-pub struct Judged {
+pub(crate) struct Judged {
     /// The violations.
     pub violations: Vec<Violation>,
     /// Situations the history shows.
@@ -125,7 +125,7 @@ pub struct Judged {
 /// leases, payloads, the probe and the auditor's states are there to
 /// judge), `lease_ms` its claims' lease, `executions` the node's execution
 /// log (when each script really ran, by the server's clock).
-pub fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execution]) -> Judged {
+pub(crate) fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execution]) -> Judged {
     let (calls, mut out) = pair_calls(events, executions);
     // A claim whose outcome is unknown may have taken any job.
     let unknown_claims: Vec<Millis> = calls
@@ -297,6 +297,7 @@ mod tests {
             sim_ms: at,
             taken_ms: at,
             held_ms: 0,
+            reply: crate::Reply::Other,
         }
     }
 

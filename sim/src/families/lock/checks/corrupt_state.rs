@@ -25,7 +25,7 @@ use crate::families::lock::op::{LockOp, Planted, ProbeAfter, ProbeReply};
 use crate::history::Event;
 
 /// Every probe record whose answer or aftermath differs from the contract.
-pub fn check(events: &[Event]) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event]) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in events {
         let Some(LockOp::StateProbe { planted, reply, after }) = LockOp::of(&e.op) else { continue };

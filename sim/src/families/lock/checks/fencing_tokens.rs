@@ -26,7 +26,7 @@ use crate::history::{Event, EventKind};
 type Grant<'a> = order::Stamped<'a>;
 
 /// Checks every lock name in `events`.
-pub fn check(events: &[Event]) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event]) -> Vec<Violation> {
     let mut by_name: BTreeMap<&str, Vec<Grant<'_>>> = BTreeMap::new();
     for c in completed(events) {
         if c.done.kind != EventKind::Ok {

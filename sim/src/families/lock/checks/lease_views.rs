@@ -34,7 +34,7 @@ type Setter = (Millis, u64, u128, Millis);
 type Named = Vec<(String, Vec<Setter>)>;
 
 /// Every deadline or view that differs from the lease it belongs to.
-pub fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut invoked: BTreeMap<u64, Millis> = BTreeMap::new();
     // (process, token) -> per name (tokens count per name, so one process

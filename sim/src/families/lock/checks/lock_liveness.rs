@@ -17,10 +17,10 @@ use crate::families::lock::op::LockOp;
 use crate::history::{Event, EventKind, Millis};
 
 /// Slack on top of the TTL: round trips and retry delays.
-pub const SLACK_MS: Millis = 150;
+pub(crate) const SLACK_MS: Millis = 150;
 
 /// Checks the probe of `probe_process`, whose lease TTL is `ttl_ms`.
-pub fn check(events: &[Event], probe_process: &str, ttl_ms: Millis) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], probe_process: &str, ttl_ms: Millis) -> Vec<Violation> {
     let bound = ttl_ms + SLACK_MS;
     let mut out = Vec::new();
     for c in completed(events) {

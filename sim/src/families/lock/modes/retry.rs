@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use rand::Rng;
-use redis_primitives::{Lease, Lock, Ttl};
+use redis_primitives::{Lease, Lock, Retry, Ttl};
 
 use super::ctx::Ctx;
 use crate::families::lock::api::{LOCK_ACQUIRE, RETRY_RUN};
@@ -76,12 +76,8 @@ pub(super) async fn attempt(cx: &mut Ctx<'_>) -> ActorResult {
     let Edges { attempts, deadline_ms, max_delay_ms, .. } = edges;
     let attempts_nz = core::num::NonZeroU32::new(attempts).expect("at least 2");
     let base = Duration::from_millis(5);
-    let Some(retry) =
-        crate::probes::validation::retry(cx.actor, attempts_nz, base, Duration::from_millis(max_delay_ms))
-    else {
-        return Ok(());
-    };
-    let mut retry = retry.seeded(cx.actor.seed_for(&format!("retry-{}", cx.actor.now())));
+    let mut retry = Retry::new(attempts_nz, base, Duration::from_millis(max_delay_ms))?
+        .seeded(cx.actor.seed_for(&format!("retry-{}", cx.actor.now())));
     if let Some(d) = deadline_ms {
         retry = retry.deadline(Duration::from_millis(d));
     }

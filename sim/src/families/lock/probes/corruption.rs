@@ -57,7 +57,7 @@ struct Probe<'a> {
 /// issues them the same way, so the script under test is that lock's.
 /// The cases run in a fixed order, each drawing from the one stream after
 /// the one before.
-pub async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
+pub(crate) async fn probe(actor: &Actor, node: usize, tokens: Tokens) -> ActorResult {
     let conn = actor.connection_expecting_errors(node);
     let lock = Lock::builder(conn.clone())
         .owners(OwnerSource::seeded(actor.seed_for("corruption-owners")))

@@ -33,7 +33,7 @@ const TTL_MS: u64 = 1_000;
 
 /// Runs the probe on `lock` (a `Tokens::TimeFloored` lock; see the module
 /// docs).
-pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), Error> {
+pub(crate) async fn probe(actor: &Actor, lock: &Lock<SimConnection>) -> Result<(), Error> {
     let now = actor.now();
     let at = (now / 1000 + 1) * 1000 + INTO_SECOND_MS;
     tokio::time::sleep(core::time::Duration::from_millis(at - now)).await;

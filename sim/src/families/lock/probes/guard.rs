@@ -130,7 +130,7 @@ const FAILED_HEALED: &str = "guard-probe-failed-healed";
 const KEPT_HEALED: &str = "guard-probe-kept-healed";
 
 /// Runs every case on `lock` (see the module docs).
-pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
+pub(crate) async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
     taken_away(actor, lock, &actor.connection(node)).await?;
     failed_extension(actor, lock, node, FAILED).await?;
     slow_extension(actor, lock, node).await?;
@@ -151,7 +151,7 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Ac
 /// The kept-alive body goes first: the failed case's held extension runs
 /// at the server after that call has returned, and would excuse a loss in
 /// a call begun before it ran.
-pub async fn after_heal(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
+pub(crate) async fn after_heal(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
     kept_alive(actor, lock, KEPT_HEALED).await?;
     failed_extension(actor, lock, node, FAILED_HEALED).await
 }

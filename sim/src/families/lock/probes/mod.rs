@@ -4,9 +4,9 @@
 //! planted corrupt keys), each staged once per run on names of its own and
 //! recorded as the workload records its calls, for the checkers to judge.
 
-pub mod corruption;
-pub mod floor;
-pub mod guard;
-pub mod release_race;
-pub mod retry;
-pub mod stale_lease;
+pub(crate) mod corruption;
+pub(crate) mod floor;
+pub(crate) mod guard;
+pub(crate) mod release_race;
+pub(crate) mod retry;
+pub(crate) mod stale_lease;

@@ -83,7 +83,12 @@ enum Step {
 /// configured the same way, on another connection) as the second (see the
 /// module docs): the release race, then the extend race. Answers that
 /// fail end a race; the checkers judge what was recorded.
-pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, rival: &Lock<SimConnection>, node: usize) -> ActorResult {
+pub(crate) async fn probe(
+    actor: &Actor,
+    lock: &Lock<SimConnection>,
+    rival: &Lock<SimConnection>,
+    node: usize,
+) -> ActorResult {
     race(actor, lock, rival, node, RELEASE_NAME, Step::Release).await?;
     race(actor, lock, rival, node, EXTEND_NAME, Step::Extend).await
 }

@@ -35,7 +35,7 @@ use core::time::Duration;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use redis_primitives::{Lock, Ttl};
+use redis_primitives::{Lock, Retry, Ttl};
 
 use super::release_race::{acquire, release};
 use crate::families::lock::api::{LOCK_ACQUIRE, RETRY_RUN};
@@ -63,7 +63,7 @@ struct Case {
 
 /// Runs the four cases (see the module docs) through `lock` on node
 /// `node`, under the probe's own hold of its own name.
-pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
+pub(crate) async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
     let Some(held) = acquire(actor, lock, NAME, HOLD_TTL_MS).await? else { return Ok(()) };
     let timeout = actor.net().response_timeout.as_millis() as u64;
     let cases = [
@@ -100,8 +100,7 @@ pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Ac
 async fn run(actor: &Actor, lock: &Lock<SimConnection>, node: usize, n: usize, case: Case) -> ActorResult {
     let Some(attempts) = NonZeroU32::new(case.attempts) else { return Ok(()) };
     let (base, max) = (Duration::from_millis(case.base_ms), Duration::from_millis(case.max_ms));
-    let Some(retry) = crate::probes::validation::retry(actor, attempts, base, max) else { return Ok(()) };
-    let mut retry = retry.seeded(actor.seed_for(&format!("retry-probe-{n}")));
+    let mut retry = Retry::new(attempts, base, max)?.seeded(actor.seed_for(&format!("retry-probe-{n}")));
     if let Some(d) = case.deadline_ms {
         retry = retry.deadline(Duration::from_millis(d));
     }

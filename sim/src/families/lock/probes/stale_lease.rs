@@ -120,7 +120,11 @@ async fn killed_connection(actor: &Actor, node: usize, ttl: Ttl) {
 }
 
 /// Runs the probe on `lock` (see the module docs).
-pub async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> Result<(), redis_primitives::Error> {
+pub(crate) async fn probe(
+    actor: &Actor,
+    lock: &Lock<SimConnection>,
+    node: usize,
+) -> Result<(), redis_primitives::Error> {
     trust_at_deadline(actor, lock).await?;
     let (short, long) = (Ttl::from_millis(EXPIRED_TTL_MS)?, Ttl::from_millis(HELD_TTL_MS)?);
     killed_connection(actor, node, long).await;

@@ -23,12 +23,12 @@ use crate::families::lock::{LockKind, LockWorkload, Protection, StoreKind};
 use crate::nemesis::{Fault, FaultKind, Target};
 
 /// When the lock server restarts (ms) and how long it stays down.
-pub const RESTART_AT_MS: u64 = 1500;
+pub(crate) const RESTART_AT_MS: u64 = 1500;
 /// Downtime of the restart (ms).
-pub const RESTART_FOR_MS: u64 = 100;
+pub(crate) const RESTART_FOR_MS: u64 = 100;
 
 /// The `counter-loss` settings.
-pub fn workload() -> LockWorkload {
+pub(crate) fn workload() -> LockWorkload {
     let base = LockWorkload::lock();
     LockWorkload {
         nodes: 2,
@@ -53,6 +53,6 @@ pub fn workload() -> LockWorkload {
 }
 
 /// The `counter-loss-floored` settings: the same restart, time-floored tokens.
-pub fn floored() -> LockWorkload {
+pub(crate) fn floored() -> LockWorkload {
     LockWorkload { protection: Protection::TimeFloored, ..workload() }
 }

@@ -39,24 +39,24 @@ use crate::nemesis::{Fault, FaultKind, Schedule, Target};
 use crate::outcome::Outcome;
 
 /// When the replication link of the lock's node is cut (ms).
-pub const CUT_AT_MS: u64 = 800;
+pub(crate) const CUT_AT_MS: u64 = 800;
 /// How long it stays cut (ms); the failover happens inside the cut.
-pub const CUT_FOR_MS: u64 = 1400;
+pub(crate) const CUT_FOR_MS: u64 = 1400;
 /// When the lock's primary crashes (ms).
-pub const FAILOVER_AT_MS: u64 = 1500;
+pub(crate) const FAILOVER_AT_MS: u64 = 1500;
 /// How long until its replica is promoted (ms).
-pub const FAILOVER_FOR_MS: u64 = 150;
+pub(crate) const FAILOVER_FOR_MS: u64 = 150;
 /// How far behind the promoted server's clock runs in `lock-failover-clock-back` (ms).
-pub const CLOCK_BEHIND_MS: i64 = 2000;
+pub(crate) const CLOCK_BEHIND_MS: i64 = 2000;
 
 /// Situations the failover scenarios declare.
-pub mod situation {
+pub(crate) mod situation {
     use crate::outcome::SituationName;
 
     /// An acknowledged acquire was refused: the replica did not acknowledge it.
-    pub const ACQUIRE_NOT_ACKNOWLEDGED: SituationName = SituationName::new("acquire-not-acknowledged");
+    pub(crate) const ACQUIRE_NOT_ACKNOWLEDGED: SituationName = SituationName::new("acquire-not-acknowledged");
     /// A lease was granted by the promoted server.
-    pub const GRANTED_AFTER_FAILOVER: SituationName = SituationName::new("granted-after-failover");
+    pub(crate) const GRANTED_AFTER_FAILOVER: SituationName = SituationName::new("granted-after-failover");
 }
 
 use crate::outcome::Situation;
@@ -71,12 +71,12 @@ const GRANTED_AFTER: Situation = Situation {
 };
 
 /// What `lock-failover-acknowledged` exists to reach.
-pub const ACKNOWLEDGED_SITUATIONS: &[Situation] = &[NOT_ACKNOWLEDGED, GRANTED_AFTER];
+pub(crate) const ACKNOWLEDGED_SITUATIONS: &[Situation] = &[NOT_ACKNOWLEDGED, GRANTED_AFTER];
 /// What `lock-failover-floored` exists to reach.
-pub const FLOORED_SITUATIONS: &[Situation] = &[GRANTED_AFTER];
+pub(crate) const FLOORED_SITUATIONS: &[Situation] = &[GRANTED_AFTER];
 
 /// The cut and the failover every seed gets (and the search space keeps).
-pub fn cut_and_failover_faults() -> Vec<Fault> {
+pub(crate) fn cut_and_failover_faults() -> Vec<Fault> {
     cut_and_failover()
 }
 
@@ -89,7 +89,7 @@ fn cut_and_failover() -> Vec<Fault> {
 }
 
 /// The `lock-failover` settings: plain `Lock`.
-pub fn workload() -> LockWorkload {
+pub(crate) fn workload() -> LockWorkload {
     let base = LockWorkload::lock();
     LockWorkload {
         nodes: 2,
@@ -108,18 +108,18 @@ pub fn workload() -> LockWorkload {
 }
 
 /// `lock-failover-acknowledged`: acquires wait for the replica.
-pub fn acknowledged() -> LockWorkload {
+pub(crate) fn acknowledged() -> LockWorkload {
     LockWorkload { protection: Protection::Acknowledged, policy: Policy::ForbidTrustedOverlap, ..workload() }
 }
 
 /// `lock-failover-floored`: time-floored tokens.
-pub fn floored() -> LockWorkload {
+pub(crate) fn floored() -> LockWorkload {
     LockWorkload { protection: Protection::TimeFloored, ..workload() }
 }
 
 /// `lock-failover-clock-back`: time-floored tokens, the promoted server's
 /// clock behind from the moment it takes over.
-pub fn clock_back() -> LockWorkload {
+pub(crate) fn clock_back() -> LockWorkload {
     let mut w = floored();
     w.always.push(Fault {
         at: FAILOVER_AT_MS + FAILOVER_FOR_MS,
@@ -131,7 +131,7 @@ pub fn clock_back() -> LockWorkload {
 }
 
 /// The situations a finished run reached that only its history shows.
-pub fn reach(outcome: &mut Outcome, schedule: &Schedule) {
+pub(crate) fn reach(outcome: &mut Outcome, schedule: &Schedule) {
     let promoted = schedule.faults.iter().filter(|f| f.kind == FaultKind::Failover).map(Fault::end).min();
     let Some(promoted) = promoted else { return };
     let granted_after = outcome.history.iter().any(|e| {

@@ -13,7 +13,7 @@ use crate::families::lock::checks::mutual_exclusion::Policy;
 use crate::families::lock::{LockKind, LockWorkload, StoreKind};
 
 /// The `fencing` settings.
-pub fn workload() -> LockWorkload {
+pub(crate) fn workload() -> LockWorkload {
     LockWorkload {
         lock: LockKind::Fenced,
         store: StoreKind::Fenced,

@@ -4,11 +4,11 @@
 //! and says what that variant breaks or holds; `lock` and `lock-floored`
 //! are [`LockWorkload::lock`] itself.
 
-pub mod counter_loss;
-pub mod failover;
-pub mod fencing;
-pub mod naive;
-pub mod unfenced;
+pub(crate) mod counter_loss;
+pub(crate) mod failover;
+pub(crate) mod fencing;
+pub(crate) mod naive;
+pub(crate) mod unfenced;
 
 use proptest::strategy::BoxedStrategy;
 
@@ -21,7 +21,7 @@ use crate::servers::{Servers, SetupError};
 
 /// Which lock-family scenario: one set of [`LockWorkload`] settings each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockVariant {
+pub(crate) enum LockVariant {
     /// `lock`: `Lock`, fenced store, careful holders, every public operation.
     Lock,
     /// `lock-naive`: `NaiveLock` (bare `DEL` release), unfenced store.
@@ -50,7 +50,7 @@ pub enum LockVariant {
 
 impl LockVariant {
     /// The variant's settings.
-    pub fn workload(self) -> LockWorkload {
+    pub(crate) fn workload(self) -> LockWorkload {
         match self {
             LockVariant::Lock => LockWorkload::lock(),
             LockVariant::Naive => naive::workload(),

@@ -14,7 +14,7 @@ use crate::families::lock::{LockKind, LockWorkload, StoreKind};
 /// The `lock-naive` settings: `lock`'s, with the naive lock, an unfenced
 /// store, and a client that never checks its deadline (a naive lock gives
 /// it nothing to check against but the TTL it asked for).
-pub fn workload() -> LockWorkload {
+pub(crate) fn workload() -> LockWorkload {
     LockWorkload {
         lock: LockKind::Naive,
         store: StoreKind::Unfenced,

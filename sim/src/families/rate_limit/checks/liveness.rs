@@ -36,7 +36,7 @@ struct Req {
 }
 
 /// Checks every limiter key in `events` (see the module docs).
-pub fn check(events: &[Event], settle_ms: Millis) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], settle_ms: Millis) -> Vec<Violation> {
     let mut reqs: BTreeMap<String, Vec<Req>> = BTreeMap::new();
     let mut at: BTreeMap<u64, (String, usize)> = BTreeMap::new();
     for e in events {

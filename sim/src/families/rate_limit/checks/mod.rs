@@ -1,6 +1,6 @@
 //! The rate-limit family's invariants, one file each: they judge only
 //! histories of a rate limiter, so they live with the family.
 
-pub mod exact;
-pub mod liveness;
-pub mod window;
+pub(crate) mod exact;
+pub(crate) mod liveness;
+pub(crate) mod window;

@@ -22,7 +22,7 @@ use crate::history::{Event, EventKind, Millis};
 
 /// What the limiter promises per window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Allowance {
+pub(crate) enum Allowance {
     /// Never more than the configured limit.
     Exact,
     /// Never more than this many admissions per window (limit + documented
@@ -32,7 +32,7 @@ pub enum Allowance {
 
 /// Per-key measurement.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyReport {
+pub(crate) struct KeyReport {
     /// Configured limit.
     pub limit: u64,
     /// Window length (ms).
@@ -49,16 +49,9 @@ pub struct KeyReport {
     pub worst_at: Millis,
 }
 
-impl KeyReport {
-    /// Admissions above the limit in the worst window (0 if within it).
-    pub fn overshoot(&self) -> u64 {
-        self.worst_window.saturating_sub(self.limit)
-    }
-}
-
 /// What the checker found.
 #[derive(Debug, Clone, Default)]
-pub struct Windows {
+pub(crate) struct Windows {
     /// Per limiter key.
     pub keys: BTreeMap<String, KeyReport>,
     /// Windows over the allowance.
@@ -66,7 +59,7 @@ pub struct Windows {
 }
 
 /// Checks every limiter key in `events` against `allowance`.
-pub fn check(events: &[Event], allowance: Allowance) -> Windows {
+pub(crate) fn check(events: &[Event], allowance: Allowance) -> Windows {
     let mut keys: BTreeMap<String, (KeyReport, Vec<Millis>)> = BTreeMap::new();
     for c in completed(events) {
         let Some(RateLimitOp::RateLimit { key, limit, window_ms, admission, server_ms, .. }) = c.done.op.family()
@@ -189,7 +182,7 @@ mod tests {
         let r = check(&h.events(), Allowance::Exact);
         assert_eq!(r.violations.len(), 1);
         assert!(r.violations[0].detail.contains("10 admissions"), "{:?}", r.violations);
-        assert_eq!(r.keys["k"].overshoot(), 5);
+        assert_eq!(r.keys["k"].worst_window - r.keys["k"].limit, 5);
         // An approximate limiter allowed 10 per window passes the same history.
         assert_eq!(check(&h.events(), Allowance::UpTo(10)).violations, vec![]);
     }

@@ -14,7 +14,7 @@ use crate::history::{Event, EventKind, Millis};
 /// What the Redlock checkers need to know about a run beyond its history:
 /// the configuration the clients ran with and the faults it suffered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedlockSetup {
+pub(crate) struct RedlockSetup {
     /// Number of masters, N (quorum N/2+1 is derived, never read from the history).
     pub masters: u32,
     /// Lease TTL (ms).
@@ -40,7 +40,7 @@ pub struct RedlockSetup {
 
 /// When a fault was in force and which links it touched.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FaultWindow {
+pub(crate) struct FaultWindow {
     /// Start (simulated ms).
     pub from: Millis,
     /// Undo (simulated ms).
@@ -54,11 +54,11 @@ pub struct FaultWindow {
 /// The longest one-way delay a fault can give a request (the largest
 /// `latency` fault, ms): a request sent before a fault ends arrives at most
 /// this long after it ends.
-pub const MAX_FAULT_DELAY_MS: Millis = 300;
+pub(crate) const MAX_FAULT_DELAY_MS: Millis = 300;
 
 /// The liveness promise of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Liveness {
+pub(crate) struct Liveness {
     /// When the last fault healed (simulated ms).
     pub heal_at: Millis,
     /// How long after `heal_at` progress must come (ms).
@@ -68,7 +68,7 @@ pub struct Liveness {
 impl RedlockSetup {
     /// A setup for `masters` masters, TTL and drift, no faults, every
     /// client with the same per-master timeout (for unit tests).
-    pub fn new(masters: u32, ttl_ms: u64, drift_ms: u64) -> RedlockSetup {
+    pub(crate) fn new(masters: u32, ttl_ms: u64, drift_ms: u64) -> RedlockSetup {
         RedlockSetup {
             masters,
             ttl_ms,
@@ -82,14 +82,14 @@ impl RedlockSetup {
     }
 
     /// N/2+1.
-    pub fn quorum(&self) -> usize {
+    pub(crate) fn quorum(&self) -> usize {
         self.masters as usize / 2 + 1
     }
 
     /// The latest instant at which a request `process` sent to `master`
     /// by `sent_by` can still be executed: at once, or when the last fault
     /// on that link that started by then ends, plus the longest delay.
-    pub fn lands_by(&self, process: &str, master: usize, sent_by: Millis) -> Millis {
+    pub(crate) fn lands_by(&self, process: &str, master: usize, sent_by: Millis) -> Millis {
         let end = self
             .faults
             .iter()
@@ -102,14 +102,14 @@ impl RedlockSetup {
     }
 
     /// Whether `process` was paused at some instant of `[from, to]`.
-    pub fn paused(&self, process: &str, from: Millis, to: Millis) -> bool {
+    pub(crate) fn paused(&self, process: &str, from: Millis, to: Millis) -> bool {
         self.pauses.iter().any(|(p, a, b)| p == process && *a <= to && from <= *b)
     }
 }
 
 /// Which library call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallKind {
+pub(crate) enum CallKind {
     /// `acquire` (`retry`: `acquire_with_retry`, whose earlier attempts are
     /// not in the history).
     Acquire {
@@ -130,7 +130,7 @@ pub enum CallKind {
 
 impl CallKind {
     /// The library method the call was (`acquire_with_retry`, …).
-    pub fn method(self) -> &'static str {
+    pub(crate) fn method(self) -> &'static str {
         match self {
             CallKind::Acquire { retry: false } => "acquire",
             CallKind::Acquire { retry: true } => "acquire_with_retry",
@@ -142,7 +142,7 @@ impl CallKind {
 
 /// One completed Redlock call.
 #[derive(Debug, Clone)]
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     /// Op id of the invoke (an acquire's id names its lease).
     pub id: u64,
     /// The client.
@@ -161,13 +161,13 @@ pub struct Call<'a> {
 
 impl Call<'_> {
     /// Time from invoke to completion.
-    pub fn elapsed(&self) -> Millis {
+    pub(crate) fn elapsed(&self) -> Millis {
         self.done.saturating_sub(self.invoke)
     }
 }
 
 /// Every completed Redlock acquire, extend and release, in completion order.
-pub fn calls(events: &[Event]) -> Vec<Call<'_>> {
+pub(crate) fn calls(events: &[Event]) -> Vec<Call<'_>> {
     let mut invoked: BTreeMap<u64, (Millis, bool)> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
@@ -199,17 +199,17 @@ pub(crate) mod build {
 
     /// Events under construction.
     #[derive(Default)]
-    pub struct B {
+    pub(crate) struct B {
         pub events: Vec<Event>,
         next: u64,
     }
 
-    pub fn round(answers: &str) -> RedlockRound {
+    pub(crate) fn round(answers: &str) -> RedlockRound {
         RedlockRound { answers: answers.into(), ..RedlockRound::default() }
     }
 
     /// A refusal round.
-    pub fn refused(answers: &str, why: &str, elapsed: u64) -> RedlockRound {
+    pub(crate) fn refused(answers: &str, why: &str, elapsed: u64) -> RedlockRound {
         RedlockRound {
             answers: answers.into(),
             elapsed_ms: Some(elapsed),
@@ -221,7 +221,7 @@ pub(crate) mod build {
     }
 
     /// A grant round over `[t0, t1]` trusted until `until`.
-    pub fn granted(answers: &str, t0: Millis, t1: Millis, until: Millis) -> RedlockRound {
+    pub(crate) fn granted(answers: &str, t0: Millis, t1: Millis, until: Millis) -> RedlockRound {
         RedlockRound {
             answers: answers.into(),
             elapsed_ms: Some(t1 - t0),
@@ -259,7 +259,7 @@ pub(crate) mod build {
             id
         }
 
-        pub fn acquire(
+        pub(crate) fn acquire(
             &mut self,
             p: &str,
             t0: Millis,
@@ -281,16 +281,24 @@ pub(crate) mod build {
         }
 
         /// A granted acquire over `[t0, t1]` trusted until `until`.
-        pub fn grant(&mut self, p: &str, t0: Millis, t1: Millis, answers: &str, until: Millis) -> u64 {
+        pub(crate) fn grant(&mut self, p: &str, t0: Millis, t1: Millis, answers: &str, until: Millis) -> u64 {
             self.acquire(p, t0, t1, EventKind::Ok, granted(answers, t0, t1, until), false)
         }
 
-        pub fn extend(&mut self, p: &str, lease: u64, t0: Millis, t1: Millis, kind: EventKind, r: RedlockRound) -> u64 {
+        pub(crate) fn extend(
+            &mut self,
+            p: &str,
+            lease: u64,
+            t0: Millis,
+            t1: Millis,
+            kind: EventKind,
+            r: RedlockRound,
+        ) -> u64 {
             let op = |round| RedlockOp::RedlockExtend { name: "r".into(), lease, round };
             self.call(p, REDLOCK_EXTEND, t0, t1, kind, op, Some(r))
         }
 
-        pub fn release(&mut self, p: &str, lease: u64, t0: Millis, t1: Millis, answers: &str) -> u64 {
+        pub(crate) fn release(&mut self, p: &str, lease: u64, t0: Millis, t1: Millis, answers: &str) -> u64 {
             let op = |round| RedlockOp::RedlockRelease { name: "r".into(), lease: Some(lease), round };
             self.call(p, REDLOCK_RELEASE, t0, t1, EventKind::Ok, op, Some(round(answers)))
         }

@@ -12,7 +12,7 @@ use crate::checker::{Violation, LIVENESS};
 use crate::history::{Event, EventKind};
 
 /// Checks the liveness promise of `setup` (nothing when it has none).
-pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let Some(l) = setup.liveness else { return Vec::new() };
     let deadline = l.heal_at + l.bound;
     let progress = calls(events).into_iter().any(|c| {

@@ -2,9 +2,9 @@
 //! Redlock history they share ([`calls`]): they judge only Redlock
 //! histories, so they live with the family.
 
-pub mod calls;
-pub mod liveness;
-pub mod mutual_exclusion;
-pub mod rounds;
-pub mod validity;
-pub mod votes;
+pub(crate) mod calls;
+pub(crate) mod liveness;
+pub(crate) mod mutual_exclusion;
+pub(crate) mod rounds;
+pub(crate) mod validity;
+pub(crate) mod votes;

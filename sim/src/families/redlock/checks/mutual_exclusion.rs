@@ -32,7 +32,7 @@ struct Grant<'a> {
 /// over `[reply, valid_until)` of every confirmed `extend`; a refused extend
 /// ends it at the extend's invoke (the library stops trusting it at that
 /// round's T1), a release at the release's invoke.
-pub fn check(events: &[Event]) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event]) -> Vec<Violation> {
     let mut grants: Vec<Grant<'_>> = Vec::new();
     let mut open: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     let cap = |grants: &mut Vec<Grant<'_>>, lease: u64, at: Millis| {

@@ -36,7 +36,7 @@ use crate::history::{Event, EventKind, Millis};
 const SLACK_MS: u64 = 2;
 
 /// Checks the answers and durations of every Redlock round in `events`.
-pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let n = setup.masters as usize;
     let mut out = unverified_without_a_fault(events, setup);
     for c in calls(events) {

@@ -27,7 +27,7 @@ use crate::families::redlock::invariants::REDLOCK_VALIDITY;
 use crate::history::{Event, EventKind, Millis};
 
 /// Checks every grant, extension and time refusal in `events`.
-pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let (ttl, drift) = (setup.ttl_ms, setup.drift_ms);
     let mut out = Vec::new();
     let mut bad = |at: Millis, detail: String| {

@@ -61,7 +61,7 @@ enum Step {
 }
 
 /// Checks every Redlock verdict and answer in `events`.
-pub fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let mut out = check_answers(events, setup);
     if setup.clocks_trusted {
         for v in check_refusing_masters(events, setup) {

@@ -105,7 +105,7 @@ use views::{Guarded, Views};
 
 /// One extension's round trip when nothing is disturbed (links of 1-10 ms
 /// each way), plus the millisecond a timer may fire late.
-pub const TAKEN_AWAY_SLACK_MS: Millis = 25;
+pub(crate) const TAKEN_AWAY_SLACK_MS: Millis = 25;
 
 /// Checks every guarded call in `events`; `executions` are the bridges'
 /// execution logs (when a held request ran); `faults` are the nemesis
@@ -114,7 +114,7 @@ pub const TAKEN_AWAY_SLACK_MS: Millis = 25;
 /// `faults` to those that can reach a process (by name; a process it does
 /// not list is reached by every fault), for the taken-away and hand-back
 /// rules.
-pub fn check(
+pub(crate) fn check(
     events: &[Event],
     executions: &[Execution],
     faults: &[(Millis, Millis)],

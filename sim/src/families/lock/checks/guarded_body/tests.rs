@@ -78,6 +78,7 @@ fn held_call(ms: u64, ran: u64, late: (u64, bool), end: u64, outcome: GuardedRes
         sim_ms: ran,
         taken_ms: ran - ms,
         held_ms: ms,
+        reply: crate::Reply::Other,
     };
     (h, vec![log])
 }
@@ -221,6 +222,7 @@ fn a_body_completed_past_an_unmoved_deadline_fails() {
                 sim_ms: t,
                 taken_ms: t,
                 held_ms: 0,
+                reply: crate::Reply::Other,
             })
             .collect();
         check(&h.events(), &log, &[], &[], &BTreeMap::new())
@@ -355,6 +357,7 @@ fn a_held_request_explains_a_loss_over_the_span_it_was_really_held() {
             sim_ms: ran,
             taken_ms: taken,
             held_ms: 60,
+            reply: crate::Reply::Other,
         }]
     };
     // Taken up at 200 ms, held 60 ms, then a server pause: it ran at

@@ -87,7 +87,7 @@ use model::{Call, Model};
 
 /// Checks every lock reply in `events`.
 /// `executions` is the lock server's execution log (rule 7).
-pub fn check(events: &[Event], executions: &[Execution]) -> Vec<Violation> {
+pub(crate) fn check(events: &[Event], executions: &[Execution]) -> Vec<Violation> {
     check_tokens(events, executions, None)
 }
 
@@ -96,7 +96,7 @@ pub fn check(events: &[Event], executions: &[Execution]) -> Vec<Violation> {
 /// token is at most `max(the previous + 1, the clock)`, so the `k`-th
 /// acquire possibly granted by simulated time `t` issued at most
 /// `clock(t) + k`, the bound `current_token` is held to.
-pub fn check_floored(events: &[Event], executions: &[Execution], epoch_unix_ms: u64) -> Vec<Violation> {
+pub(crate) fn check_floored(events: &[Event], executions: &[Execution], epoch_unix_ms: u64) -> Vec<Violation> {
     check_tokens(events, executions, Some(epoch_unix_ms))
 }
 

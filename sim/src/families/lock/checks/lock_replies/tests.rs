@@ -20,6 +20,7 @@ fn served(events: &[Event]) -> Vec<Execution> {
             sim_ms: e.time,
             taken_ms: e.time,
             held_ms: 0,
+            reply: crate::Reply::Other,
         })
         .collect()
 }

@@ -79,7 +79,7 @@ use crate::history::{Event, EventKind, Millis};
 
 /// Which algorithm the decisions must follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
+pub(crate) enum Algorithm {
     /// `SlidingWindowLog`.
     Log,
     /// `SlidingWindowCounter`; its buckets are aligned to unix time, so the
@@ -92,7 +92,7 @@ pub enum Algorithm {
 
 /// Checker configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Config {
+pub(crate) struct Config {
     /// The algorithm.
     pub algorithm: Algorithm,
     /// When the last fault healed (0: no faults).
@@ -108,7 +108,7 @@ pub struct Config {
 
 /// What the checker found, with how much it could judge.
 #[derive(Debug, Clone, Default)]
-pub struct ExactWindows {
+pub(crate) struct ExactWindows {
     /// Unjustified decisions (at most one per key).
     pub violations: Vec<Violation>,
     /// Decisions judged.
@@ -145,7 +145,7 @@ pub(super) struct Key {
 
 /// Checks every limiter key in `events`; `executions` is the limiter
 /// node's execution log (see the module docs).
-pub fn check(events: &[Event], executions: &[Execution], config: Config) -> ExactWindows {
+pub(crate) fn check(events: &[Event], executions: &[Execution], config: Config) -> ExactWindows {
     let mut report = ExactWindows::default();
     for (name, mut k) in read_keys(events, config) {
         if let Some((at, why)) = wrong_clock(&k, executions, config) {
@@ -300,7 +300,7 @@ pub(super) fn describe(d: &Decided) -> String {
 /// `is_denied()` say which it is, `remaining()` is the admission's remaining
 /// (0 after a denial), `retry_after()` the denial's wait (`None` after an
 /// admission), `count()` the count.
-pub fn check_accessors(events: &[Event]) -> Vec<Violation> {
+pub(crate) fn check_accessors(events: &[Event]) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in events {
         let Some(RateLimitOp::RateLimit {
@@ -363,6 +363,7 @@ mod tests {
                         sim_ms: e.time,
                         taken_ms: e.time,
                         held_ms: 0,
+                        reply: crate::Reply::Other,
                     })
                 }
                 _ => None,
