@@ -383,9 +383,11 @@ impl<C: Connection> JobQueue<C> {
 
     /// Returns every claim whose lease has lapsed on the server's clock to
     /// the queue, in its original FIFO place, up to 100 per call (call again
-    /// while it returns 100). Returns the ids moved. Their holders' attempts
-    /// stay the jobs' until the next claim, so a holder that is merely slow
-    /// can still complete before someone claims the job again.
+    /// while it returns 100). Returns the ids moved. A reaped job is pending
+    /// again: its holder's [`JobQueue::complete`] and [`JobQueue::extend`]
+    /// are refused from then on (they need the job active), even before
+    /// anyone claims it again, so a holder that was merely slow learns it
+    /// lost the job and the next claim runs it.
     ///
     /// A lapsed id that is not UTF-8 (written by another client), or whose
     /// hash is not an active job's, is [`Error::CorruptState`] and nothing
