@@ -28,6 +28,7 @@ pub(crate) mod key_lifetimes;
 pub mod late_writes;
 pub(crate) mod order;
 pub(crate) mod stale_overwrite;
+pub(crate) mod store_reads;
 pub(crate) mod unexpected_errors;
 
 pub(crate) use allowance::Allowance;

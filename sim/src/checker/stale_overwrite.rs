@@ -5,8 +5,12 @@
 //! - once the store has accepted token t (the accepting write completed), it
 //!   never accepts a write with t' < t invoked afterwards. Equal tokens are
 //!   fine: the current holder may write repeatedly (reference case 12);
-//! - the final value (the last successful `Read`) belongs to a write whose
-//!   token is at least the highest token the store definitely accepted.
+//! - every read of a fenced key returns one write's value and token,
+//!   current at some instant of the read's span (`store_reads`: reads made
+//!   while writes are in flight, and the final one);
+//! - the final value of an unfenced key (the last successful `Read`)
+//!   belongs to a write whose token is at least the highest token the
+//!   store definitely accepted.
 //!
 //! Rejections are judged too (a store that refuses good writes is as broken
 //! as one that accepts stale ones). A fenced write rejected with
@@ -19,12 +23,9 @@
 //! - no later acceptance of a token below `h` invoked after the rejection
 //!   completed (the store's highest never goes down).
 //!
-//! And the final value of a fenced store must be the value of a write that
-//! carried exactly the token stored with it.
-//!
 //! A write whose outcome is unknown (`Info`) may land at any later time, so it
-//! is never convicted by the first rule; but if its value turns up in the
-//! final read with a stale token, the second rule catches it. An unfenced
+//! is never convicted by the first rule; but if its value turns up in a
+//! read with a stale token, the read rules catch it. An unfenced
 //! store reports every write as accepted, so a stale holder's late write
 //! breaks both rules: that is `fencing-unfenced`.
 
@@ -38,7 +39,7 @@ type Accepted<'a> = order::Stamped<'a>;
 
 /// A fenced write that may have been applied: (key, token, value,
 /// invoked, definitely-accepted completion or `None` when unknown).
-type Candidate<'a> = (&'a str, u64, &'a str, Millis, Option<Millis>);
+pub(super) type Candidate<'a> = (&'a str, u64, &'a str, Millis, Option<Millis>);
 
 /// A fenced write the store rejected: (completion, invoked, token,
 /// `highest_seen`).
@@ -61,10 +62,12 @@ pub(crate) fn check(events: &[Event]) -> Vec<Violation> {
     for rejection in &rejections {
         justified_rejection(rejection, &candidates, &mut out);
     }
+    super::store_reads::check(events, &candidates, &mut out);
+    let fenced: Vec<&str> = candidates.iter().map(|c| c.0).collect();
     let o = outcomes(events);
     for (key, writes) in &o.accepted {
         accepted_in_order(key, writes, &mut out);
-        final_value(key, writes, &o, &candidates, &mut out);
+        final_value(key, writes, &o, &fenced, &mut out);
     }
     super::capped(out, NO_STALE_OVERWRITE)
 }
@@ -179,14 +182,14 @@ fn accepted_in_order(key: &str, writes: &[Accepted<'_>], out: &mut Vec<Violation
     }
 }
 
-/// Rule 2: the final value, against writes completed before the read.
-fn final_value(
-    key: &str,
-    writes: &[Accepted<'_>],
-    o: &Outcomes<'_>,
-    candidates: &[Candidate<'_>],
-    out: &mut Vec<Violation>,
-) {
+/// The final value of an unfenced key, against writes completed before
+/// the read (a fenced key's reads are `store_reads`').
+fn final_value(key: &str, writes: &[Accepted<'_>], o: &Outcomes<'_>, fenced: &[&str], out: &mut Vec<Violation>) {
+    // A key fenced writes went to: every read of it, this one too, is
+    // judged by the read rules (`store_reads`).
+    if fenced.contains(&key) {
+        return;
+    }
     let Some((read, read_invoked)) = o.last_read.get(key) else { return };
     let Some(highest) = writes.iter().filter(|w| w.done < *read_invoked).map(|w| w.token).max() else {
         return;
@@ -201,16 +204,7 @@ fn final_value(
             ));
             return;
         }
-        (Some(v), Some(t)) => {
-            if !candidates.iter().any(|&(k, ct, cv, inv, _)| k == key && ct == *t && cv == v && inv < read.time) {
-                out.push(Violation::new(
-                    NO_STALE_OVERWRITE,
-                    Some(read.time),
-                    format!("{key}: final value {v:?} with token {t} matches no write that carried that token"),
-                ));
-            }
-            Some(*t)
-        }
+        (Some(_), Some(t)) => Some(*t),
         // Unfenced: attribute by value (scenarios write unique values).
         (Some(v), None) => o.written.get(&(key, v.as_str())).and_then(|ts| ts.iter().max().copied()),
     };

@@ -12,7 +12,7 @@ use redis_primitives::{FencedStore, Lock, Ttl, WriteOutcome};
 use redis_primitives_naive::{NaiveLock, UnfencedStore};
 
 use super::modes::{attempt, Ctx, Mode};
-use super::record::{read_lock_state, view};
+use super::record::{read_fenced, read_lock_state, view, Beside};
 use super::workload::{draw, fenced_lock, lock_drift, sleep_ms};
 use super::{situation, variants, LockKind, LockWorkload, StoreKind, LOCK_NAME, RESOURCE_KEY};
 use crate::api::{FENCED_STORE_WRITE, UNFENCED_STORE_WRITE};
@@ -52,6 +52,8 @@ struct Client<'a> {
     mode_rng: StdRng,
     /// Trust checks aimed at the lease's edge: its own stream, too.
     edge_rng: StdRng,
+    /// The store-read bursts: a stream of their own as well.
+    read_rng: StdRng,
     holds: u32,
     writes: u32,
     /// In which of its holds this client stalls, until it has.
@@ -83,6 +85,7 @@ pub(super) async fn client(actor: Actor, w: LockWorkload, stall_at: Option<u32>)
         rng: actor.rng(),
         mode_rng: actor.rng_for("mode"),
         edge_rng: actor.rng_for("edge"),
+        read_rng: actor.rng_for("store-reads"),
         holds: 0,
         writes: 0,
         stall_at,
@@ -126,12 +129,35 @@ fn read_back_settings(
     Ok(())
 }
 
+/// The share of a modes client's attempts that begin with a burst of
+/// store reads.
+const STORE_READ_SHARE: f64 = 0.5;
+
+/// Three to eight reads of the fenced resource, 0-3 ms apart: a reader polling
+/// a value that other clients write. Whoever holds the lock may be writing
+/// at that moment, and this client's faults (pauses, held requests,
+/// partitions) hold its reads in flight as they do its writes, so reads
+/// overlap writes (`store-read-overlapped-write`) and each must return one
+/// write's value and token, current at some instant of its span.
+async fn read_burst(actor: &Actor, store: &FencedStore<SimConnection>, rng: &mut StdRng) {
+    for _ in 0..rng.random_range(3..=8u32) {
+        read_fenced(actor, store).await;
+        let gap = rng.random_range(0..=3u64);
+        if gap > 0 {
+            sleep_ms(gap).await;
+        }
+    }
+}
+
 impl Client<'_> {
     /// A mode attempt, when the workload has modes and this attempt draws
     /// one other than plain (from the modes' own stream, after a read of
     /// the lock's state now and then); whether it ran.
     async fn mode_attempt(&mut self) -> turmoil::Result<bool> {
         let (true, AnyLock::Fenced(l)) = (self.w.modes, &self.lock) else { return Ok(false) };
+        if self.w.store == StoreKind::Fenced && self.read_rng.random_bool(STORE_READ_SHARE) {
+            read_burst(self.actor, &self.fenced, &mut self.read_rng).await;
+        }
         if self.mode_rng.random_bool(0.15) {
             read_lock_state(self.actor, l, &mut self.mode_rng).await;
         }
@@ -173,7 +199,12 @@ impl Client<'_> {
         }
         self.writes += 1;
         let value = format!("{}-{}", self.actor.name(), self.writes);
-        write(self.actor, self.w, &self.fenced, &self.unfenced, &value, token).await;
+        let beside = match (self.w.modes, self.w.store) {
+            (true, StoreKind::Fenced) => Beside::draw(self.actor, self.writes),
+            _ => Beside::Alone,
+        };
+        let write = write(self.actor, self.w, &self.fenced, &self.unfenced, &value, token);
+        beside.run(self.actor, &self.fenced, write).await;
         self.release(&held, token).await;
     }
 

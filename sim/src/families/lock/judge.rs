@@ -141,4 +141,7 @@ fn reach_post_hoc(outcome: &mut Outcome) {
     if unknown > 0 && gap {
         outcome.reach(situation::ACQUIRE_TIMED_OUT_BUT_APPLIED);
     }
+    if crate::checker::store_reads::overlapped_a_write(&outcome.history) {
+        outcome.reach(situation::STORE_READ_OVERLAPPED_WRITE);
+    }
 }

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use super::workload::{fenced_lock, lock_drift, sleep_ms};
 use super::{probes, LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};
-use crate::api::{FENCED_STORE_READ, UNFENCED_STORE_READ};
+use crate::api::UNFENCED_STORE_READ;
 use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_RELEASE, RETRY_RUN};
 use crate::families::lock::op::LockOp;
 use crate::history::Op;
@@ -135,22 +135,16 @@ async fn probe_while_clients_run(actor: &Actor, w: &LockWorkload) -> ActorResult
 /// value the stale-overwrite check compares with the writes before it.
 async fn read_resource(actor: &Actor, w: &LockWorkload) {
     let conn = actor.connection(w.store_node);
-    let op = |value, token| Op::Read { key: RESOURCE_KEY.into(), value, token };
-    let api = match w.store {
-        StoreKind::Fenced => FENCED_STORE_READ,
-        StoreKind::Unfenced => UNFENCED_STORE_READ,
-    };
-    let id = actor.call(api, op(None, None));
     match w.store {
-        StoreKind::Fenced => match FencedStore::new(conn).read(RESOURCE_KEY).await {
-            Ok(Some(s)) => actor.ok(id, op(Some(String::from_utf8_lossy(&s.value).into_owned()), Some(s.token.get()))),
-            Ok(None) => actor.ok(id, op(None, None)),
-            Err(e) => actor.errored(id, op(None, None), &e),
-        },
-        StoreKind::Unfenced => match UnfencedStore::new(conn).read(RESOURCE_KEY).await {
-            Ok(v) => actor.ok(id, op(v.map(|b| String::from_utf8_lossy(&b).into_owned()), None)),
-            Err(e) => actor.errored(id, op(None, None), &e),
-        },
+        StoreKind::Fenced => super::record::read_fenced(actor, &FencedStore::new(conn)).await,
+        StoreKind::Unfenced => {
+            let op = |value| Op::Read { key: RESOURCE_KEY.into(), value, token: None };
+            let id = actor.call(UNFENCED_STORE_READ, op(None));
+            match UnfencedStore::new(conn).read(RESOURCE_KEY).await {
+                Ok(v) => actor.ok(id, op(v.map(|b| String::from_utf8_lossy(&b).into_owned()))),
+                Err(e) => actor.errored(id, op(None), &e),
+            }
+        }
     }
 }
 

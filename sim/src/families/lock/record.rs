@@ -3,11 +3,13 @@
 //! write, the token and TTL reads, and a guarded call from its acquire to
 //! its end (with the mark a dropped body leaves).
 
+use std::future::Future;
+
 use rand::Rng;
 use redis_primitives::{FencedStore, Lock, WriteOutcome};
 
 use super::{situation, LOCK_NAME, RESOURCE_KEY};
-use crate::api::FENCED_STORE_WRITE;
+use crate::api::{FENCED_STORE_READ, FENCED_STORE_WRITE};
 use crate::families::lock::api::{LOCK_CURRENT_TOKEN, LOCK_REMAINING_TTL};
 use crate::families::lock::op::{GuardedResult, LockOp};
 use crate::history::{Op, WriteResult};
@@ -31,16 +33,31 @@ pub(super) fn loss_is_deadline(actor: &Actor, reason: &redis_primitives::LeaseLo
 /// [`LockOp::BodyDropped`] at the instant the guard drops the body unfinished,
 /// which is the instant a `Cancelled { at }` must report. [`BodyMark::done`]
 /// disarms it when the body runs to its end.
+///
+/// With [`BodyMark::slow_release`], a drop also slows the reply to the
+/// release that follows it: the same fault the completed path's final
+/// release gets, so the cancel path's bound is tried as hard.
 pub(super) struct BodyMark {
     actor: Option<Actor>,
     name: String,
     token: u64,
+    /// The release's delay on a drop: (node, ms).
+    slow_release: Option<(usize, u64)>,
 }
 
 impl BodyMark {
     /// A mark for the body of `actor`'s guarded call on `name` (`token`).
     pub(super) fn new(actor: &Actor, name: &str, token: u64) -> BodyMark {
-        BodyMark { actor: Some(actor.clone()), name: name.to_string(), token }
+        BodyMark { actor: Some(actor.clone()), name: name.to_string(), token, slow_release: None }
+    }
+
+    /// On a drop, holds the caller's next request to `node` (the release)
+    /// for `ms`. Like the completed path's, the delay names no key: the
+    /// guarded-body rules read a delay naming the lease key as the
+    /// keep-alive's held first extend.
+    pub(super) fn slow_release(mut self, node: usize, ms: u64) -> BodyMark {
+        self.slow_release = Some((node, ms));
+        self
     }
 
     /// The body finished: nothing to record.
@@ -53,6 +70,10 @@ impl Drop for BodyMark {
     fn drop(&mut self) {
         if let Some(actor) = self.actor.take() {
             actor.observe(LockOp::BodyDropped { name: std::mem::take(&mut self.name), token: self.token });
+            if let Some((node, ms)) = self.slow_release.take() {
+                actor.delay_next_request(node, ms);
+                actor.reached(situation::CANCELLED_RELEASE_DELAYED);
+            }
         }
     }
 }
@@ -161,6 +182,52 @@ pub(super) async fn write_fenced(actor: &Actor, store: &FencedStore<SimConnectio
             actor.ok(id, op(Some(WriteResult::Rejected { highest_seen: highest_seen.get() })))
         }
         Err(e) => actor.errored(id, op(None), &e),
+    }
+}
+
+/// A read of the fenced resource, recorded: its value and token (judged by
+/// `no-stale-overwrite`'s read rules, `checker::store_reads`).
+pub(super) async fn read_fenced(actor: &Actor, store: &FencedStore<SimConnection>) {
+    let op = |value, token| Op::Read { key: RESOURCE_KEY.into(), value, token };
+    let id = actor.call(FENCED_STORE_READ, op(None, None));
+    match store.read(RESOURCE_KEY).await {
+        Ok(Some(s)) => actor.ok(id, op(Some(String::from_utf8_lossy(&s.value).into_owned()), Some(s.token.get()))),
+        Ok(None) => actor.ok(id, op(None, None)),
+        Err(e) => actor.errored(id, op(None, None), &e),
+    }
+}
+
+/// Whether a holder's write goes out with a read of the same key
+/// pipelined beside it on the one connection, and which is sent first: the
+/// two reach the server interleaved, and the read must still return one
+/// write's value and token. Drawn per write from a stream of its own (a
+/// third of the writes, either order).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Beside {
+    Alone,
+    ReadFirst,
+    WriteFirst,
+}
+
+impl Beside {
+    /// The draw for this actor's `n`th write.
+    pub(super) fn draw(actor: &Actor, n: u32) -> Beside {
+        let mut rng = actor.rng_for(&format!("read-beside-{n}"));
+        match rng.random_range(0..6u32) {
+            0 => Beside::ReadFirst,
+            1 => Beside::WriteFirst,
+            _ => Beside::Alone,
+        }
+    }
+
+    /// Runs `write`, with a recorded read of the fenced resource beside it
+    /// as drawn.
+    pub(super) async fn run(self, actor: &Actor, store: &FencedStore<SimConnection>, write: impl Future<Output = ()>) {
+        match self {
+            Beside::Alone => write.await,
+            Beside::ReadFirst => _ = tokio::join!(read_fenced(actor, store), write),
+            Beside::WriteFirst => _ = tokio::join!(write, read_fenced(actor, store)),
+        }
     }
 }
 

@@ -18,6 +18,12 @@ pub(crate) mod situation {
     /// A guarded body's final release got a reply slower than the
     /// keep-alive interval (a targeted one-request delay).
     pub(crate) const FINAL_RELEASE_DELAYED: SituationName = SituationName::new("final-release-delayed");
+    /// A guarded body was dropped and the release after it got a reply
+    /// slower than the keep-alive interval (the same one-request delay).
+    pub(crate) const CANCELLED_RELEASE_DELAYED: SituationName = SituationName::new("cancelled-release-delayed");
+    /// A `FencedStore::read`'s span overlapped a write to the same key
+    /// (reached by the analysis).
+    pub(crate) const STORE_READ_OVERLAPPED_WRITE: SituationName = SituationName::new("store-read-overlapped-write");
     /// A holder asked `is_trusted()` at its local deadline or 1 ms before.
     pub(crate) const TRUST_CHECKED_AT_THE_DEADLINE: SituationName = SituationName::new("trust-checked-at-the-deadline");
     /// A holder's own pause ended after its lease's local deadline.
@@ -66,7 +72,7 @@ pub(crate) mod situation {
 /// The situations of `fencing`; `lock` declares all but the last (its
 /// holders check their deadline before writing, so a refused stale write
 /// is rare there).
-const ALL: [Situation; 18] = [
+const ALL: [Situation; 20] = [
     Situation {
         name: situation::LEASE_EXPIRED_WHILE_PAUSED,
         meaning: "a holder resumed from a pause after its lease's local deadline",
@@ -106,6 +112,14 @@ const ALL: [Situation; 18] = [
     Situation {
         name: situation::FINAL_RELEASE_DELAYED,
         meaning: "the final release of a with_lock_guarded body was answered slower than the keep-alive interval (one request delayed at the server)",
+    },
+    Situation {
+        name: situation::CANCELLED_RELEASE_DELAYED,
+        meaning: "a with_lock_guarded body was dropped and the release after it was answered slower than the keep-alive interval (one request delayed at the server)",
+    },
+    Situation {
+        name: situation::STORE_READ_OVERLAPPED_WRITE,
+        meaning: "a FencedStore::read was in flight while a write to the same key was (another client's, or its own pipelined beside it)",
     },
     Situation {
         name: situation::WITH_LOCK_RELEASE_UNANSWERED,

@@ -8,7 +8,7 @@ use redis_primitives::{FencedStore, Lock, Ttl};
 
 use crate::families::lock::api::LOCK_RELEASE;
 use crate::families::lock::op::LockOp;
-use crate::families::lock::record::{view, write_fenced};
+use crate::families::lock::record::{view, write_fenced, Beside};
 use crate::families::lock::workload::sleep_ms;
 use crate::families::lock::{situation, LockWorkload, LOCK_NAME};
 use crate::history::{Api, Millis};
@@ -105,7 +105,8 @@ impl Ctx<'_> {
     pub(super) async fn write(&mut self, token: u64) {
         *self.writes += 1;
         let value = format!("{}-{}", self.actor.name(), *self.writes);
-        write_fenced(self.actor, self.store, &value, token).await;
+        let beside = Beside::draw(self.actor, *self.writes);
+        beside.run(self.actor, self.store, write_fenced(self.actor, self.store, &value, token)).await;
     }
 
     /// Writes if the lease is still trusted; otherwise records the loss.

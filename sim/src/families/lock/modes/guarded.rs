@@ -1,6 +1,7 @@
 //! The two guarded modes: `Mode::Guarded`, `Lock::with_lock_guarded` with
 //! a multi-step body that may stall (its first keep-alive extend or its
-//! final release held at the server now and then), and `Mode::KeepAlive`,
+//! final release held at the server now and then, the release after a
+//! completed body and after a dropped one alike), and `Mode::KeepAlive`,
 //! an acquire whose body is raced against a caller-driven
 //! `Lock::keep_alive`. Both are judged by `guarded-body`: a body runs only
 //! while its lease is trusted.
@@ -33,9 +34,13 @@ pub(super) async fn guarded(cx: &mut Ctx<'_>) -> ActorResult {
     let slow_release =
         cx.rng.random_bool(0.25).then(|| policy.every().as_millis() as u64 + cx.rng.random_range(1..=80));
     let held_extend = held_extend(cx, &policy);
+    let slow_after_drop = slow_release_after_drop(cx, &policy);
     let body = move |lease: redis_primitives::Lease| async move {
         let token = lease.token().get();
-        let mark = BodyMark::new(&actor, LOCK_NAME, token);
+        let mut mark = BodyMark::new(&actor, LOCK_NAME, token);
+        if let Some(ms) = slow_after_drop {
+            mark = mark.slow_release(w.lock_node, ms);
+        }
         let d = actor.millis_of(lease.local_deadline());
         actor.ok(
             acquire_id,
@@ -119,6 +124,17 @@ fn held_extend(cx: &Ctx<'_>, policy: &KeepAlive) -> Option<u64> {
     let ms = cx.w.plan.ttl_ms.saturating_sub(policy.every().as_millis() as u64) + faults.random_range(20..=80);
     let timeout = cx.actor.net().response_timeout.as_millis() as u64;
     (faults.random_bool(0.7) && ms < timeout).then_some(ms)
+}
+
+/// How long to hold the release that follows a dropped body, if this
+/// attempt does: 1-80 ms past the keep-alive interval, the most the call
+/// may wait for it, on most attempts. Drawn from a stream of its own per
+/// attempt (the workload's other draws are unchanged): bodies are dropped
+/// mostly when something disturbed the call, so the cancel path is tried
+/// more often than the completed one's `slow_release`.
+fn slow_release_after_drop(cx: &Ctx<'_>, policy: &KeepAlive) -> Option<u64> {
+    let mut faults = cx.actor.rng_for(&format!("release-after-drop-{}", cx.actor.now()));
+    faults.random_bool(0.6).then(|| policy.every().as_millis() as u64 + faults.random_range(1..=80))
 }
 
 /// One `Mode::KeepAlive` attempt (see the module docs).

@@ -11,7 +11,9 @@
 //!   refused, and the guard must drop the body then, not at the lease's
 //!   local deadline: until that deadline nobody *else* can be granted the
 //!   name through the lock, so the workload's overlap checks never see a
-//!   guard that shrugs a refusal off as a blip.
+//!   guard that shrugs a refusal off as a blip. The release after the drop
+//!   is then held past one keep-alive interval: the call must return
+//!   within that interval of the drop all the same.
 //! - **Failed with the key still ours.** The first extension is held at the
 //!   server past the connection's response timeout while the lease has
 //!   plenty of time left. The guard gives up on the failure; the lease is
@@ -83,6 +85,8 @@ const TAKEN: &str = "guard-probe-taken";
 const FAILED: &str = "guard-probe-failed";
 /// The taken-away lease: a third of it between extensions.
 const TAKEN_TTL_MS: u64 = 300;
+/// How far past the interval the release after its drop is held.
+const TAKEN_RELEASE_PAST_EVERY_MS: u64 = 50;
 /// The failing lease: long enough that the failure comes well before the
 /// local deadline (one interval plus the response timeout).
 const FAILED_TTL_MS: u64 = 600;
@@ -131,7 +135,7 @@ const KEPT_HEALED: &str = "guard-probe-kept-healed";
 
 /// Runs every case on `lock` (see the module docs).
 pub(crate) async fn probe(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
-    taken_away(actor, lock, &actor.connection(node)).await?;
+    taken_away(actor, lock, node).await?;
     failed_extension(actor, lock, node, FAILED).await?;
     slow_extension(actor, lock, node).await?;
     late_extension(actor, lock, node).await?;
@@ -167,7 +171,7 @@ async fn kept_alive(actor: &Actor, lock: &Lock<SimConnection>, name: &str) -> Ac
     let body = move |_lease: Lease, _actor: Actor| async move {
         tokio::time::sleep(Duration::from_millis(KEPT_BODY_MS)).await;
     };
-    guarded(actor, lock, name, policy, body).await?;
+    guarded(actor, lock, name, policy, body, None).await?;
     Ok(())
 }
 
@@ -181,7 +185,7 @@ async fn tie_at_deadline(actor: &Actor, lock: &Lock<SimConnection>) -> ActorResu
         actor.stall(TIE_TTL_MS - 100, "inside a guarded body, across its lease's deadline");
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
-    guarded(actor, lock, TIE, policy, body).await?;
+    guarded(actor, lock, TIE, policy, body, None).await?;
     Ok(())
 }
 
@@ -194,7 +198,7 @@ async fn slow_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize) 
         actor.delay_next_request_mentioning(node, SLOW_HOLD_MS, lease.key());
         tokio::time::sleep(Duration::from_millis(4 * FAILED_EVERY_MS + FAILED_EVERY_MS / 2)).await;
     };
-    guarded(actor, lock, SLOW, policy, body).await?;
+    guarded(actor, lock, SLOW, policy, body, None).await?;
     Ok(())
 }
 
@@ -219,7 +223,7 @@ async fn late_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize) 
     // one run in twenty: try again once the lease an unanswered acquire may
     // have set has surely expired.
     for _ in 0..LATE_TRIES {
-        if guarded(actor, lock, LATE, policy, body).await?.is_some() {
+        if guarded(actor, lock, LATE, policy, body, None).await?.is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(LATE_TTL_MS + 50)).await;
@@ -271,11 +275,14 @@ async fn unanswered_release(actor: &Actor, lock: &Lock<SimConnection>, node: usi
     Ok(())
 }
 
-/// The key is overwritten with another owner right after the acquire.
-async fn taken_away(actor: &Actor, lock: &Lock<SimConnection>, conn: &SimConnection) -> ActorResult {
+/// The key is overwritten with another owner right after the acquire; the
+/// release after the drop is held past one interval (the call must not
+/// wait for it longer than that).
+async fn taken_away(actor: &Actor, lock: &Lock<SimConnection>, node: usize) -> ActorResult {
     let ttl = Ttl::from_millis(TAKEN_TTL_MS)?;
     let policy = KeepAlive::thirds(lock, ttl)?;
-    let conn = conn.clone();
+    let conn = actor.connection(node);
+    let slow_release = Some((node, policy.every().as_millis() as u64 + TAKEN_RELEASE_PAST_EVERY_MS));
     let body = move |lease: Lease, actor: Actor| async move {
         // `XX`: only over the lease that is there; the other owner keeps the
         // key a while, as someone who believes they hold it would.
@@ -293,7 +300,7 @@ async fn taken_away(actor: &Actor, lock: &Lock<SimConnection>, conn: &SimConnect
             tokio::time::sleep(Duration::from_millis(BODY_MS)).await;
         }
     };
-    guarded(actor, lock, TAKEN, policy, body).await?;
+    guarded(actor, lock, TAKEN, policy, body, slow_release).await?;
     Ok(())
 }
 
@@ -313,7 +320,7 @@ async fn failed_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize
         actor.delay_next_request_mentioning(node, hold, lease.key());
         tokio::time::sleep(Duration::from_millis(BODY_MS)).await;
     };
-    if guarded(actor, lock, name, policy, body).await? == Some(true) {
+    if guarded(actor, lock, name, policy, body, None).await? == Some(true) {
         let op = |ms| LockOp::RemainingTtl { name: name.into(), ms };
         let id = actor.call(LOCK_REMAINING_TTL, op(None));
         match lock.remaining_ttl(name).await {
@@ -325,7 +332,8 @@ async fn failed_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize
 }
 
 /// `Lock::with_lock_guarded` on `name`, recorded as the workload records
-/// it; whether the body was cancelled, or `None` when no lease was granted
+/// it, with the release after a dropped body held at `slow_release`'s
+/// node for its ms, if given; whether the body was cancelled, or `None` when no lease was granted
 /// (refused, or the acquire failed).
 async fn guarded<F, Fut>(
     actor: &Actor,
@@ -333,6 +341,7 @@ async fn guarded<F, Fut>(
     name: &str,
     policy: KeepAlive,
     body: F,
+    slow_release: Option<(usize, u64)>,
 ) -> Result<Option<bool>, redis_primitives::Error>
 where
     F: FnOnce(Lease, Actor) -> Fut,
@@ -350,7 +359,10 @@ where
         .with_lock_guarded(name, policy, move |lease: Lease| {
             let token = lease.token().get();
             inner.ok(acquire_id, acquire(Some(token), Some(inner.millis_of(lease.local_deadline()))));
-            let mark = BodyMark::new(&inner, name, token);
+            let mut mark = BodyMark::new(&inner, name, token);
+            if let Some((node, ms)) = slow_release {
+                mark = mark.slow_release(node, ms);
+            }
             let out = body(lease, inner.clone());
             async move {
                 out.await;

@@ -8,25 +8,34 @@ use crate::checker::{Violation, LIVENESS};
 use crate::families::lock::op::{GuardedResult, LockOp};
 use crate::history::{EventKind, Millis};
 
-/// `Completed` from `with_lock_guarded`: it returned at most one keep-alive
-/// interval after its body ended. Only a freeze of the caller (a client
-/// pause, a stall) between the body's end and the return explains a late
-/// return; a slow, held or partitioned release does not: the guard gives
-/// up on it.
+/// `with_lock_guarded` returns at most one keep-alive interval after its
+/// body stopped, on either path: after a `Completed` body's end (the final
+/// release's invoke) and after a `Cancelled` body's drop (`at`). Both wait
+/// for the release the same way, so a cancelled call is held to the same
+/// bound. Only a freeze of the caller itself (its client pause, its
+/// stall) after the body's stop and before the return explains a late
+/// return; a slow, held or partitioned release does not (the guard gives
+/// up on it), nor does a freeze that ended as the body stopped (the drop
+/// of a body whose lease lapsed in a stall comes at the thaw).
 pub(super) fn returned_after_the_body(v: &Views<'_>, g: &Guarded<'_, '_>, out: &mut Vec<Violation>) {
     let (token, done) = (g.token, g.done);
-    let (Some(GuardedResult::Completed), Some(every)) = (g.outcome, g.every) else { return };
+    let Some(every) = g.every else { return };
+    let (stopped, how) = match g.outcome {
+        Some(GuardedResult::Completed) => (g.body_end, "its body ended"),
+        Some(GuardedResult::Cancelled { at, .. }) => (Some(*at), "its body was dropped"),
+        _ => return,
+    };
     let calm = |end: Millis| {
-        let overlaps = |s: Millis, e: Millis| s <= done.time && e >= end;
-        !v.frozen_by(g.process).iter().any(|&(s, e)| overlaps(s, e))
+        let overlaps = |s: Millis, e: Millis| s <= done.time && e > end;
+        !v.paused_spans(g.process).into_iter().any(|(s, e)| overlaps(s, e))
             && !crate::checker::paused(v.events, g.process, overlaps)
     };
-    if let Some(end) = g.body_end.filter(|&end| done.time > end + every && calm(end)) {
+    if let Some(end) = stopped.filter(|&end| done.time > end + every && calm(end)) {
         out.push(Violation::new(
             LIVENESS,
             Some(done.time),
             format!(
-                "{} (token {token}): with_lock_guarded returned at {}ms, {}ms after its body ended at {end}ms, longer than its keep-alive interval of {every}ms (the final release must not wait longer)",
+                "{} (token {token}): with_lock_guarded returned at {}ms, {}ms after {how} at {end}ms, longer than its keep-alive interval of {every}ms (the final release must not wait longer)",
                 g.process,
                 done.time,
                 done.time - end

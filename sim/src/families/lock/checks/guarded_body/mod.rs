@@ -35,10 +35,11 @@
 //!   and the body's drop guard never fired ([`LockOp::BodyDropped`]);
 //!   `Cancelled { at }` ⇒ `at` is the instant that guard fired (within a
 //!   millisecond), not when the best-effort release after it returned.
-//! - `Completed` from `with_lock_guarded` ⇒ it returned at most one
-//!   keep-alive interval (`every_ms`) after its body ended (the final
-//!   release waits that long at most; the body's end is the release's
-//!   invoke).
+//! - `with_lock_guarded` returned at most one keep-alive interval
+//!   (`every_ms`) after its body stopped, on both paths: after a
+//!   `Completed` body ended (the release's invoke) and after a `Cancelled`
+//!   body was dropped (`at`). The release waits that long at most either
+//!   way; only a freeze of the caller excuses a later return.
 //! - **taken away**: when the lease's key was overwritten with another
 //!   owner inside the call ([`LockOp::TakenAway`] at T), the keep-alive's next
 //!   extension is refused, and it is sent at most one interval after T: the

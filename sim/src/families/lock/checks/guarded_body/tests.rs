@@ -275,6 +275,30 @@ fn a_guard_that_keeps_a_body_whose_key_was_taken_away_fails() {
     assert_eq!(run(291, &other).len(), 1);
 }
 
+#[test]
+fn a_cancelled_call_that_waits_on_its_release_past_one_interval_fails() {
+    // Refused at the first extension (key taken at 5 ms), body dropped at
+    // 110 ms; the release may take one interval (100 ms), no more.
+    // `freezes`: client pauses; `reach`: the faults reaching `a`.
+    let run = |end: u64, freezes: &[(u64, u64)], reach: &[(u64, u64)]| {
+        let h = History::new();
+        every_100(&h, Some(5), end, GuardedResult::Cancelled { at: 110, deadline_reached: false });
+        check(&h.events(), &[], &[(0, 10_000)], freezes, &reaching("a", reach))
+            .into_iter()
+            .filter(|v| v.detail.contains("after its body was dropped"))
+            .count()
+    };
+    assert_eq!(run(210, &[], &[]), 0);
+    assert_eq!(run(211, &[], &[]), 1);
+    // The caller's own pause after the drop explains a late return.
+    assert_eq!(run(400, &[(150, 390)], &[(150, 390)]), 0);
+    // Neither another client's pause, nor a fault on a link (it slows the
+    // release, not the caller's timer), nor a pause that ended at the drop.
+    assert_eq!(run(400, &[(150, 390)], &[]), 1);
+    assert_eq!(run(400, &[], &[(150, 390)]), 1);
+    assert_eq!(run(400, &[(20, 110)], &[(20, 110)]), 1);
+}
+
 /// [`every_100`] cancelled at 100 ms and returned at 102 ms, then the
 /// caller reads the name's remaining TTL over 103-105 ms.
 fn cancelled_then_read(taken: Option<u64>, left: Option<u64>, also: impl FnOnce(&History)) -> History {

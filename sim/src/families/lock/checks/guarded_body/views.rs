@@ -67,6 +67,17 @@ impl<'a> Views<'a> {
         self.reaching.get(process).map_or(self.freezes, Vec::as_slice)
     }
 
+    /// The client pauses that froze `process` itself: those of the
+    /// schedule's freezes that also reach it (every freeze when `reaching`
+    /// does not name it). Narrower than [`Views::frozen_by`]: a partition or
+    /// a held link slows a request, not the caller's timers.
+    pub(super) fn paused_spans(&self, process: &str) -> Vec<(Millis, Millis)> {
+        match self.reaching.get(process) {
+            Some(reach) => self.freezes.iter().copied().filter(|&(s, _)| reach.iter().any(|r| r.0 == s)).collect(),
+            None => self.freezes.to_vec(),
+        }
+    }
+
     /// The faults that can reach `process`: only they excuse it.
     pub(super) fn reaches(&self, process: &str) -> &'a [(Millis, Millis)] {
         self.reaching.get(process).map_or(self.faults, Vec::as_slice)
