@@ -94,7 +94,7 @@ pub(crate) fn run_planned(
     if variant == RedlockVariant::Correct {
         let rule = Rule { prefix: "redlock:{", suffix: "}", life: Life::AtMost(plan.ttl_ms), what: "Redlock key" };
         for (node, keys) in run.keys_at_end.iter().enumerate() {
-            let rules = [rule, refusal::KEY_RULE];
+            let rules = [super::readback::KEY_RULE, rule, refusal::KEY_RULE];
             violations.extend(crate::checker::key_lifetimes::check(node, keys, &rules, &[]));
         }
     }

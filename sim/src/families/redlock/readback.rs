@@ -16,6 +16,7 @@ use rand::Rng;
 use redis_primitives::redlock::{Acquisition, Extension, Redlock, RedlockConfig, RefusalReason, OWNER_BYTES};
 use redis_primitives::{CompareCommands, Drift, Error, Lock, OwnerSource, Ttl};
 
+use crate::checker::key_lifetimes::{Life, Rule};
 use crate::net::SimConnection;
 use crate::world::Actor;
 
@@ -25,6 +26,20 @@ type Drift2 = (u32, u64);
 fn drift((per_mille, constant_ms): Drift2) -> Result<Drift, Error> {
     Drift::new(per_mille, Duration::from_millis(constant_ms))
 }
+
+/// The read-back's longest TTL: its leases, on names of their own
+/// (`validation`, `validation-expired`), live up to this long, longer than
+/// the workload's, and a run may end while one is held.
+const MAX_TTL_MS: u64 = 1000;
+
+/// The keys the read-back leaves, by their longest life; listed before the
+/// workload's rule, which would judge them by the workload's TTL.
+pub(super) const KEY_RULE: Rule = Rule {
+    prefix: "redlock:{validation",
+    suffix: "}",
+    life: Life::AtMost(MAX_TTL_MS),
+    what: "read-back's Redlock key",
+};
 
 /// Connects a Redlock on `masters` with a TTL, drift and owner source drawn
 /// from the seed and a master timeout one millisecond below the TTL (the
@@ -37,7 +52,7 @@ pub(super) async fn probe(actor: &Actor, masters: &[SimConnection]) -> Result<()
     let mut rng = actor.rng_for("validation-redlock");
     // A whole-millisecond allowance (ttl × ‰ a multiple of 1000), so that
     // `valid_until` falls on a tick and the lease can be read there.
-    let ttl_ms = 200 * rng.random_range(1..=5u64);
+    let ttl_ms = 200 * rng.random_range(1..=MAX_TTL_MS / 200);
     let d = (5 * rng.random_range(0..=10u32), rng.random_range(0..=5u64));
     let owners: u64 = rng.random();
     let master_timeout_ms = ttl_ms - 1;
