@@ -31,15 +31,12 @@
 
 use std::collections::BTreeMap;
 
+use super::store_reads::Candidate;
 use super::{completed, order, Violation, NO_STALE_OVERWRITE};
 use crate::history::{Event, EventKind, Millis, Op, WriteResult};
 
 /// A write the store accepted: who wrote with which token, and when.
 type Accepted<'a> = order::Stamped<'a>;
-
-/// A fenced write that may have been applied: (key, token, value,
-/// invoked, definitely-accepted completion or `None` when unknown).
-pub(super) type Candidate<'a> = (&'a str, u64, &'a str, Millis, Option<Millis>);
 
 /// A fenced write the store rejected: (completion, invoked, token,
 /// `highest_seen`).

@@ -26,9 +26,14 @@
 //! the same rules; an unfenced store (values without tokens) is judged by
 //! `stale_overwrite`'s final-value rule alone.
 
-use super::stale_overwrite::Candidate;
 use super::{completed, Violation, NO_STALE_OVERWRITE};
 use crate::history::{EventKind, Millis, Op};
+
+/// A fenced write that may have been applied: (key, token, value,
+/// invoked, definitely-accepted completion or `None` when unknown).
+/// Made by `stale_overwrite`, which judges the writes themselves; defined
+/// here so that the dependency runs one way (`stale_overwrite` → here).
+pub(super) type Candidate<'a> = (&'a str, u64, &'a str, Millis, Option<Millis>);
 
 /// A completed read of a fenced key: the key, its span and what it found.
 struct Read<'a> {
