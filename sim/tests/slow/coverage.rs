@@ -17,8 +17,10 @@ use redis_primitives_sim::Servers;
 /// The pinned seed set: together, these must reach every declared situation.
 /// (25, not 24, since the lock workload's stale-lease probe moved the first
 /// seed of `lock` and `lock-floored` whose aimed release has its reply held
-/// across the expiry, a situation ~13 % of seeds reach, to seed 24.)
-const COVERAGE_SEEDS: std::ops::Range<u64> = 0..25;
+/// across the expiry, a situation ~13 % of seeds reach, to seed 24; 28 since
+/// the reads under writes of issue 50 moved `lock-floored`'s first seed
+/// reaching `stale-success-after-pause`, ~7 % of seeds, to 27.)
+const COVERAGE_SEEDS: std::ops::Range<u64> = 0..28;
 
 #[test]
 #[ignore = "slow in a debug build: .ci/run runs it in release"]
