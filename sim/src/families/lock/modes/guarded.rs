@@ -31,8 +31,7 @@ pub(super) async fn guarded(cx: &mut Ctx<'_>) -> ActorResult {
     let store = cx.store.clone();
     let seed = cx.rng.random::<u64>();
     let stall_here = (cx.stall_at == Some(*cx.holds + 1)).then_some(cx.w.stall_ms());
-    let slow_release =
-        cx.rng.random_bool(0.25).then(|| policy.every().as_millis() as u64 + cx.rng.random_range(1..=80));
+    let slow_release = release_delay(cx.rng, 0.25, &policy);
     let held_extend = held_extend(cx, &policy);
     let slow_after_drop = slow_release_after_drop(cx, &policy);
     let body = move |lease: redis_primitives::Lease| async move {
@@ -127,14 +126,20 @@ fn held_extend(cx: &Ctx<'_>, policy: &KeepAlive) -> Option<u64> {
 }
 
 /// How long to hold the release that follows a dropped body, if this
-/// attempt does: 1-80 ms past the keep-alive interval, the most the call
-/// may wait for it, on most attempts. Drawn from a stream of its own per
+/// attempt does: on most attempts, drawn from a stream of its own per
 /// attempt (the workload's other draws are unchanged): bodies are dropped
 /// mostly when something disturbed the call, so the cancel path is tried
 /// more often than the completed one's `slow_release`.
 fn slow_release_after_drop(cx: &Ctx<'_>, policy: &KeepAlive) -> Option<u64> {
     let mut faults = cx.actor.rng_for(&format!("release-after-drop-{}", cx.actor.now()));
-    faults.random_bool(0.6).then(|| policy.every().as_millis() as u64 + faults.random_range(1..=80))
+    release_delay(&mut faults, 0.6, policy)
+}
+
+/// With probability `share`, a delay for a guarded call's release 1-80 ms
+/// past the keep-alive interval, the most the call may wait for it: the
+/// one fault both paths' releases get.
+fn release_delay(rng: &mut impl Rng, share: f64, policy: &KeepAlive) -> Option<u64> {
+    rng.random_bool(share).then(|| policy.every().as_millis() as u64 + rng.random_range(1..=80))
 }
 
 /// One `Mode::KeepAlive` attempt (see the module docs).
