@@ -22,4 +22,8 @@ pub(crate) const SITUATIONS: &[Situation] = &[
         name: SituationName::new("stale-extend-refused"),
         meaning: "an extension of a claim whose job had been reaped was refused",
     },
+    Situation {
+        name: SituationName::new("claim-found-nothing-after-an-enqueue"),
+        meaning: "a claim returned None after a job had entered the queue (judged: no job was definitely pending)",
+    },
 ];

@@ -88,17 +88,47 @@ pub(super) struct GuardedCall<'a> {
     pub every_ms: Option<u64>,
     pub call: crate::history::OpId,
     pub acquire: crate::history::OpId,
+    /// Whether the body was called (the acquire's grant is then recorded).
+    pub body_ran: bool,
 }
 
 /// How a recorded guarded call ended (what its caller may add to the record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum GuardedEnd {
     NotAcquired,
     Completed,
-    /// The body was dropped; `expired` when for the lease's deadline.
+    /// The body was dropped, for `loss`.
     Cancelled {
-        expired: bool,
+        loss: Loss,
     },
     Failed,
+}
+
+/// Why a guarded call dropped its body: [`redis_primitives::LeaseLoss`]
+/// without its error, so a caller that staged the loss can say which
+/// reasons it allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Loss {
+    Refused,
+    Failed,
+    DeadlineReached,
+}
+
+impl GuardedEnd {
+    /// Whether a lease was granted (the body ran).
+    pub(super) fn granted(self) -> bool {
+        matches!(self, GuardedEnd::Completed | GuardedEnd::Cancelled { .. })
+    }
+}
+
+impl From<&redis_primitives::LeaseLoss> for Loss {
+    fn from(reason: &redis_primitives::LeaseLoss) -> Loss {
+        match reason {
+            redis_primitives::LeaseLoss::Refused => Loss::Refused,
+            redis_primitives::LeaseLoss::Failed(_) => Loss::Failed,
+            redis_primitives::LeaseLoss::DeadlineReached => Loss::DeadlineReached,
+        }
+    }
 }
 
 impl GuardedCall<'_> {
@@ -111,12 +141,20 @@ impl GuardedCall<'_> {
         self,
         r: redis_primitives::Result<redis_primitives::GuardedOutcome<(crate::history::OpId, u64)>>,
     ) -> GuardedEnd {
-        let GuardedCall { actor, name, ttl_ms, every_ms, call, acquire } = self;
+        let GuardedCall { actor, name, ttl_ms, every_ms, call, acquire, body_ran } = self;
         let gop = |token, outcome| LockOp::Guarded { name: name.into(), token, outcome, every_ms };
         let acquire_op = || LockOp::Acquire { name: name.into(), ttl_ms, token: None, deadline: None };
         match r {
             Ok(redis_primitives::GuardedOutcome::NotAcquired) => {
-                actor.fail(acquire, acquire_op());
+                if body_ran {
+                    // The body runs only on a grant.
+                    actor.configured_if_differs(
+                        "Lock::with_lock_guarded",
+                        &[("result after the body ran", "NotAcquired".into(), "Ok(Completed | Cancelled)".into())],
+                    );
+                } else {
+                    actor.fail(acquire, acquire_op());
+                }
                 actor.ok(call, gop(None, Some(GuardedResult::NotAcquired)));
                 GuardedEnd::NotAcquired
             }
@@ -137,15 +175,24 @@ impl GuardedCall<'_> {
                     token: Some(token.get()),
                     reason: format!("guard: {reason:?}"),
                 });
-                let expired = matches!(reason, redis_primitives::LeaseLoss::DeadlineReached);
                 let deadline_reached = loss_is_deadline(actor, &reason);
                 actor.ok(call, gop(Some(token.get()), Some(GuardedResult::Cancelled { at, deadline_reached })));
-                GuardedEnd::Cancelled { expired }
+                if matches!(reason, redis_primitives::LeaseLoss::Failed(_)) {
+                    actor.reached(situation::GUARD_EXTENSION_FAILED);
+                }
+                GuardedEnd::Cancelled { loss: Loss::from(&reason) }
             }
             // `Err` only comes from the acquire: once the body ran, the
             // call answers `Completed` or `Cancelled` whatever the release did.
             Err(e) => {
-                actor.info(acquire, acquire_op());
+                if body_ran {
+                    actor.configured_if_differs(
+                        "Lock::with_lock_guarded",
+                        &[("result after the body ran", format!("Err({e})"), "Ok(Completed | Cancelled)".into())],
+                    );
+                } else {
+                    actor.info(acquire, acquire_op());
+                }
                 actor.errored(call, gop(None, None), &e);
                 GuardedEnd::Failed
             }

@@ -67,12 +67,17 @@ pub(crate) mod situation {
     /// A release sent just before the lease's local deadline had its reply
     /// held at the server until after the lease expired there.
     pub(crate) const RELEASE_REPLY_HELD: SituationName = SituationName::new("release-reply-held-across-expiry");
+    /// `Lock::with_lock` answered `NotAcquired` (its body did not run).
+    pub(crate) const WITH_LOCK_NOT_ACQUIRED: SituationName = SituationName::new("with-lock-not-acquired");
+    /// A guarded body was dropped because an extension failed
+    /// (`LeaseLoss::Failed`).
+    pub(crate) const GUARD_EXTENSION_FAILED: SituationName = SituationName::new("guard-extension-failed");
 }
 
 /// The situations of `fencing`; `lock` declares all but the last (its
 /// holders check their deadline before writing, so a refused stale write
 /// is rare there).
-const ALL: [Situation; 20] = [
+const ALL: [Situation; 22] = [
     Situation {
         name: situation::LEASE_EXPIRED_WHILE_PAUSED,
         meaning: "a holder resumed from a pause after its lease's local deadline",
@@ -136,6 +141,14 @@ const ALL: [Situation; 20] = [
     Situation {
         name: situation::RELEASE_REPLY_HELD,
         meaning: "a release sent just before the local deadline ran at once, and its reply was held until 20-80 ms after the lease expired at the server",
+    },
+    Situation {
+        name: situation::WITH_LOCK_NOT_ACQUIRED,
+        meaning: "Lock::with_lock answered NotAcquired, and its body did not run",
+    },
+    Situation {
+        name: situation::GUARD_EXTENSION_FAILED,
+        meaning: "with_lock_guarded dropped a body because an extension failed (LeaseLoss::Failed)",
     },
     Situation {
         name: situation::STALE_WRITE_REFUSED,

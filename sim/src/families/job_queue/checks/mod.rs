@@ -146,7 +146,7 @@ pub(crate) fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &
         job.judge(fenced, &mut out, &mut reached);
     }
     if fenced {
-        out.extend(claimed_in_order(&calls, &unknown_claims));
+        out.extend(claimed_in_order(&calls, &unknown_claims, &mut reached));
     }
     out.truncate(10);
     reached.sort_unstable();

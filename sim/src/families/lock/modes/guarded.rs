@@ -13,7 +13,7 @@ use redis_primitives::{KeepAlive, Ttl};
 use super::ctx::Ctx;
 use crate::families::lock::api::{LOCK_ACQUIRE, LOCK_KEEP_ALIVE, LOCK_WITH_LOCK_GUARDED};
 use crate::families::lock::op::{GuardedResult, LockOp};
-use crate::families::lock::record::{loss_is_deadline, BodyMark, GuardedCall, GuardedEnd};
+use crate::families::lock::record::{loss_is_deadline, BodyMark, GuardedCall, GuardedEnd, Loss};
 use crate::families::lock::{situation, LOCK_NAME};
 use crate::history::Millis;
 use crate::world::ActorResult;
@@ -34,7 +34,10 @@ pub(super) async fn guarded(cx: &mut Ctx<'_>) -> ActorResult {
     let slow_release = release_delay(cx.rng, 0.25, &policy);
     let held_extend = held_extend(cx, &policy);
     let slow_after_drop = slow_release_after_drop(cx, &policy);
+    let ran = std::rc::Rc::new(std::cell::Cell::new(false));
+    let body_ran = ran.clone();
     let body = move |lease: redis_primitives::Lease| async move {
+        body_ran.set(true);
         let token = lease.token().get();
         let mut mark = BodyMark::new(&actor, LOCK_NAME, token);
         if let Some(ms) = slow_after_drop {
@@ -82,15 +85,16 @@ pub(super) async fn guarded(cx: &mut Ctx<'_>) -> ActorResult {
         every_ms,
         call: gid,
         acquire: acquire_id,
+        body_ran: ran.get(),
     };
     match call.end(r) {
         GuardedEnd::Completed => {
             *cx.holds += 1;
             cx.actor.reached(situation::GUARDED_BODY_COMPLETED);
         }
-        GuardedEnd::Cancelled { expired } => {
+        GuardedEnd::Cancelled { loss } => {
             *cx.holds += 1;
-            if expired {
+            if loss == Loss::DeadlineReached {
                 cx.actor.reached(situation::LEASE_EXPIRED_WHILE_PAUSED);
             }
             cx.actor.reached(situation::GUARD_CANCELLED_BODY);

@@ -75,7 +75,19 @@ fn record(
 ) -> ActorResult {
     let rel = |token| LockOp::Release { name: LOCK_NAME.into(), token: Some(token) };
     match (r, ran) {
-        (Ok(LockOutcome::NotAcquired), _) => cx.actor.fail(acquire_id, cx.acquire_op(None, None)),
+        (Ok(LockOutcome::NotAcquired), None) => {
+            cx.actor.fail(acquire_id, cx.acquire_op(None, None));
+            cx.actor.reached(situation::WITH_LOCK_NOT_ACQUIRED);
+        }
+        (Ok(LockOutcome::NotAcquired), Some((rid, token))) => {
+            // The body runs only on a grant: `NotAcquired` after it ran
+            // hides a body that ran (and wrote) from its caller.
+            cx.actor.configured_if_differs(
+                "Lock::with_lock",
+                &[("result after the body ran", "NotAcquired".into(), "Ok(LockOutcome::Ran { .. })".into())],
+            );
+            cx.actor.info(rid, rel(token));
+        }
         (Ok(LockOutcome::Ran { output, release, .. }), Some((rid, _))) => {
             *cx.holds += 1;
             // The accessor user code decides with must agree with

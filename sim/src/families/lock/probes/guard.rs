@@ -71,11 +71,11 @@ use core::time::Duration;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use redis_primitives::{GuardedOutcome, KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
+use redis_primitives::{KeepAlive, Lease, Lock, LockOutcome, Release, Ttl};
 
 use crate::families::lock::api::{LOCK_REMAINING_TTL, LOCK_WITH_LOCK, LOCK_WITH_LOCK_GUARDED};
 use crate::families::lock::op::LockOp;
-use crate::families::lock::record::{BodyMark, GuardedCall, GuardedEnd};
+use crate::families::lock::record::{BodyMark, GuardedCall, GuardedEnd, Loss};
 use crate::net::SimConnection;
 use crate::world::{Actor, ActorResult};
 
@@ -223,7 +223,7 @@ async fn late_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize) 
     // one run in twenty: try again once the lease an unanswered acquire may
     // have set has surely expired.
     for _ in 0..LATE_TRIES {
-        if guarded(actor, lock, LATE, policy, body, None).await?.is_some() {
+        if guarded(actor, lock, LATE, policy, body, None).await?.granted() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(LATE_TTL_MS + 50)).await;
@@ -320,7 +320,26 @@ async fn failed_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize
         actor.delay_next_request_mentioning(node, hold, lease.key());
         tokio::time::sleep(Duration::from_millis(BODY_MS)).await;
     };
-    if guarded(actor, lock, name, policy, body, None).await? == Some(true) {
+    let end = guarded(actor, lock, name, policy, body, None).await?;
+    // The held extension fails (a timeout, or a lost connection under a
+    // crash); only a caller frozen past the deadline meets the deadline
+    // first. The body sleeps long past the extension, so a guard that
+    // shrugs the failure off completes, and one that reads it as a
+    // refusal says the key is not ours: the promise is "dropped once an
+    // extension fails".
+    if end.granted() {
+        let allowed =
+            [GuardedEnd::Cancelled { loss: Loss::Failed }, GuardedEnd::Cancelled { loss: Loss::DeadlineReached }];
+        actor.configured_if_differs(
+            "KeepAlive",
+            &[(
+                "end after an extension held past the response timeout",
+                if allowed.contains(&end) { "Cancelled(Failed)".into() } else { format!("{end:?}") },
+                "Cancelled(Failed)".into(),
+            )],
+        );
+    }
+    if matches!(end, GuardedEnd::Cancelled { .. }) {
         let op = |ms| LockOp::RemainingTtl { name: name.into(), ms };
         let id = actor.call(LOCK_REMAINING_TTL, op(None));
         match lock.remaining_ttl(name).await {
@@ -333,8 +352,7 @@ async fn failed_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize
 
 /// `Lock::with_lock_guarded` on `name`, recorded as the workload records
 /// it, with the release after a dropped body held at `slow_release`'s
-/// node for its ms, if given; whether the body was cancelled, or `None` when no lease was granted
-/// (refused, or the acquire failed).
+/// node for its ms, if given; how the call ended.
 async fn guarded<F, Fut>(
     actor: &Actor,
     lock: &Lock<SimConnection>,
@@ -342,7 +360,7 @@ async fn guarded<F, Fut>(
     policy: KeepAlive,
     body: F,
     slow_release: Option<(usize, u64)>,
-) -> Result<Option<bool>, redis_primitives::Error>
+) -> Result<GuardedEnd, redis_primitives::Error>
 where
     F: FnOnce(Lease, Actor) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -355,8 +373,11 @@ where
         actor.call(LOCK_WITH_LOCK_GUARDED, LockOp::Guarded { name: name.into(), token: None, outcome: None, every_ms });
     let acquire_id = actor.invoke(acquire(None, None));
     let inner = actor.clone();
+    let ran = std::rc::Rc::new(std::cell::Cell::new(false));
+    let body_ran = ran.clone();
     let r = lock
         .with_lock_guarded(name, policy, move |lease: Lease| {
+            body_ran.set(true);
             let token = lease.token().get();
             inner.ok(acquire_id, acquire(Some(token), Some(inner.millis_of(lease.local_deadline()))));
             let mut mark = BodyMark::new(&inner, name, token);
@@ -373,9 +394,6 @@ where
             }
         })
         .await;
-    // Only the acquire returns an error: a granted lease ran its body.
-    let granted = r.as_ref().is_ok_and(|o| !matches!(o, GuardedOutcome::NotAcquired));
-    let call = GuardedCall { actor, name, ttl_ms, every_ms, call: gid, acquire: acquire_id };
-    let cancelled = matches!(call.end(r), GuardedEnd::Cancelled { .. });
-    Ok(granted.then_some(cancelled))
+    let call = GuardedCall { actor, name, ttl_ms, every_ms, call: gid, acquire: acquire_id, body_ran: ran.get() };
+    Ok(call.end(r))
 }

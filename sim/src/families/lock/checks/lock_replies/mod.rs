@@ -55,6 +55,9 @@
 //!    at the lock's server between the call's invoke and its answer (the
 //!    bridge's execution log). A failure reported as a refusal (a timed-out
 //!    release read as "already gone", a cached answer) has none.
+//! 8. `acquire` is one attempt: at most one acquire script of the caller
+//!    ran on the name between the call's invoke and its answer (the
+//!    execution log again; a `NOSCRIPT` answer ran nothing).
 //!
 //! Rule 5 also bounds a `Some` by the lease that was definitely present
 //! throughout the read: the key expired no earlier than that lease's
@@ -68,7 +71,7 @@
 //! The files: `model` holds the views of the history every rule reads
 //! (calls, leases, the bounds on a lease's life); `holder` rules 1 and 2,
 //! `acquire` rule 3, `reads` rules 4 and 5, `retry` rule 6, `origin`
-//! rule 7.
+//! rule 7, `attempts` rule 8.
 
 use crate::bridge::Execution;
 use crate::checker::Violation;
@@ -77,6 +80,7 @@ use crate::families::lock::op::LockOp;
 use crate::history::{Event, EventKind, Millis};
 
 mod acquire;
+mod attempts;
 mod holder;
 mod model;
 mod origin;
@@ -125,6 +129,9 @@ fn check_tokens(events: &[Event], executions: &[Execution], floor_epoch_ms: Opti
         let Some((kind, done, result)) = call.done else { continue };
         let r = Reply { index, call, kind, done, result };
         origin::came_from_redis(&r, executions, &mut out);
+        if let LockOp::Acquire { name, .. } = call.op {
+            attempts::one_attempt(&m, &r, name, executions, &mut out);
+        }
         match (call.op, kind) {
             (LockOp::Extend { .. } | LockOp::Release { .. }, EventKind::Ok) => holder::confirmed(&m, &r, &mut out),
             (LockOp::Extend { .. } | LockOp::Release { .. }, EventKind::Fail) => holder::refused(&m, &r, &mut out),

@@ -319,3 +319,43 @@ fn acq_ok_event() -> Event {
         api: None,
     }
 }
+
+/// The acquire script of `p` on `l` running at `t` with `reply`.
+fn acquire_script(p: &str, t: u64, reply: crate::Reply) -> Execution {
+    Execution {
+        client: p.into(),
+        command: "EVALSHA".into(),
+        key: Some("lock:{l}".into()),
+        args: ["sha", "2", "lock:{l}", "lock:{l}:fence", "owner", "100"].map(String::from).to_vec(),
+        server_unix_ms: t,
+        sim_ms: t,
+        taken_ms: t,
+        held_ms: 0,
+        reply,
+    }
+}
+
+#[test]
+fn an_acquire_that_ran_its_script_twice_fails() {
+    let h = History::new();
+    acq(&h, "a", 10, 20, Some(1));
+    acq(&h, "a", 20, 30, None);
+    let events = h.events();
+    let twice = [acquire_script("a", 12, crate::Reply::Nil), acquire_script("a", 15, crate::Reply::Int(1))];
+    let v = super::check(&events, &[&twice[..], &[acquire_script("a", 25, crate::Reply::Nil)]].concat());
+    assert!(v.iter().any(|v| v.detail.contains("ran the acquire script 2 times")), "{v:?}");
+    // A NOSCRIPT answer ran nothing; the next acquire's run at the
+    // millisecond it began is its own.
+    let noscript = crate::Reply::Error("NOSCRIPT No matching script".into());
+    let once = [
+        acquire_script("a", 12, noscript),
+        acquire_script("a", 15, crate::Reply::Int(1)),
+        acquire_script("a", 20, crate::Reply::Nil),
+    ];
+    let v = super::check(&events, &once);
+    assert!(v.iter().all(|v| !v.detail.contains("acquire script")), "{v:?}");
+    // Another client's run is not this caller's.
+    let other = [acquire_script("a", 12, crate::Reply::Int(1)), acquire_script("b", 14, crate::Reply::Nil)];
+    let v = super::check(&events, &[&other[..], &[acquire_script("a", 25, crate::Reply::Nil)]].concat());
+    assert!(v.iter().all(|v| !v.detail.contains("acquire script")), "{v:?}");
+}
