@@ -66,11 +66,14 @@ pub enum LockOp {
     /// on `name` (granted with `token`) with another owner, as an operator
     /// or a peer that ignored the lock would (`families/lock/probes/guard.rs`);
     /// the lease's next extension must be refused. Judged by
-    /// `self-fencing` (`checks::guarded_body`).
+    /// `self-fencing` (`checks::guarded_body`). `lock-replies` does not
+    /// hold a refusal of that lease against it from this instant on.
     TakenAway {
         /// Lock name.
         name: String,
-        /// Token of the lease whose key was overwritten.
+        /// Token of the lease whose key was overwritten; `None` when the
+        /// overwrite went unanswered and may land later (nothing expects
+        /// a refusal then).
         token: Option<u64>,
     },
     /// Observation: the body of this process's guarded call on `name`

@@ -5,6 +5,7 @@
 use super::model::{who, Model};
 use super::{report, Reply};
 use crate::checker::Violation;
+use crate::families::lock::op::LockOp;
 use crate::history::Operation;
 
 /// Rule 1: `extend`/`release` returned true, so the lease could still be
@@ -57,6 +58,13 @@ pub(super) fn refused(m: &Model<'_>, r: &Reply<'_, '_>, out: &mut Vec<Violation>
         return;
     }
     let sent_release = l.releases.iter().any(|&i| i != r.index && m.calls[i].invoked <= done);
+    // Someone else's write over the key (the guard probe's), landed or of
+    // unknown outcome, before the answer: the key need not be ours.
+    let overwritten =
+        m.calls.iter().any(|o| o.invoked <= done && matches!(o.op, LockOp::TakenAway { name, .. } if name == l.name));
+    if overwritten {
+        return;
+    }
     let min = m.alive_min(l, c.invoked, done);
     if !sent_release && done < min {
         report(

@@ -123,6 +123,25 @@ fn a_refused_extend_of_a_live_lease_fails() {
 }
 
 #[test]
+fn a_refusal_after_an_overwrite_of_the_key_passes() {
+    // The guard probe's overwrite, answered or not (it may land later):
+    // the key need not be ours any more.
+    for token in [Some(1), None] {
+        let h = History::new();
+        acq(&h, "a", 0, 2, Some(1));
+        h.observe_at(20, "a", LockOp::TakenAway { name: "l".into(), token });
+        rel(&h, "a", 30, 32, 1, EventKind::Fail);
+        assert_eq!(check(&h.events()), vec![], "{token:?}");
+    }
+    // Another name's overwrite excuses nothing.
+    let h = History::new();
+    acq(&h, "a", 0, 2, Some(1));
+    h.observe_at(20, "a", LockOp::TakenAway { name: "other".into(), token: None });
+    rel(&h, "a", 30, 32, 1, EventKind::Fail);
+    assert_eq!(check(&h.events()).len(), 1);
+}
+
+#[test]
 fn releasing_after_a_takeover_fails() {
     let h = History::new();
     acq(&h, "a", 0, 2, Some(1));
