@@ -31,6 +31,7 @@ mod exclusion;
 mod gate;
 mod lease;
 mod measurements;
+mod retry;
 
 const NAME: &str = "nightly-report";
 const KEY: &str = "redlock:{nightly-report}";
