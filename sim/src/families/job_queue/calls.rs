@@ -1,14 +1,14 @@
 //! The workload's calls on the queue, each recorded: enqueue, claim,
-//! extend, complete and reap on either queue, with what a claim's
-//! deadline and trust must say read back.
+//! extend, complete and reap on either queue, a state read on the fenced
+//! one, with what a claim's deadline and trust must say read back.
 
-use redis_primitives::{Completion, Enqueued, JobQueue, Ttl};
+use redis_primitives::{Completion, Enqueued, JobQueue, JobState, Ttl};
 use redis_primitives_naive::NaiveJobQueue;
 
 use super::record::{payload_of, record, sim_ms, state_name, JobCall};
-use super::{JobQueueVariant, CLAIM, COMPLETE, ENQUEUE, EXTEND, QUEUE, REAP};
+use super::{JobQueueVariant, CLAIM, COMPLETE, ENQUEUE, EXTEND, QUEUE, REAP, STATE};
 use crate::checker::Allowance;
-use crate::families::job_queue::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP};
+use crate::families::job_queue::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
 use crate::world::Actor;
 
 /// One queue or the other, behind the workload's calls.
@@ -210,5 +210,23 @@ pub(super) async fn extend(actor: &Actor, q: &Queue, held: &mut Held, lease: Ttl
             }
         }
         Err(e) => actor.errored(op, record(EXTEND, call), &e),
+    }
+}
+
+/// One recorded state read of `id` (the auditor's and the workers' alike;
+/// the naive twin has no state to read): the state it read, `None` when the
+/// job was unknown or the read failed.
+pub(super) async fn state(actor: &Actor, q: &JobQueue<crate::net::SimConnection>, id: &str) -> Option<JobState> {
+    let call = JobCall { id: Some(id.to_string()), ..JobCall::default() };
+    let op = actor.call(JOB_STATE, record(STATE, call.clone()));
+    match q.state(id).await {
+        Ok(s) => {
+            actor.ok(op, record(STATE, JobCall { state: Some(state_name(s)), ..call }));
+            s
+        }
+        Err(e) => {
+            actor.errored(op, record(STATE, call), &e);
+            None
+        }
     }
 }

@@ -7,7 +7,7 @@ use proptest::strategy::BoxedStrategy;
 use super::actors::{auditor, edge, producer, reaper, worker, EDGES};
 use super::checks::check;
 use super::plan::{template, JobPlan, JobSpace};
-use super::{probe, JobQueueVariant, DOUBLE_RUNS, PRODUCER, SIDE};
+use super::{probe, JobQueueVariant, AUDITOR, DOUBLE_RUNS, PRODUCER, SIDE};
 use crate::family::Family;
 use crate::fault_space::FaultSpace;
 use crate::history::Op;
@@ -40,7 +40,7 @@ fn run_planned(
             Box::pin(reaper(actor.alias("reaper"), variant, p.clone(), end)),
         ];
         if variant == JobQueueVariant::Fenced {
-            processes.push(Box::pin(auditor(actor.alias("auditor"), p.clone(), end)));
+            processes.push(Box::pin(auditor(actor.alias(AUDITOR), p.clone(), end)));
             processes.push(Box::pin(probe::probe(actor.alias("prober"))));
             for i in 0..EDGES {
                 processes.push(Box::pin(edge(actor.alias(format!("edge-{i}")), i, p.lease_ms)));

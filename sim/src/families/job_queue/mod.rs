@@ -1,10 +1,11 @@
 //! The job-queue family: `JobQueue`'s job-claim lease against its broken
 //! twin, under pauses, partitions, held replies and server pauses.
 //!
-//! Workers claim jobs, work on them, sometimes extend, and complete them; a
-//! reaper returns jobs whose lease lapsed (by the server's clock) to the
-//! queue; an auditor reads every job's state once the faults have healed
-//! and a quiet tail has passed. A seeded worker freezes while it holds one
+//! Workers claim jobs, work on them, sometimes extend, and complete them,
+//! and now and then read a job's state (theirs or one another worker may be
+//! writing); a reaper returns jobs whose lease lapsed (by the server's
+//! clock) to the queue; an auditor reads every job's state once the faults
+//! have healed and a quiet tail has passed. A seeded worker freezes while it holds one
 //! claim (a GC pause longer than the lease): its job is reaped and claimed
 //! again, so the same job is worked twice and the stale worker's late
 //! completion (and extension) must be refused by the attempt fence.
@@ -13,7 +14,8 @@
 //! job; an accepted completion (or extension) carries the job's latest
 //! attempt; attempts increase; a refusal is justified by the history; a
 //! reap never takes a lease that had not lapsed; claims come out in FIFO
-//! order, a reaped job in its original place; and (`liveness`) every
+//! order, a reaped job in its original place; a state read returns a state
+//! the job could have had while it ran; and (`liveness`) every
 //! enqueued job is done by the end. Work done twice is measured, not
 //! judged: `job-double-run-count` counts the extra runs per job (the price of a
 //! lease: at-least-once work, exactly-once completion).
@@ -65,6 +67,8 @@ pub(crate) const SCRIPTS: &[&str] = &["job_enqueue", "job_claim", "job_complete"
 const QUEUE: &str = "jobs";
 /// The actor that enqueues the workers' jobs.
 const PRODUCER: &str = "producer";
+/// The actor that reads every job's state once the workers have stopped.
+const AUDITOR: &str = "auditor";
 /// The host the producer, the reaper, the auditor, the probe and the edge
 /// actors share ([`Actor::alias`](crate::world::Actor::alias)).
 const SIDE: &str = "queue-side";

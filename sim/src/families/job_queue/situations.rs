@@ -26,4 +26,9 @@ pub(crate) const SITUATIONS: &[Situation] = &[
         name: SituationName::new("claim-found-nothing-after-an-enqueue"),
         meaning: "a claim returned None after a job had entered the queue (judged: no job was definitely pending)",
     },
+    Situation {
+        name: SituationName::new("state-read-overlapped-write"),
+        meaning:
+            "a job's state was read while another actor's claim, extension, completion or reap of it was in flight",
+    },
 ];

@@ -5,7 +5,7 @@
 use super::{Call, Claimed};
 use crate::checker::{Violation, LIVENESS};
 use crate::families::job_queue::record::{payload_of, JobVerb};
-use crate::families::job_queue::{CLAIM, COMPLETE, ENQUEUE, EXTEND, JOB_QUEUE, PRODUCER, REAP, STATE};
+use crate::families::job_queue::{AUDITOR, CLAIM, COMPLETE, ENQUEUE, EXTEND, JOB_QUEUE, PRODUCER, REAP, STATE};
 use crate::history::{EventKind, Millis};
 use crate::situation::SituationName;
 
@@ -330,9 +330,12 @@ impl<'a> Job<'a> {
     /// completion accepted.
     fn final_state(&self, out: &mut Vec<Violation>) {
         let id = self.id;
-        // Liveness: after the quiet tail every job is done.
+        // Liveness: after the quiet tail every job is done. Only the
+        // auditor reads then; the workers' reads, mid-run, are judged by
+        // `state_reads`.
         let state = of(self.calls, STATE, id)
             .into_iter()
+            .filter(|s| s.process == AUDITOR)
             .find_map(|s| s.ok().and_then(|(t, d)| d.state.clone().map(|s| (t, s))));
         if let Some((t, s)) = state {
             if s != "done" {

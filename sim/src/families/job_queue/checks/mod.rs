@@ -1,14 +1,19 @@
 //! The family's invariant, [`JOB_QUEUE`] (and `liveness`): the history's
 //! job calls paired with when their scripts ran, judged job by job
-//! ([`job`]) and as a whole ([`order`]).
+//! ([`job`]), as a whole ([`order`]), each state read against the
+//! writes in flight around it ([`state_reads`]), and every reap in the
+//! server's own order of scripts ([`reaps`]).
 
 mod job;
 mod order;
+mod reaps;
+mod state_reads;
 
 use std::collections::BTreeMap;
 
 use job::Job;
 use order::claimed_in_order;
+use state_reads::state_reads;
 
 use super::probe::UNKNOWN;
 use super::record::{sim_ms, JobCall, JobOp, JobVerb};
@@ -147,6 +152,8 @@ pub(crate) fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &
     }
     if fenced {
         out.extend(claimed_in_order(&calls, &unknown_claims, &mut reached));
+        out.extend(state_reads(&calls, &mut reached));
+        out.extend(reaps::reaps_in_server_order(executions));
     }
     out.truncate(10);
     reached.sort_unstable();
