@@ -13,8 +13,10 @@
 //! `crate::exploration`, `crate::jobs` and `crate::explore` depend on it, it
 //! depends on neither of them.
 
+use crate::api::Api;
 use crate::checker::Invariant;
 use crate::outcome::{Outcome, Situation};
+use crate::path::Path;
 use crate::scenario::{Expect, Scenario};
 use crate::servers::{Servers, SetupError};
 use crate::timeline::Tenure;
@@ -37,6 +39,13 @@ pub trait Experiment: Sync {
     /// counts each (0 when no seed reached it) and warns about the
     /// unreached ones; [`crate::check()`] fails on them. None by default.
     fn situations(&self) -> &[Situation] {
+        &[]
+    }
+
+    /// The (operation, path) pairs it exists to reach ([`Path`]): an
+    /// exploration counts the seeds taking each (0 when none did). None by
+    /// default.
+    fn paths(&self) -> &[(Api, Path)] {
         &[]
     }
 
@@ -115,6 +124,10 @@ impl Experiment for Scenario {
 
     fn situations(&self) -> &[Situation] {
         self.situations
+    }
+
+    fn paths(&self) -> &[(Api, Path)] {
+        self.paths
     }
 
     fn replay_command(&self, seed: u64) -> String {

@@ -15,6 +15,7 @@ use crate::experiment::Experiment;
 use crate::history::{Api, Digest};
 use crate::outcome::Outcome;
 use crate::outcome::ScheduledFault;
+use crate::path::Path;
 use crate::stats::{Histograms, Summary};
 
 /// The violations of one seed, with what it takes to reproduce them.
@@ -77,6 +78,9 @@ pub struct Exploration {
     pub coverage: BTreeMap<String, u64>,
     /// Public library operation → invocations over every seed.
     pub operations: BTreeMap<Api, u64>,
+    /// Operation → path → seeds that took it. Every path the scenario
+    /// declares is present (0 when no seed took it).
+    pub paths: BTreeMap<Api, BTreeMap<Path, u64>>,
 }
 
 impl Exploration {
@@ -101,6 +105,14 @@ impl Exploration {
     /// no longer gets where it should).
     pub fn unreached(&self) -> Vec<&str> {
         self.coverage.iter().filter(|(_, n)| **n == 0).map(|(s, _)| s.as_str()).collect()
+    }
+
+    /// Declared (operation, path) pairs that no seed took.
+    pub fn untaken_paths(&self) -> Vec<(Api, Path)> {
+        self.paths
+            .iter()
+            .flat_map(|(api, by)| by.iter().filter(|(_, n)| **n == 0).map(move |(p, _)| (api.clone(), *p)))
+            .collect()
     }
 
     /// Number of violations of `invariant` over every seed.
@@ -128,6 +140,7 @@ impl Exploration {
             events: 0,
             coverage: experiment.situations().iter().map(|s| (s.name.to_string(), 0)).collect(),
             operations: BTreeMap::new(),
+            paths: declared_paths(experiment.paths()),
         }
     }
 
@@ -143,6 +156,9 @@ impl Exploration {
         }
         for (api, n) in outcome.operations {
             *self.operations.entry(api).or_insert(0) += n;
+        }
+        for (api, path) in outcome.paths {
+            *self.paths.entry(api).or_default().entry(path).or_insert(0) += 1;
         }
         self.seeds += 1;
         if !outcome.violations.is_empty() {
@@ -176,6 +192,8 @@ pub struct ExploreJson<'a> {
     pub operations: BTreeMap<Api, u64>,
     /// Declared situations that no seed reached.
     pub unreached: Vec<String>,
+    /// Operation → path (`ok`, `refused`, `failed`) → seeds that took it.
+    pub paths: BTreeMap<Api, BTreeMap<Path, u64>>,
     /// Exploration digest (hex).
     pub digest: String,
     /// Wall time in seconds (the harness's own speed; not part of the digest).
@@ -221,6 +239,7 @@ impl Exploration {
             coverage: self.coverage.clone(),
             operations: self.operations.clone(),
             unreached: self.unreached().into_iter().map(String::from).collect(),
+            paths: self.paths.clone(),
             digest: self.digest.to_string(),
             wall_seconds: self.wall.as_secs_f64(),
         }
@@ -260,15 +279,35 @@ pub(crate) fn coverage_table(ex: &Exploration) -> String {
     out
 }
 
-/// A plain-text table of the public library operations the seeds invoked.
+/// A plain-text table of the public library operations the seeds invoked,
+/// with the seeds that took each path, and a warning per declared path no
+/// seed took.
 pub(crate) fn operations_table(ex: &Exploration) -> String {
     let mut out = String::new();
     if ex.operations.is_empty() {
         return out;
     }
-    out.push_str(&format!("{:<44} {:>7}\n", "operation", "calls"));
+    out.push_str(&format!("{:<44} {:>7} {:>7} {:>7} {:>7}\n", "operation", "calls", "ok", "refused", "failed"));
     for (api, n) in &ex.operations {
-        out.push_str(&format!("{api:<44} {n:>7}\n"));
+        let seeds = |p: Path| ex.paths.get(api).and_then(|by| by.get(&p)).copied().unwrap_or(0);
+        out.push_str(&format!(
+            "{api:<44} {n:>7} {:>7} {:>7} {:>7}\n",
+            seeds(Path::Ok),
+            seeds(Path::Refused),
+            seeds(Path::Failed)
+        ));
+    }
+    for (api, path) in ex.untaken_paths() {
+        out.push_str(&format!("warning: no seed took path `{path}` of {api}\n"));
+    }
+    out
+}
+
+/// Every declared (operation, path), at 0 seeds.
+fn declared_paths(declared: &[(Api, Path)]) -> BTreeMap<Api, BTreeMap<Path, u64>> {
+    let mut out: BTreeMap<Api, BTreeMap<Path, u64>> = BTreeMap::new();
+    for (api, path) in declared {
+        out.entry(api.clone()).or_default().insert(*path, 0);
     }
     out
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::checker::Violation;
 use crate::history::{Api, Digest, Event};
 use crate::nemesis::{Fault, SwarmDraw};
+use crate::path::Path;
 pub use crate::situation::{Situation, SituationName};
 use crate::stats::Histograms;
 use crate::time::Millis;
@@ -42,6 +43,8 @@ pub struct Outcome {
     /// Public library operations invoked, by name (`Lock::extend` → count):
     /// the operations table.
     pub operations: BTreeMap<Api, u64>,
+    /// The paths those calls took ([`Path`]: ok, refused, failed).
+    pub paths: BTreeSet<(Api, Path)>,
 }
 
 /// One entry of a run's fault schedule: typed, text only when printed.
@@ -96,7 +99,8 @@ impl Outcome {
                 reached.insert(*situation);
             }
         }
-        Outcome { history, digest, reached, operations, ..Outcome::default() }
+        let paths = crate::path::paths(&history);
+        Outcome { history, digest, reached, operations, paths, ..Outcome::default() }
     }
 
     /// Marks `situation` as reached (for situations a scenario recognises

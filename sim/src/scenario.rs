@@ -21,6 +21,7 @@ use crate::api::Api;
 use crate::checker::Invariant;
 use crate::family::Runner;
 use crate::outcome::{Outcome, Situation};
+use crate::path::Path;
 
 /// What a scenario should find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,11 @@ pub struct Scenario {
     /// to call: the pinned seeds must call each (`sim/tests/slow/coverage.rs`),
     /// or the simulation could not find a bug in it. Empty for a broken one.
     pub operations: &'static [Api],
+    /// The paths of those operations ([`Path`]: ok, refused, failed) its
+    /// workload exists to reach: each row of the promise table is judged
+    /// on a path only a run that takes it can show, so the pinned seeds
+    /// must take each (`sim/tests/slow/coverage.rs`). Empty for a broken one.
+    pub paths: &'static [(Api, Path)],
     /// The library's Lua scripts its histories depend on (their names, as
     /// `redis_primitives::mutation_scripts` lists them): `rp-sim mutants`
     /// judges each script's mutants by these scenarios. Empty for a broken one.

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::exploration::{Exploration, SeedRun};
 use crate::history::{Api, Digest, Fnv1a};
+use crate::path::Path as CallPath;
 use crate::stats::{Histograms, Unit};
 
 /// Which part of a seed range one process runs: the seeds whose offset
@@ -129,6 +130,10 @@ pub struct ShardFile {
     pub coverage: BTreeMap<String, u64>,
     /// Library operation → invocations.
     pub operations: BTreeMap<Api, u64>,
+    /// Operation → path → seeds that took it; absent in files written
+    /// before paths were counted.
+    #[serde(default)]
+    pub paths: BTreeMap<Api, BTreeMap<CallPath, u64>>,
     /// Simulated time over every seed (ms).
     pub simulated_ms: u64,
     /// Events over every seed.
@@ -159,6 +164,7 @@ impl ShardFile {
             units: ex.histograms.units(),
             coverage: ex.coverage.clone(),
             operations: ex.operations.clone(),
+            paths: ex.paths.clone(),
             simulated_ms: ex.simulated_ms,
             events: ex.events,
             wall_seconds: ex.wall.as_secs_f64(),
@@ -226,6 +232,7 @@ pub fn merge(files: &[ShardFile]) -> Result<Exploration, ShardError> {
     let mut histograms = Histograms::new();
     let mut coverage = BTreeMap::new();
     let mut operations = BTreeMap::new();
+    let mut paths: BTreeMap<Api, BTreeMap<CallPath, u64>> = BTreeMap::new();
     for f in files {
         histograms.merge(&Histograms::from_counts(&f.histograms, &f.units).map_err(ShardError::Mismatch)?);
         for (k, n) in &f.coverage {
@@ -233,6 +240,11 @@ pub fn merge(files: &[ShardFile]) -> Result<Exploration, ShardError> {
         }
         for (k, n) in &f.operations {
             *operations.entry(k.clone()).or_insert(0) += n;
+        }
+        for (api, by) in &f.paths {
+            for (p, n) in by {
+                *paths.entry(api.clone()).or_default().entry(*p).or_insert(0) += n;
+            }
         }
     }
     let seconds = |s: f64| Duration::from_secs_f64(s.max(0.0));
@@ -257,6 +269,7 @@ pub fn merge(files: &[ShardFile]) -> Result<Exploration, ShardError> {
         events: files.iter().map(|f| f.events).sum(),
         coverage,
         operations,
+        paths,
     })
 }
 

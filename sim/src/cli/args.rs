@@ -48,7 +48,8 @@ pub struct ExploreArgs {
     /// violations [{seed, invariant, detail, replay, schedule}], histograms
     /// {name: {count, min, p50, p90, p99, max, unit}}, coverage {situation:
     /// seeds reaching it}, operations {library operation: calls}, unreached
-    /// [situations no seed reached], digest.
+    /// [situations no seed reached], paths {library operation: {ok |
+    /// refused | failed: seeds taking it}}, digest.
     #[arg(long)]
     pub json: bool,
     /// Stop at the first violating seed (what a search for one

@@ -7,7 +7,9 @@
 //! passing them. This test iterates the registry, so a new scenario's
 //! situations are checked the day they are declared, and so are the
 //! public operations each correct scenario declares it calls
-//! (`Scenario::operations`).
+//! (`Scenario::operations`) and the paths of them it declares it takes
+//! (`Scenario::paths`: ok, refused, failed; the promise table in
+//! `docs/guide/invariants.md` judges each path).
 
 use std::collections::BTreeSet;
 
@@ -24,20 +26,27 @@ const COVERAGE_SEEDS: std::ops::Range<u64> = 0..28;
 
 #[test]
 #[ignore = "slow in a debug build: .ci/run runs it in release"]
-fn pinned_seeds_reach_every_declared_situation_and_call_every_operation() {
+fn pinned_seeds_reach_every_declared_situation_and_take_every_path() {
     let mut servers = Servers::new();
     let mut missing = Vec::new();
     for scenario in scenarios::all() {
         let mut reached = BTreeSet::new();
         let mut operations = BTreeSet::new();
+        let mut paths = BTreeSet::new();
         for seed in COVERAGE_SEEDS {
             let o = scenario.run(&mut servers, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", scenario.name));
             reached.extend(o.reached);
             operations.extend(o.operations.into_keys());
+            paths.extend(o.paths);
         }
         for op in scenario.operations {
             if !operations.contains(op) {
                 missing.push(format!("{}: no seed of {COVERAGE_SEEDS:?} called {op}", scenario.name));
+            }
+        }
+        for (op, path) in scenario.paths {
+            if !paths.contains(&(op.clone(), *path)) {
+                missing.push(format!("{}: no seed of {COVERAGE_SEEDS:?} took path `{path}` of {op}", scenario.name));
             }
         }
         for s in scenario.situations {

@@ -5,6 +5,7 @@
 use super::api::{ELECTION_RUN, ELECTION_STOP};
 use super::invariants;
 use crate::api::FENCED_STORE_WRITE;
+use crate::path::Path;
 use crate::scenario::{Expect, Scenario};
 
 /// `election`.
@@ -14,6 +15,7 @@ pub(crate) const ELECTION: Scenario = Scenario {
     expect: Expect::Clean,
     situations: super::SITUATIONS,
     operations: &[ELECTION_RUN, ELECTION_STOP],
+    paths: &[(ELECTION_RUN, Path::Ok), (ELECTION_STOP, Path::Ok), (FENCED_STORE_WRITE, Path::Ok), (FENCED_STORE_WRITE, Path::Refused), (FENCED_STORE_WRITE, Path::Failed)],
     scripts: &["lock_acquire", "lock_release", "lock_extend", "fenced_write"],
     invariants: &[],
     runs: &super::ElectionVariant::Election,
@@ -28,6 +30,7 @@ pub(crate) const ELECTION_RENEW_ONLY: Scenario = Scenario {
     expect: Expect::Clean,
     situations: super::RENEW_ONLY_SITUATIONS,
     operations: &[ELECTION_RUN, ELECTION_STOP],
+    paths: &[],
     scripts: &[],
     invariants: &[],
     runs: &super::ElectionVariant::RenewOnly,
@@ -42,6 +45,7 @@ pub(crate) const ELECTION_NO_EPOCH: Scenario = Scenario {
     expect: Expect::Violates(&invariants::ELECTION),
     situations: super::NO_EPOCH_SITUATIONS,
     operations: &[],
+    paths: &[],
     scripts: &[],
     invariants: &[],
     runs: &super::ElectionVariant::NoEpoch,
@@ -56,6 +60,7 @@ pub(crate) const ELECTION_FAILOVER: Scenario = Scenario {
     expect: Expect::Violates(&invariants::ELECTION),
     situations: &[],
     operations: &[],
+    paths: &[],
     scripts: &[],
     invariants: &[],
     runs: &super::ElectionVariant::Failover,
@@ -69,6 +74,7 @@ pub(crate) const ELECTION_FAILOVER_ACKNOWLEDGED: Scenario = Scenario {
     expect: Expect::Clean,
     situations: super::ACKNOWLEDGED_FAILOVER_SITUATIONS,
     operations: &[ELECTION_RUN, ELECTION_STOP, FENCED_STORE_WRITE],
+    paths: &[],
     scripts: &["lock_acquire", "lock_release", "lock_extend", "fenced_write"],
     invariants: crate::checker::acknowledged_writes::DECLARED,
     runs: &super::ElectionVariant::FailoverAcknowledged,
@@ -83,6 +89,7 @@ pub(crate) const ELECTION_FAILOVER_FLOORED: Scenario = Scenario {
     expect: Expect::Clean,
     situations: super::FAILOVER_SITUATIONS,
     operations: &[ELECTION_RUN, ELECTION_STOP],
+    paths: &[],
     scripts: &["lock_acquire_floored", "lock_release", "lock_extend", "fenced_write"],
     invariants: &[],
     runs: &super::ElectionVariant::FailoverFloored,

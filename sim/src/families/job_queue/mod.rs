@@ -47,6 +47,7 @@ pub(crate) use situations::SITUATIONS;
 use crate::checker::Invariant;
 use crate::families::job_queue::api::{JOB_CLAIM, JOB_COMPLETE, JOB_ENQUEUE, JOB_EXTEND, JOB_REAP, JOB_STATE};
 use crate::history::Api;
+use crate::path::Path;
 use crate::stats::{Metric, Unit};
 
 /// The family's invariant.
@@ -60,6 +61,25 @@ pub(crate) const INVARIANTS: &[(Invariant, &str)] = &[(
 
 /// The public operations its workload calls.
 pub(crate) const OPERATIONS: &[Api] = &[JOB_ENQUEUE, JOB_CLAIM, JOB_EXTEND, JOB_COMPLETE, JOB_REAP, JOB_STATE];
+
+/// The paths of those operations its pinned seeds take: every one answered,
+/// and every one but `enqueue` failing under the faults. (Its refusals,
+/// a completion or an extension of a stale attempt, are answers the
+/// history records as such: the situations `stale-completion-refused` and
+/// `stale-extend-refused` pin them.)
+pub(crate) const PATHS: &[(Api, Path)] = &[
+    (JOB_ENQUEUE, Path::Ok),
+    (JOB_CLAIM, Path::Ok),
+    (JOB_CLAIM, Path::Failed),
+    (JOB_EXTEND, Path::Ok),
+    (JOB_EXTEND, Path::Failed),
+    (JOB_COMPLETE, Path::Ok),
+    (JOB_COMPLETE, Path::Failed),
+    (JOB_REAP, Path::Ok),
+    (JOB_REAP, Path::Failed),
+    (JOB_STATE, Path::Ok),
+    (JOB_STATE, Path::Failed),
+];
 
 /// The library scripts its histories depend on.
 pub(crate) const SCRIPTS: &[&str] = &["job_enqueue", "job_claim", "job_complete", "job_extend", "job_reap"];

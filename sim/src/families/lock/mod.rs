@@ -73,7 +73,7 @@ pub use op::LockOp;
 #[cfg(test)]
 pub(crate) use plan::Stall;
 pub(crate) use plan::{LockPlan, LockSpace};
-pub(crate) use situations::{situation, FENCING_SITUATIONS, OPERATIONS, SITUATIONS};
+pub(crate) use situations::{situation, FENCING_PATHS, FENCING_SITUATIONS, OPERATIONS, PATHS, SITUATIONS};
 pub(crate) use variants::LockVariant;
 pub(crate) use workload::{LockKind, LockWorkload, Protection, StoreKind, ACK_TIMEOUT_MS, LOCK_NAME, RESOURCE_KEY};
 

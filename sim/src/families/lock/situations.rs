@@ -10,6 +10,7 @@ use crate::families::lock::api::{
 };
 use crate::history::Api;
 use crate::outcome::Situation;
+use crate::path::Path;
 
 /// Situations the correct lock scenarios declare (see `SITUATIONS`).
 pub(crate) mod situation {
@@ -178,3 +179,42 @@ pub(crate) const SITUATIONS: &[Situation] = ALL.split_at(ALL.len() - 1).0;
 
 /// The situations of `fencing`.
 pub(crate) const FENCING_SITUATIONS: &[Situation] = &ALL;
+
+/// Every path of the lock workload's operations that the promise table
+/// judges and the pinned seeds take; the fenced store's refusal last
+/// (`lock`'s holders check their deadline before writing, so a refused
+/// write is rare there, as `stale-write-refused` is).
+const ALL_PATHS: &[(Api, Path)] = &[
+    (LOCK_ACQUIRE, Path::Ok),
+    (LOCK_ACQUIRE, Path::Refused),
+    (LOCK_ACQUIRE, Path::Failed),
+    (LOCK_RELEASE, Path::Ok),
+    (LOCK_RELEASE, Path::Refused),
+    (LOCK_RELEASE, Path::Failed),
+    (LOCK_EXTEND, Path::Ok),
+    (LOCK_EXTEND, Path::Refused),
+    (LOCK_EXTEND, Path::Failed),
+    (LOCK_WITH_LOCK, Path::Ok),
+    (LOCK_WITH_LOCK, Path::Refused),
+    (LOCK_WITH_LOCK, Path::Failed),
+    (LOCK_WITH_LOCK_GUARDED, Path::Ok),
+    (LOCK_WITH_LOCK_GUARDED, Path::Failed),
+    (LOCK_KEEP_ALIVE, Path::Ok),
+    (LOCK_CURRENT_TOKEN, Path::Ok),
+    (LOCK_CURRENT_TOKEN, Path::Failed),
+    (LOCK_REMAINING_TTL, Path::Ok),
+    (LOCK_REMAINING_TTL, Path::Failed),
+    (RETRY_RUN, Path::Ok),
+    (RETRY_RUN, Path::Refused),
+    (RETRY_RUN, Path::Failed),
+    (FENCED_STORE_READ, Path::Ok),
+    (FENCED_STORE_READ, Path::Failed),
+    (FENCED_STORE_WRITE, Path::Ok),
+    (FENCED_STORE_WRITE, Path::Refused),
+];
+
+/// The paths of `lock` and `lock-floored`.
+pub(crate) const PATHS: &[(Api, Path)] = ALL_PATHS.split_at(ALL_PATHS.len() - 1).0;
+
+/// The paths of `fencing`.
+pub(crate) const FENCING_PATHS: &[(Api, Path)] = ALL_PATHS;

@@ -4,6 +4,7 @@
 
 use super::api::{COUNTER_CHECK, COUNTER_CHECK_AT, LOG_CHECK, LOG_CHECK_AT};
 use super::invariants;
+use crate::path::Path;
 use crate::scenario::{Expect, Scenario};
 
 /// `rate-limit`.
@@ -13,6 +14,7 @@ pub(crate) const RATE_LIMIT: Scenario = Scenario {
     expect: Expect::Clean,
     situations: super::LOG_SITUATIONS,
     operations: &[LOG_CHECK, LOG_CHECK_AT],
+    paths: &[(LOG_CHECK, Path::Ok), (LOG_CHECK_AT, Path::Ok)],
     scripts: &["sliding_log"],
     invariants: &[],
     runs: &super::RateLimitVariant::Log,
@@ -27,6 +29,7 @@ pub(crate) const RATE_LIMIT_COUNTER: Scenario = Scenario {
     expect: Expect::Clean,
     situations: super::COUNTER_SITUATIONS,
     operations: &[COUNTER_CHECK, COUNTER_CHECK_AT],
+    paths: &[(COUNTER_CHECK, Path::Ok), (COUNTER_CHECK_AT, Path::Ok)],
     scripts: &["sliding_counter"],
     invariants: &[],
     runs: &super::RateLimitVariant::Counter,
@@ -40,6 +43,7 @@ pub(crate) const RATE_LIMIT_FIXED_WINDOW: Scenario = Scenario {
     expect: Expect::Violates(&invariants::RATE_LIMIT),
     situations: &[],
     operations: &[],
+    paths: &[],
     scripts: &[],
     invariants: &[],
     runs: &super::RateLimitVariant::FixedWindow,
@@ -54,6 +58,7 @@ pub(crate) const RATE_LIMIT_CLIENT_SIDE: Scenario = Scenario {
     expect: Expect::Violates(&invariants::RATE_LIMIT),
     situations: &[],
     operations: &[],
+    paths: &[],
     scripts: &[],
     invariants: &[],
     runs: &super::RateLimitVariant::ClientSide,
@@ -67,6 +72,7 @@ pub(crate) const RATE_LIMIT_WATCH_MULTI: Scenario = Scenario {
     expect: Expect::Violates(&invariants::RATE_LIMIT),
     situations: &[],
     operations: &[],
+    paths: &[],
     scripts: &[],
     invariants: &[],
     runs: &super::RateLimitVariant::WatchMulti,

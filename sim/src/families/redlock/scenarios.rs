@@ -4,6 +4,7 @@
 
 use super::api::{REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_CONNECT, REDLOCK_EXTEND, REDLOCK_RELEASE};
 use super::invariants::REDLOCK_MUTUAL_EXCLUSION;
+use crate::path::Path;
 use crate::scenario::{Expect, Scenario};
 
 /// `redlock`.
@@ -13,6 +14,16 @@ pub(crate) const REDLOCK: Scenario = Scenario {
     expect: Expect::Clean,
     situations: super::SITUATIONS,
     operations: &[REDLOCK_CONNECT, REDLOCK_ACQUIRE, REDLOCK_ACQUIRE_WITH_RETRY, REDLOCK_EXTEND, REDLOCK_RELEASE],
+    paths: &[
+        (REDLOCK_CONNECT, Path::Ok),
+        (REDLOCK_ACQUIRE, Path::Ok),
+        (REDLOCK_ACQUIRE, Path::Refused),
+        (REDLOCK_ACQUIRE_WITH_RETRY, Path::Ok),
+        (REDLOCK_ACQUIRE_WITH_RETRY, Path::Refused),
+        (REDLOCK_EXTEND, Path::Ok),
+        (REDLOCK_EXTEND, Path::Refused),
+        (REDLOCK_RELEASE, Path::Ok),
+    ],
     scripts: &["lock_release", "lock_extend"],
     invariants: &[],
     runs: &super::RedlockVariant::Correct,
@@ -27,6 +38,7 @@ pub(crate) const REDLOCK_NO_VALIDITY: Scenario = Scenario {
     expect: Expect::Violates(&REDLOCK_MUTUAL_EXCLUSION),
     situations: &[],
     operations: &[],
+    paths: &[],
     scripts: &[],
     invariants: &[],
     runs: &super::RedlockVariant::NoValidity,
@@ -40,6 +52,7 @@ pub(crate) const REDLOCK_CLOCK_JUMP: Scenario = Scenario {
     expect: Expect::Violates(&REDLOCK_MUTUAL_EXCLUSION),
     situations: &[],
     operations: &[],
+    paths: &[],
     scripts: &[],
     invariants: &[],
     runs: &super::RedlockVariant::ClockJump,
