@@ -59,6 +59,8 @@ pub(super) fn claimed_in_order(
         if unknown_claims.iter().any(|&u| u <= r) {
             continue;
         }
+        // Whether some job ahead had entered the queue before the claim ran.
+        let mut weighed = false;
         for earlier in ahead {
             // The last time it entered the pending set before `r`.
             let entered = calls
@@ -74,9 +76,7 @@ pub(super) fn claimed_in_order(
                 .filter(|&t| t < r)
                 .max();
             let Some(entered) = entered else { continue };
-            if d.id.is_none() {
-                reached.push(SituationName::new("claim-found-nothing-after-an-enqueue"));
-            }
+            weighed = true;
             let left = claimed.iter().any(|&(k, lo, hi)| k == *earlier && lo <= r && hi >= entered);
             if !left {
                 let took = match d.id.as_deref() {
@@ -93,6 +93,9 @@ pub(super) fn claimed_in_order(
                 ));
                 break;
             }
+        }
+        if weighed && d.id.is_none() {
+            reached.push(SituationName::new("claim-found-nothing-after-an-enqueue"));
         }
     }
     out

@@ -336,14 +336,13 @@ async fn failed_extension(actor: &Actor, lock: &Lock<SimConnection>, node: usize
     // shrugs the failure off completes, and one that reads it as a
     // refusal says the key is not ours: the promise is "dropped once an
     // extension fails".
-    if end.granted() {
-        let allowed =
-            [GuardedEnd::Cancelled { loss: Loss::Failed }, GuardedEnd::Cancelled { loss: Loss::DeadlineReached }];
-        actor.configured_if_differs(
+    let allowed = [GuardedEnd::Cancelled { loss: Loss::Failed }, GuardedEnd::Cancelled { loss: Loss::DeadlineReached }];
+    if end.granted() && !allowed.contains(&end) {
+        actor.configured(
             "KeepAlive",
             &[(
                 "end after an extension held past the response timeout",
-                if allowed.contains(&end) { "Cancelled(Failed)".into() } else { format!("{end:?}") },
+                format!("{end:?}"),
                 "Cancelled(Failed)".into(),
             )],
         );

@@ -38,22 +38,18 @@ pub(super) fn one_attempt(
 ) {
     let c = r.call;
     let key = crate::checker::lock_key(name);
-    let next = m
-        .calls
-        .iter()
-        .filter(|o| o.process == c.process && o.invoked > c.invoked)
-        .filter(|o| matches!(o.op, LockOp::Acquire { name: n, .. } if n == name))
-        .map(|o| o.invoked)
-        .min();
+    // The caller's other acquires of the name.
+    let others = || {
+        m.calls.iter().filter(|o| {
+            o.process == c.process
+                && o.invoked != c.invoked
+                && matches!(o.op, LockOp::Acquire { name: n, .. } if n == name)
+        })
+    };
+    let next = others().filter(|o| o.invoked > c.invoked).map(|o| o.invoked).min();
     // An earlier acquire of unknown outcome may still be on its way (held
     // by a partition) until the faults settle: its run is not this call's.
-    let earlier_in_flight = c.invoked <= m.settled
-        && m.calls.iter().any(|o| {
-            o.process == c.process
-                && o.invoked < c.invoked
-                && o.unknown()
-                && matches!(o.op, LockOp::Acquire { name: n, .. } if n == name)
-        });
+    let earlier_in_flight = c.invoked <= m.settled && others().any(|o| o.invoked < c.invoked && o.unknown());
     if earlier_in_flight {
         return;
     }
