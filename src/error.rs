@@ -78,7 +78,8 @@ pub enum Error {
     /// library never writes: a fence counter that is not a positive integer
     /// (or has reached 2^63 − 1, the most `INCR` can count to), a stored token
     /// that is not a canonical decimal number, a half-written entry, a lock
-    /// key without an expiry. Something else writes to our key space. The
+    /// key without an expiry, a limiter's counts or scores that are not
+    /// whole numbers in range. Something else writes to our key space. The
     /// call changed nothing; retrying cannot help until the key is repaired
     /// (or deleted, with the consequences the README's non-guarantees list
     /// for a lost fence counter).

@@ -58,6 +58,15 @@ static CHECK: LazyLock<Script> = LazyLock::new(|| crate::script_source::script(c
 /// backwards the script keeps counting in the newest bucket, which can only
 /// deny more.
 ///
+/// # Errors
+///
+/// [`Error::WrongType`](crate::Error::WrongType) when the key is not a hash,
+/// and [`Error::CorruptState`](crate::Error::CorruptState) when it is a hash
+/// without `i`, `c` and `p` as integers in `[0, 2^53 − 1]` (a field missing,
+/// a negative or fractional count, text): the script writes all three at
+/// once and nothing else, so another program wrote it. Neither admits or
+/// changes anything: the state is checked before any write.
+///
 /// ```no_run
 /// # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
 /// use core::time::Duration;

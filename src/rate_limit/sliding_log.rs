@@ -46,6 +46,16 @@ static CHECK: LazyLock<Script> = LazyLock::new(|| crate::script_source::script(c
 /// exists for tests and the simulation harness, which need exact,
 /// reproducible instants. Do not mix pinned and server time on one key.
 ///
+/// # Errors
+///
+/// [`Error::WrongType`](crate::Error::WrongType) when the key is not a
+/// sorted set, and [`Error::CorruptState`](crate::Error::CorruptState) when
+/// a denial would take its `retry_after` from an entry whose score this
+/// script never writes (not an integer unix-ms instant in `[0, 2^53 − 1]`:
+/// a fraction, a negative, `inf`). Neither records anything. Entries the
+/// decision does not read are counted as they are: the script checks what
+/// it reads, not the whole set (that would cost O(N) a call).
+///
 /// ```no_run
 /// # async fn demo(conn: redis::aio::MultiplexedConnection) -> redis_primitives::Result<()> {
 /// use core::time::Duration;

@@ -7,6 +7,10 @@
 -- denied, where count = ceil(p * (window - elapsed) / window) + c and
 -- elapsed = now - i * window.
 --
+-- Errors (nothing changed by any): WRONGTYPE; CORRUPT when the key is a
+-- hash that does not hold i, c and p as integers in [0, 2^53 - 1] (this
+-- script writes all three at once, and never anything else).
+--
 -- Admit when p * (window - elapsed) / window + c + 1 <= limit, evaluated as
 -- p * (window - elapsed) <= (limit - c - 1) * window in integers: Limit
 -- guarantees limit * window <= 2^52, so every product here is exact in a
@@ -24,6 +28,17 @@ local function idiv(a, b)
   return q
 end
 
+-- A bucket index or a count as this script writes it: an integer in
+-- [0, 2^53 - 1], in whatever spelling the server stored it with (a large
+-- index may read back as 1.7e+12). Anything else, nil.
+local function whole(v)
+  local n = tonumber(v)
+  if n and n >= 0 and n <= 9007199254740991 and n == math.floor(n) then
+    return n
+  end
+  return nil
+end
+
 local key = KEYS[1]
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -36,12 +51,9 @@ else
 end
 
 local idx = idiv(now, window)
-local cur, prev = 0, 0
 local state = redis.call('HMGET', key, 'i', 'c', 'p')
-local stored = tonumber(state[1])
-if stored then
-  cur = tonumber(state[2]) or 0
-  prev = tonumber(state[3]) or 0
+local stored, cur, prev = whole(state[1]), whole(state[2]), whole(state[3])
+if stored and cur and prev then
   if idx == stored + 1 then
     prev, cur = cur, 0
   elseif idx > stored + 1 then
@@ -52,6 +64,14 @@ if stored then
     -- weight. That can only deny more, never admit more.
     idx = stored
   end
+elseif redis.call('EXISTS', key) == 1 then
+  -- A hash with a field missing, or one this script could not have written
+  -- (a negative or fractional count, text): another writer's. Deciding on it
+  -- would admit on a made-up count and overwrite it, so refuse before any
+  -- write.
+  return redis.error_reply('CORRUPT ' .. key .. ' does not hold i, c and p as integers in [0, 2^53 - 1]')
+else
+  cur, prev = 0, 0
 end
 
 local elapsed = now - idx * window

@@ -8,6 +8,10 @@
 -- The window at `now` is (now - window, now]: an entry recorded at t counts
 -- up to t + window - 1 and has left at t + window.
 --
+-- Errors (nothing changed by any): WRONGTYPE; CORRUPT when a denial would
+-- read its retry-after from an entry whose score is not a unix-ms instant
+-- (an integer in [0, 2^53 - 1]): this script writes no other.
+--
 -- Complexity, with N members: ZCOUNT, ZADD and a one-element ZRANGE are
 -- O(log N), ZCARD O(1), and the trim removes at most TRIM_BATCH entries, so
 -- one call is O(log N + TRIM_BATCH) however many entries left the window at
@@ -63,7 +67,13 @@ end
 -- limit - 1 entries, i.e. when its (count - limit)-th oldest entry leaves
 -- (its oldest, unless the limit was lowered for a key in use).
 local rank = stale + count - limit
-local nth = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+local score = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]
+local t = tonumber(score)
+if not (t >= 0 and t <= 9007199254740991 and t == math.floor(t)) then
+  -- Another writer's score (fractional, negative, past 2^53 - 1, inf) would
+  -- make the retry-after no duration at all.
+  return redis.error_reply('CORRUPT ' .. key .. ' holds an entry scored ' .. score .. ', not a unix-ms instant')
+end
 -- window - (now - t), not t + window - now: t + window can pass 2^53 and
 -- round, while now - t is at most the window, and every term stays exact.
-return {0, count, now, window - (now - tonumber(nth[2]))}
+return {0, count, now, window - (now - t)}

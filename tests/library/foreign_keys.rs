@@ -20,38 +20,11 @@
 use crate::support;
 
 use core::time::Duration;
-use std::collections::BTreeMap;
-
 use redis::aio::MultiplexedConnection;
 use redis_primitives::rate_limit::{Decision, Limit, SlidingWindowCounter, SlidingWindowLog};
 use redis_primitives::redlock::{Acquisition, Extension, MasterVote, Redlock, RedlockConfig, RefusalReason, Vote};
 use redis_primitives::{CompareCommands, Error};
-use support::{connect_url, ms, RedisServer};
-
-/// Every key of the server: its type, its `DUMP` (the value's exact
-/// bytes) and whether it has an expiry.
-type Keyspace = BTreeMap<Vec<u8>, (String, Vec<u8>, bool)>;
-
-async fn keyspace(conn: &MultiplexedConnection) -> Keyspace {
-    let mut conn = conn.clone();
-    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await.expect("KEYS");
-    let mut out = Keyspace::new();
-    for key in keys {
-        let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut conn).await.expect("TYPE");
-        let dump: Vec<u8> = redis::cmd("DUMP").arg(&key).query_async(&mut conn).await.expect("DUMP");
-        let pttl: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut conn).await.expect("PTTL");
-        out.insert(key, (kind, dump, pttl >= 0));
-    }
-    out
-}
-
-async fn run(conn: &MultiplexedConnection, args: &[&str]) {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    let _: redis::Value = cmd.query_async(&mut conn.clone()).await.expect("set-up command");
-}
+use support::{connect_url, keyspace, ms, run, RedisServer};
 
 /// Writes a value of `kind` at `key`, as another program would.
 async fn plant(conn: &MultiplexedConnection, kind: &str, key: &str) {

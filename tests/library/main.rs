@@ -13,6 +13,7 @@ mod fencing;
 mod foreign_keys;
 mod guarded;
 mod job_queue;
+mod limiter_state;
 mod lock;
 mod module_experiment;
 mod native;

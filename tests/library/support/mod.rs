@@ -8,6 +8,7 @@
 pub mod proxy;
 
 use core::time::Duration;
+use std::collections::BTreeMap;
 
 use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
@@ -49,6 +50,34 @@ pub fn ms(n: u64) -> redis_primitives::Ttl {
 /// test connection checks before it intercepts a request.
 pub fn is_command(cmd: &redis::Cmd, name: &str) -> bool {
     matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(first)) if first.eq_ignore_ascii_case(name.as_bytes()))
+}
+
+/// Every key of a server: its type, its `DUMP` (the value's exact bytes)
+/// and whether it has an expiry. What "nothing was changed" is checked
+/// against.
+pub type Keyspace = BTreeMap<Vec<u8>, (String, Vec<u8>, bool)>;
+
+/// The server's whole [`Keyspace`], read through `conn`.
+pub async fn keyspace(conn: &MultiplexedConnection) -> Keyspace {
+    let mut conn = conn.clone();
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query_async(&mut conn).await.expect("KEYS");
+    let mut out = Keyspace::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut conn).await.expect("TYPE");
+        let dump: Vec<u8> = redis::cmd("DUMP").arg(&key).query_async(&mut conn).await.expect("DUMP");
+        let pttl: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut conn).await.expect("PTTL");
+        out.insert(key, (kind, dump, pttl >= 0));
+    }
+    out
+}
+
+/// Sends one raw command (a test's set-up, as another program would write).
+pub async fn run(conn: &MultiplexedConnection, args: &[&str]) {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    let _: redis::Value = cmd.query_async(&mut conn.clone()).await.expect("set-up command");
 }
 
 /// What a [`Hooked`] connection does with each single command it sends on
