@@ -147,8 +147,6 @@ pub(crate) const EQUIVALENT: &[(&str, &str, &str)] = &[
     ("sliding_counter", "q = q + 0", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
     ("sliding_counter", "-- removed: q = q - 1", "unreachable: the floating quotient of operands below 2^52 never rounds past an integer"),
     ("sliding_counter", "-- removed: q = q + 1", "unreachable: the floating quotient of operands below 2^52 never rounds down past an integer"),
-    ("sliding_counter", "cur = tonumber(state[2]) or 1", "the state hash is always written whole (i, c, p in one HSET): the default never applies"),
-    ("sliding_counter", "prev = tonumber(state[3]) or 1", "the state hash is always written whole (i, c, p in one HSET): the default never applies"),
     ("sliding_counter", "elseif idx >= stored + 1 then", "idx == stored + 1 is taken by the branch before"),
     ("sliding_counter", "elseif idx > stored + 0 then", "idx == stored + 1 is taken by the branch before, so idx > stored means idx >= stored + 2"),
     ("sliding_counter", "elseif idx <= stored then", "at idx == stored the branch sets idx = stored: no change"),

@@ -16,8 +16,12 @@ use serde::{Deserialize, Serialize};
 
 mod edges;
 
+use super::situations::{
+    PROBE_ALREADY_KNOWN, PROBE_CORRUPT_REFUSED, PROBE_FOREIGN_CLAIM_REFUSED, PROBE_WRONG_TYPE_REFUSED,
+};
 use crate::checker::Allowance;
 use crate::net::SimConnection;
+use crate::outcome::SituationName;
 use crate::world::{Actor, ActorResult};
 
 /// One probed case: what was expected, what came back, and whether the
@@ -36,6 +40,11 @@ pub(crate) struct Probed {
     /// The same keys after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// The situation a case shows when answered as documented with its
+    /// keys unchanged (the promise table's path for its row). Not part of
+    /// the history's JSON, whose digests stay as they were.
+    #[serde(skip)]
+    pub shows: Option<SituationName>,
 }
 
 /// What [`Probed::got`] holds when a fault left the answer unknown (a
@@ -109,11 +118,24 @@ impl Case<'_> {
     /// Records one answer; with `unchanged`, the keys' state before the
     /// call, compared after.
     async fn record(&mut self, case: &str, expected: String, got: String, before: Option<String>) {
+        self.record_showing(case, expected, got, before, None).await;
+    }
+
+    /// [`Case::record`], for a case that shows the situation `shows` when
+    /// it is answered as expected and leaves its keys as they were.
+    async fn record_showing(
+        &mut self,
+        case: &str,
+        expected: String,
+        got: String,
+        before: Option<String>,
+        shows: Option<SituationName>,
+    ) {
         let after = match before {
             Some(_) => fingerprint(&mut self.conn, &self.keys).await.ok(),
             None => None,
         };
-        let p = Probed { case: case.to_string(), expected, got, before, after };
+        let p = Probed { case: case.to_string(), expected, got, before, after, shows };
         self.actor.observe(super::JobOp::Probe(p));
     }
 
@@ -194,13 +216,15 @@ async fn corrupt(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::e
             raw(&mut c.conn, &["ZADD", &pending, "1", "j"]).await?;
             let b = c.before().await;
             let r = c.queue.enqueue("j", "p").await;
-            c.record("enqueue: an id pending without its hash", corrupt, said(&r, enqueued), b).await;
+            let shows = Some(PROBE_CORRUPT_REFUSED);
+            c.record_showing("enqueue: an id pending without its hash", corrupt, said(&r, enqueued), b, shows).await;
         }
         1 => {
             raw(&mut c.conn, &["HSET", &seq, "f", "1"]).await?;
             let b = c.before().await;
             let r = c.queue.enqueue("j", "p").await;
-            c.record("enqueue: a counter of the wrong type", "wrongtype".into(), said(&r, enqueued), b).await;
+            let (expected, shows) = ("wrongtype".to_string(), Some(PROBE_WRONG_TYPE_REFUSED));
+            c.record_showing("enqueue: a counter of the wrong type", expected, said(&r, enqueued), b, shows).await;
         }
         2 | 3 => {
             let value = if n == 2 { "abc" } else { "-1" };
@@ -208,13 +232,14 @@ async fn corrupt(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::e
             let b = c.before().await;
             let r = c.queue.enqueue("j", "p").await;
             let case = format!("enqueue: a counter holding {value}");
-            c.record(&case, format!("corrupt {seq}"), said(&r, enqueued), b).await;
+            c.record_showing(&case, format!("corrupt {seq}"), said(&r, enqueued), b, Some(PROBE_CORRUPT_REFUSED)).await;
         }
         4 => {
             raw(&mut c.conn, &["HSET", j, "x", "1"]).await?;
             let b = c.before().await;
             let r = c.queue.enqueue("j", "p").await;
-            c.record("enqueue: an id with a one-field hash", "AlreadyKnown".into(), said(&r, enqueued), b).await;
+            let (expected, shows) = ("AlreadyKnown".to_string(), Some(PROBE_ALREADY_KNOWN));
+            c.record_showing("enqueue: an id with a one-field hash", expected, said(&r, enqueued), b, shows).await;
         }
         6 | 7 => {
             raw(&mut c.conn, &["ZADD", &pending, "1", "j"]).await?;
@@ -226,8 +251,8 @@ async fn corrupt(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::e
             let b = c.before().await;
             let r = c.queue.claim(lease).await;
             let case = if n == 6 { "claim: a hash without its payload" } else { "claim: a seq that is not a number" };
-            c.record(case, corrupt, said(&r, |c| format!("claimed {:?}", c.as_ref().map(|c| c.id().to_string()))), b)
-                .await;
+            let got = said(&r, |c| format!("claimed {:?}", c.as_ref().map(|c| c.id().to_string())));
+            c.record_showing(case, corrupt, got, b, Some(PROBE_CORRUPT_REFUSED)).await;
         }
         8 | 9 => {
             c.queue.enqueue("j", "p").await?;
@@ -236,11 +261,14 @@ async fn corrupt(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::e
             let b = c.before().await;
             if n == 8 {
                 let r = c.queue.complete(&claim).await;
-                c.record("complete: active but not in the active set", corrupt, said(&r, |x| format!("{x:?}")), b)
-                    .await;
+                let got = said(&r, |x| format!("{x:?}"));
+                let case = "complete: active but not in the active set";
+                c.record_showing(case, corrupt, got, b, Some(PROBE_CORRUPT_REFUSED)).await;
             } else {
                 let r = c.queue.extend(&mut claim, lease).await;
-                c.record("extend: active but not in the active set", corrupt, said(&r, |x| format!("{x:?}")), b).await;
+                let got = said(&r, |x| format!("{x:?}"));
+                let case = "extend: active but not in the active set";
+                c.record_showing(case, corrupt, got, b, Some(PROBE_CORRUPT_REFUSED)).await;
             }
         }
         _ => {
@@ -259,12 +287,12 @@ async fn corrupt(c: &mut Case<'_>, n: u32, j: &str) -> Result<(), Box<dyn std::e
             }
             let b = c.before().await;
             let r = c.queue.reap().await;
-            let (case, expected) = match n {
-                10 => ("reap: a lapsed id without a seq", corrupt),
-                11 => ("reap: a lapsed id whose seq is not a number", corrupt),
-                _ => ("reap: a pending set of the wrong type", "wrongtype".to_string()),
+            let (case, expected, shows) = match n {
+                10 => ("reap: a lapsed id without a seq", corrupt, PROBE_CORRUPT_REFUSED),
+                11 => ("reap: a lapsed id whose seq is not a number", corrupt, PROBE_CORRUPT_REFUSED),
+                _ => ("reap: a pending set of the wrong type", "wrongtype".to_string(), PROBE_WRONG_TYPE_REFUSED),
             };
-            c.record(case, expected, said(&r, |ids| format!("reaped {}", ids.len())), b).await;
+            c.record_showing(case, expected, said(&r, |ids| format!("reaped {}", ids.len())), b, Some(shows)).await;
         }
     }
     Ok(())
@@ -282,7 +310,8 @@ async fn lifecycle(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::error::E
             c.record("enqueue: a new id", "Added".into(), said(&r, enqueued), None).await;
             let b = c.before().await;
             let r = c.queue.enqueue("j", "another").await;
-            c.record("enqueue: the same id again", "AlreadyKnown".into(), said(&r, enqueued), b).await;
+            let (expected, shows) = ("AlreadyKnown".to_string(), Some(PROBE_ALREADY_KNOWN));
+            c.record_showing("enqueue: the same id again", expected, said(&r, enqueued), b, shows).await;
             let r = c.queue.claim(lease).await;
             let claimed = |c: &Option<redis_primitives::Claim>| match c {
                 Some(c) => {
@@ -332,12 +361,14 @@ async fn lifecycle(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::error::E
             let other = JobQueue::new(c.conn.clone(), &format!("{}-other", c.queue.name()))?;
             let b = c.before().await;
             let r = other.complete(&claim).await;
-            c.record("complete: a claim of another queue", "invalid claim".into(), said(&r, |x| format!("{x:?}")), b)
-                .await;
+            let (expected, shows) = ("invalid claim".to_string(), Some(PROBE_FOREIGN_CLAIM_REFUSED));
+            let got = said(&r, |x| format!("{x:?}"));
+            c.record_showing("complete: a claim of another queue", expected, got, b, shows).await;
             let b = c.before().await;
             let r = other.extend(&mut claim, lease).await;
-            c.record("extend: a claim of another queue", "invalid claim".into(), said(&r, |x| format!("{x:?}")), b)
-                .await;
+            let (expected, shows) = ("invalid claim".to_string(), Some(PROBE_FOREIGN_CLAIM_REFUSED));
+            let got = said(&r, |x| format!("{x:?}"));
+            c.record_showing("extend: a claim of another queue", expected, got, b, shows).await;
         }
         17 => {
             // A reaped job goes back to its own place: before a job

@@ -10,6 +10,7 @@ use redis_primitives::rate_limit::Limit;
 
 use super::limiter::{one_request, Limiter, Setup};
 use super::plan::Burst;
+use super::planted::plant_all;
 use super::probes::{lowered_limit, mass_expiry, pinned_ahead, probe, skewed_clocks};
 use super::{RateLimitVariant, MASS_LIMIT, NAME};
 use crate::history::Millis;
@@ -31,6 +32,13 @@ pub(super) async fn client(
         // requests never queue behind a burst.
         let own = Arc::new(Limiter::new(variant, actor.connection(0), limit, actor.seed()));
         Some(actor.spawn(probe(actor.clone(), own, setup)))
+    } else {
+        None
+    };
+    let planter = if actor.index() == 0 && matches!(variant, RateLimitVariant::Log | RateLimitVariant::Counter) {
+        // Its own connection and limiter: error replies are expected there.
+        let own = Limiter::new(variant, actor.connection_expecting_errors(0), limit, actor.seed());
+        Some(actor.spawn(plant_all(actor.clone(), variant, own, setup)))
     } else {
         None
     };
@@ -99,6 +107,9 @@ pub(super) async fn client(
         let _ = f.await;
     }
     if let Some(p) = prober {
+        let _ = p.await;
+    }
+    if let Some(p) = planter {
         let _ = p.await;
     }
     if let Some((m, a, k, l)) = mass {

@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 
 use super::actors::client;
 use super::checks::window::{self, Allowance};
-use super::checks::{exact, liveness};
+use super::checks::{exact, liveness, planted};
 use super::limiter::Setup;
 use super::metrics::{self, WINDOW_FILL};
 use super::op::RateLimitOp;
@@ -21,7 +21,7 @@ use crate::family::Family;
 use crate::fault_space::FaultSpace;
 use crate::history::Event;
 use crate::nemesis::{Fault, Schedule};
-use crate::outcome::{outcome_from, Outcome};
+use crate::outcome::{outcome_from, Outcome, SituationName};
 use crate::servers::{Servers, SetupError};
 use crate::stats::{Bound, Histograms};
 use crate::world::{derive_seed, World, WorldConfig};
@@ -99,7 +99,14 @@ pub(crate) fn run_planned(
             },
             _ => Rule { prefix: "rate-log:{", suffix: "}", life: Life::AtMost(plan.window_ms), what: "limiter key" },
         };
-        outcome.violations.extend(key_lifetimes::check(0, &run.keys_at_end[0], &[rule], &[]));
+        // The planter's keys are deleted after each call; one a fault kept
+        // from being deleted is planted, not the limiter's.
+        outcome.violations.extend(key_lifetimes::check(0, &run.keys_at_end[0], &[rule], &["{planted-"]));
+        let (state, refused) = planted::check(&outcome.history);
+        outcome.violations.extend(state);
+        if refused {
+            outcome.reach(SituationName::new("planted-state-refused"));
+        }
         let settle = last_heal + DRAIN_MS;
         outcome.violations.extend(liveness::check(&outcome.history, settle));
         for s in reached(&outcome.history, setup, settle) {

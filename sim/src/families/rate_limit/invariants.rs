@@ -11,11 +11,20 @@ pub(crate) const RATE_LIMIT: Invariant = Invariant::new("rate-limit");
 /// for the admissions of the history.
 pub(crate) const RATE_LIMIT_EXACT: Invariant = Invariant::new("rate-limit-exact");
 
+/// Name of the limiter-state invariant: a limiter key planted with what
+/// the scripts never write is `CorruptState` and left as it was; the
+/// extremes they do write are decided (`checks/planted.rs`).
+pub(crate) const LIMITER_STATE: Invariant = Invariant::new("limiter-state");
+
 /// Each with what it means.
 pub(crate) const INVARIANTS: &[(Invariant, &str)] = &[
     (
         RATE_LIMIT,
         "admissions in any window (now - W, now] of server time never exceed the limit (plus the documented bound for approximate limiters)",
+    ),
+    (
+        LIMITER_STATE,
+        "a limiter key holding what the scripts never write is refused with CorruptState naming it, and left as it was; the extremes they do write are decided",
     ),
     (
         RATE_LIMIT_EXACT,

@@ -59,6 +59,16 @@ impl Limiter {
         }
     }
 
+    /// The key a correct limiter keeps `name`'s state in; `None` for the
+    /// naive ones.
+    pub(super) fn key(&self, name: &str) -> redis_primitives::Result<Option<String>> {
+        match self {
+            Limiter::Log(l) => l.key(name).map(Some),
+            Limiter::Counter(l) => l.key(name).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// Records what a correct limiter reports of its configuration
     /// (judged by `configuration`).
     pub(super) fn report(&self, actor: &Actor, setup: Setup) -> redis_primitives::Result<()> {

@@ -57,6 +57,8 @@ mod limiter;
 mod metrics;
 mod op;
 mod plan;
+mod planted;
+mod planted_state;
 mod probes;
 pub(crate) mod scenarios;
 mod situations;

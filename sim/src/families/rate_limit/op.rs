@@ -10,6 +10,7 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::planted_state::{PlantedAnswer, PlantedState};
 use crate::history::{Millis, Operation};
 
 /// The rate-limit family's operations.
@@ -44,20 +45,48 @@ pub(crate) enum RateLimitOp {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         accessors: Option<DecisionAccessors>,
     },
+    /// A state planted at a limiter key of its own, and what one `check_at`
+    /// answered (`super::planted`).
+    Planted {
+        /// The limiter key planted.
+        key: String,
+        /// What was planted there.
+        state: PlantedState,
+        /// The instant the call was pinned at, unix ms.
+        at_ms: u64,
+        /// The limiter's window.
+        window_ms: u64,
+        /// What the call answered.
+        answer: PlantedAnswer,
+        /// Whether the key's bytes and expiry were the same after the call
+        /// as before it; `None` when a fault kept either read from
+        /// answering.
+        unchanged: Option<bool>,
+    },
 }
 
 impl Operation for RateLimitOp {
     fn verb(&self) -> &'static str {
         match self {
             RateLimitOp::RateLimit { .. } => "rate-limit",
+            RateLimitOp::Planted { .. } => "rate-limit-planted",
         }
     }
 }
 
 impl fmt::Display for RateLimitOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let RateLimitOp::RateLimit { key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms, .. } =
-            self;
+        let (key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms) = match self {
+            RateLimitOp::RateLimit {
+                key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms, ..
+            } => (key, limit, window_ms, admission, server_ms, count, remaining, pinned_ms),
+            RateLimitOp::Planted { key, state, at_ms, answer, unchanged, .. } => {
+                return write!(
+                    f,
+                    "rate-limit-planted {key} {state:?} at={at_ms} -> {answer:?} unchanged={unchanged:?}"
+                );
+            }
+        };
         write!(f, "rate-limit {key} ({limit}/{window_ms}ms)")?;
         if let Some(p) = pinned_ms {
             write!(f, " at={p}ms")?;

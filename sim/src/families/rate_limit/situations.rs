@@ -78,6 +78,10 @@ const ALL: &[Situation] = &[
         meaning: "after the last fault healed, a denied client retried at exactly its retry-after and was admitted",
     },
     Situation {
+        name: SituationName::new("planted-state-refused"),
+        meaning: "a limiter key planted with a value the script never writes was refused with CorruptState naming it, and left as it was",
+    },
+    Situation {
         name: SituationName::new("counter-overshoot-above-max"),
         meaning: "some window (t - W, t] held more than max admissions (the counter's documented approximation)",
     },

@@ -131,14 +131,13 @@ pub(crate) struct Judged {
 /// judge), `lease_ms` its claims' lease, `executions` the node's execution
 /// log (when each script really ran, by the server's clock).
 pub(crate) fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &[Execution]) -> Judged {
-    let (calls, mut out) = pair_calls(events, executions);
+    let (calls, mut out, mut reached) = pair_calls(events, executions);
     // A claim whose outcome is unknown may have taken any job.
     let unknown_claims: Vec<Millis> = calls
         .iter()
         .filter(|c| c.verb == CLAIM && c.done.as_ref().is_none_or(|d| d.0 == EventKind::Info))
         .map(|c| c.invoked)
         .collect();
-    let mut reached = Vec::new();
     let jobs: Vec<String> = calls
         .iter()
         .filter(|c| c.verb == ENQUEUE && c.ok().is_some_and(|(_, d)| d.accepted == Some(true)))
@@ -162,11 +161,16 @@ pub(crate) fn check(events: &[Event], fenced: bool, lease_ms: u64, executions: &
 }
 
 /// Pairs the history's job calls (each with when its script ran, by the
-/// server's clock), and judges the probe's records on the way.
-fn pair_calls<'a>(events: &'a [Event], executions: &[Execution]) -> (Vec<Call<'a>>, Vec<Violation>) {
+/// server's clock), and judges the probe's records on the way: their
+/// violations, and the situations the cases answered as documented show.
+fn pair_calls<'a>(
+    events: &'a [Event],
+    executions: &[Execution],
+) -> (Vec<Call<'a>>, Vec<Violation>, Vec<SituationName>) {
     let mut calls: Vec<Call<'_>> = Vec::new();
     let mut open: BTreeMap<u64, usize> = BTreeMap::new();
     let mut out = Vec::new();
+    let mut shown = Vec::new();
     for e in events {
         let Some(op) = e.op.family::<JobOp>() else { continue };
         if let JobOp::Probe(p) = op {
@@ -174,6 +178,9 @@ fn pair_calls<'a>(events: &'a [Event], executions: &[Execution]) -> (Vec<Call<'a
             // could not be read back, judge nothing.
             if p.got == UNKNOWN || (p.before.is_some() && p.after.is_none()) {
                 continue;
+            }
+            if p.got == p.expected && p.before == p.after {
+                shown.extend(p.shows);
             }
             if p.got != p.expected {
                 out.push(Violation::new(
@@ -217,7 +224,7 @@ fn pair_calls<'a>(events: &'a [Event], executions: &[Execution]) -> (Vec<Call<'a
             calls[i].done = Some((e.kind, e.time, data));
         }
     }
-    (calls, out)
+    (calls, out, shown)
 }
 
 #[cfg(test)]

@@ -294,7 +294,7 @@ mod tests {
         /// The rule's verdicts and whether the overlap situation was reached.
         fn judge(&self) -> (Vec<String>, bool) {
             let events = self.history().events();
-            let (calls, _) = pair_calls(&events, &[]);
+            let (calls, _, _) = pair_calls(&events, &[]);
             let mut reached = Vec::new();
             let v = state_reads(&calls, &mut reached);
             let overlapped = reached.contains(&SituationName::new("state-read-overlapped-write"));

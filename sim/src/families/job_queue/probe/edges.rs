@@ -9,6 +9,7 @@ use redis::aio::ConnectionLike;
 use redis_primitives::{Claim, JobQueue, Ttl};
 
 use super::{raw, said, Case, UNKNOWN};
+use crate::families::job_queue::situations::{PROBE_CORRUPT_REFUSED, PROBE_LEASE_REFUSED};
 
 /// The cases here, numbered after [`super::one`]'s.
 pub(super) const CASES: core::ops::Range<u32> = 20..27;
@@ -94,7 +95,8 @@ pub(super) async fn one(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::err
                 .await?;
             let b = c.before().await;
             let r = c.queue.claim(Ttl::from_millis(10_000)?).await;
-            c.record("claim: a pending id that is not UTF-8", format!("corrupt {pending}"), said(&r, claimed), b).await;
+            let (expected, shows) = (format!("corrupt {pending}"), Some(PROBE_CORRUPT_REFUSED));
+            c.record_showing("claim: a pending id that is not UTF-8", expected, said(&r, claimed), b, shows).await;
             forget(c, &job, &pending).await?;
         }
         22 => {
@@ -107,11 +109,12 @@ pub(super) async fn one(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::err
             raw(&mut c.conn, &["HSET", &j, "state", "active", "attempt", "1", "payload", "p", "seq", "1"]).await?;
             let b = c.before().await;
             let r = c.queue.reap().await;
-            c.record(
+            c.record_showing(
                 "reap: a lapsed id that is not UTF-8",
                 format!("corrupt {active}"),
                 said(&r, |ids| format!("reaped {}", ids.len())),
                 b,
+                Some(PROBE_CORRUPT_REFUSED),
             )
             .await;
             forget(c, &job, &active).await?;
@@ -131,11 +134,12 @@ pub(super) async fn one(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::err
             c.keys.extend([k.clone(), l]);
             let b = c.before().await;
             let r = c.queue.claim(Ttl::from_millis(10_000)?).await;
-            c.record(
+            c.record_showing(
                 "claim: a tie past 2^53 with a hash without its seq",
                 format!("corrupt {k}"),
                 said(&r, claimed),
                 b,
+                Some(PROBE_CORRUPT_REFUSED),
             )
             .await;
         }
@@ -151,7 +155,8 @@ pub(super) async fn one(c: &mut Case<'_>, n: u32) -> Result<(), Box<dyn std::err
             .await?;
             let b = c.before().await;
             let r = c.queue.claim(Ttl::from_millis(10_000)?).await;
-            c.record("claim: an attempt at 2^63 - 1", format!("corrupt {j}"), said(&r, claimed), b).await;
+            let (expected, shows) = (format!("corrupt {j}"), Some(PROBE_CORRUPT_REFUSED));
+            c.record_showing("claim: an attempt at 2^63 - 1", expected, said(&r, claimed), b, shows).await;
         }
         _ => longest_lease(c).await?,
     }
@@ -191,7 +196,8 @@ async fn longest_lease(c: &mut Case<'_>) -> Result<(), Box<dyn std::error::Error
     c.queue.enqueue("j", "p").await?;
     let b = c.before().await;
     let r = c.queue.claim(Ttl::from_millis(Ttl::MAX_MILLIS)?).await;
-    c.record("claim: a lease past the longest", "invalid lease".into(), said(&r, claimed), b).await;
+    let (expected, shows) = ("invalid lease".to_string(), Some(PROBE_LEASE_REFUSED));
+    c.record_showing("claim: a lease past the longest", expected, said(&r, claimed), b, shows).await;
     let lease = Ttl::from_millis(JobQueue::<()>::MAX_LEASE_MILLIS)?;
     let expected = "an end of TIME + lease".to_string();
     let before = server_ms(c).await?;

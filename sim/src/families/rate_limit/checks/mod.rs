@@ -3,4 +3,5 @@
 
 pub(crate) mod exact;
 pub(crate) mod liveness;
+pub(crate) mod planted;
 pub(crate) mod window;

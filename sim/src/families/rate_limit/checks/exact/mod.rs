@@ -407,8 +407,9 @@ mod tests {
         let id = h.invoke_at(t, "c", op(None, None, None, None));
         let a = Admission::Denied { retry_after_ms: Some(retry) };
         let mut o = op(Some(a), Some(t), Some(count), None);
-        let RateLimitOp::RateLimit { remaining, .. } = &mut o;
-        *remaining = None;
+        if let RateLimitOp::RateLimit { remaining, .. } = &mut o {
+            *remaining = None;
+        }
         h.ok(id, "c", o);
     }
 
@@ -422,9 +423,10 @@ mod tests {
         let id = h.invoke_at(t, "c", op(None, None, None, None));
         let a = Admission::Denied { retry_after_ms: Some(retry) };
         let mut o = op(Some(a), Some(t), Some(count), None);
-        let RateLimitOp::RateLimit { remaining, limit: l, .. } = &mut o;
-        *remaining = None;
-        *l = limit;
+        if let RateLimitOp::RateLimit { remaining, limit: l, .. } = &mut o {
+            *remaining = None;
+            *l = limit;
+        }
         h.ok(id, "c", o);
     }
 
