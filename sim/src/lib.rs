@@ -191,6 +191,7 @@ mod stats;
 mod target;
 mod time;
 mod timeline;
+mod workload_fault;
 mod world;
 pub use api::Api;
 pub use baseline::{Baseline, BaselineError, Departure, Tolerance};
@@ -223,6 +224,7 @@ pub use space::Space;
 pub use stats::{Histograms, Metric, Unit};
 pub use time::Millis;
 pub use timeline::{Tenure, Timeline};
+pub use workload_fault::{WorkloadFault, WorkloadFaultKind, WorkloadTarget};
 pub use world::{
     derive_seed, together, Actor, ActorResult, Process, RestartMode, Rule, RunOutcome, SimError, World, WorldConfig,
     DEFAULT_EPOCH_UNIX_MS,

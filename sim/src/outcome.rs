@@ -19,6 +19,7 @@ use crate::path::Path;
 pub use crate::situation::{Situation, SituationName};
 use crate::stats::Histograms;
 use crate::time::Millis;
+use crate::workload_fault::WorkloadFault;
 
 /// What a scenario run produced.
 #[derive(Debug, Clone, Default)]
@@ -55,13 +56,8 @@ pub enum ScheduledFault {
     /// A fault the nemesis drew, with its undo.
     Nemesis(Fault),
     /// A fault the workload places itself (a holder's stall at a seeded
-    /// moment), as its family describes it.
-    Workload {
-        /// When it starts (simulated ms).
-        at: Millis,
-        /// What it is, in the family's words.
-        what: String,
-    },
+    /// moment).
+    Workload(WorkloadFault),
 }
 
 impl ScheduledFault {
@@ -70,7 +66,7 @@ impl ScheduledFault {
         match self {
             ScheduledFault::Swarm(_) => 0,
             ScheduledFault::Nemesis(f) => f.at,
-            ScheduledFault::Workload { at, .. } => *at,
+            ScheduledFault::Workload(w) => w.at,
         }
     }
 }
@@ -80,7 +76,7 @@ impl fmt::Display for ScheduledFault {
         match self {
             ScheduledFault::Swarm(draw) => write!(f, "{draw}"),
             ScheduledFault::Nemesis(fault) => write!(f, "{fault}"),
-            ScheduledFault::Workload { what, .. } => f.write_str(what),
+            ScheduledFault::Workload(w) => write!(f, "{w}"),
         }
     }
 }
@@ -121,12 +117,12 @@ impl Outcome {
 
 /// Turns a finished world run into an [`Outcome`] (no violations or
 /// histograms yet: the scenario adds its own). `extra_schedule` lists faults
-/// the workload injects itself (a leader that stalls at a seeded moment),
-/// with their start times; they are merged into the nemesis schedule.
-pub(crate) fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<(u64, String)>) -> Outcome {
+/// the workload injects itself (a leader that stalls at a seeded moment);
+/// they are merged into the nemesis schedule by their start times.
+pub(crate) fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<WorkloadFault>) -> Outcome {
     let mut outcome = Outcome::new(run.history.events());
     let mut faults: Vec<ScheduledFault> = run.schedule.faults.iter().copied().map(ScheduledFault::Nemesis).collect();
-    faults.extend(extra_schedule.into_iter().map(|(at, what)| ScheduledFault::Workload { at, what }));
+    faults.extend(extra_schedule.into_iter().map(ScheduledFault::Workload));
     // Stable: equal times keep nemesis faults first.
     faults.sort_by_key(ScheduledFault::at);
     if let Some(draw) = &run.schedule.swarm {

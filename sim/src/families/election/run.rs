@@ -17,6 +17,7 @@ use crate::nemesis::Schedule;
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
 use crate::stats::Histograms;
+use crate::workload_fault::{WorkloadFault, WorkloadFaultKind, WorkloadTarget};
 use crate::world::{RunOutcome, World, WorldConfig};
 
 fn world_config(seed: u64, variant: ElectionVariant) -> WorldConfig {
@@ -152,20 +153,20 @@ pub(crate) fn run_planned(
     Ok(outcome)
 }
 
-/// The workload's own faults, as lines of the run's schedule.
-fn workload_schedule(planned: &ElectionPlan) -> Vec<(u64, String)> {
+/// The workload's own faults, for the run's schedule: each strikes the
+/// node leading when it starts.
+fn workload_schedule(planned: &ElectionPlan) -> Vec<WorkloadFault> {
+    let leader = || WorkloadTarget::Role("the node leading then".to_string());
     let mut extra = Vec::new();
     if let Some(LeaderStall { at, ms }) = planned.stall {
-        extra.push((at, format!("at {at}ms for {ms}ms: stall (workload) the node leading then, then resume")));
+        extra.push(WorkloadFault { at, target: leader(), kind: WorkloadFaultKind::Stall { ms, context: None } });
     }
     if let Some(at) = planned.stop_at {
-        extra.push((at, format!("at {at}ms: stop() (workload) on the node leading then")));
+        extra.push(WorkloadFault { at, target: leader(), kind: WorkloadFaultKind::Stop });
     }
     if let Some(at) = planned.slow_renewals {
-        extra.push((
-            at,
-            format!("at {at}ms: the next two requests of the node leading then wait 200 and 240 ms at the server"),
-        ));
+        let kind = WorkloadFaultKind::Held { node: 0, ms: SLOW_RENEWALS_MS.to_vec(), key: None };
+        extra.push(WorkloadFault { at, target: leader(), kind });
     }
     extra
 }

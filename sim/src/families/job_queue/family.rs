@@ -15,6 +15,7 @@ use crate::nemesis::{Fault, Schedule};
 use crate::outcome::{outcome_from, Outcome};
 use crate::servers::{Servers, SetupError};
 use crate::stats::Histograms;
+use crate::workload_fault::WorkloadFault;
 use crate::world::{together, Process, World, WorldConfig};
 
 /// Runs an explicit plan of a job-queue scenario.
@@ -50,14 +51,13 @@ fn run_planned(
     });
     world.nemesis(schedule);
     let run = world.run()?;
+    // A worker's own freezes; the probe's held replies are its cases, not faults.
     let stalls = run
         .history
         .events()
-        .into_iter()
-        .filter_map(|e| match &e.op {
-            Op::Paused { .. } => Some((e.time, format!("at {}ms: {} {}, then resumes", e.time, e.process, e.op))),
-            _ => None,
-        })
+        .iter()
+        .filter(|e| matches!(e.op, Op::Paused { .. }))
+        .filter_map(WorkloadFault::from_event)
         .collect();
     let mut outcome = outcome_from(&run, stalls);
     let judged = check(&outcome.history, variant == JobQueueVariant::Fenced, plan.lease_ms, &run.executions[0]);

@@ -22,7 +22,12 @@ impl LockWorkload {
     /// `run` judged: its outcome with what every checker found, the
     /// situations its history shows, and its histograms. `stalls` are the
     /// workload's own faults, listed with the schedule.
-    pub(super) fn judge(&self, run: &RunOutcome, schedule: &Schedule, stalls: Vec<(u64, String)>) -> Outcome {
+    pub(super) fn judge(
+        &self,
+        run: &RunOutcome,
+        schedule: &Schedule,
+        stalls: Vec<crate::workload_fault::WorkloadFault>,
+    ) -> Outcome {
         let mut outcome = crate::outcome::outcome_from(run, stalls);
         let me = mutual_exclusion::check(&outcome.history, self.policy);
         outcome.violations.extend(fencing_tokens::check(&outcome.history));

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use super::client::client;
 use super::reader::reader;
 use super::{LockPlan, LockWorkload, Protection, ACK_TIMEOUT_MS};
-use crate::history::Op;
 use crate::nemesis::{Fault, Schedule};
 use crate::outcome::Outcome;
 use crate::servers::{Servers, SetupError};
+use crate::workload_fault::WorkloadFault;
 use crate::world::{World, WorldConfig};
 
 impl LockWorkload {
@@ -69,16 +69,7 @@ impl LockWorkload {
         world.nemesis(schedule.clone());
         let run = world.run()?;
         // The workload's own stall is a fault too: list it with the schedule.
-        let stalls = run
-            .history
-            .events()
-            .into_iter()
-            .filter_map(|e| match &e.op {
-                Op::Paused { .. } => Some((e.time, format!("at {}ms: {} {}, then resumes", e.time, e.process, e.op))),
-                Op::Delayed { .. } => Some((e.time, format!("at {}ms: {} {} (workload)", e.time, e.process, e.op))),
-                _ => None,
-            })
-            .collect();
+        let stalls = run.history.events().iter().filter_map(WorkloadFault::from_event).collect();
         Ok(self.judge(&run, &schedule, stalls))
     }
 }
