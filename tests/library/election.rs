@@ -319,7 +319,17 @@ async fn stalled_leader_failover<C: Connection>(conn_a: C, conn_b: C, name: Stri
     assert!(matches!(d.reason, DemotionReason::DeadlineReached), "{d:?}");
     assert_eq!(d.epoch, ea);
     assert!(!a.is_leader());
-    assert_eq!(b.epoch(), Some(eb));
+    // a's resumption takes nothing from b: whoever leads now leads with an
+    // epoch no lower than b's. That b still holds exactly `eb` is not
+    // asserted: on a loaded machine one of b's own renewal ticks can fire a
+    // lease late over these 5 s, and b then campaigns again (a full-suite
+    // run beside a build failed here with b between terms). The simulation
+    // judges a resumed leader's effect on its successor with exact time
+    // (`election`, one leader per epoch; `election-views`).
+    assert!(a.epoch().is_none(), "a leads again after its resumption: {:?}", a.epoch());
+    if let Some(e) = b.epoch() {
+        assert!(e >= eb, "b leads with epoch {e}, below the {eb} it was elected with");
+    }
     stop_all(&[a, b], vec![ta, tb]).await;
     ms_f(failover)
 }
