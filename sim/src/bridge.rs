@@ -141,17 +141,17 @@ pub struct Execution {
 /// A one-shot delay queued by [`BridgeNode::delay_next_request`] or
 /// [`BridgeNode::delay_next_reply`].
 #[derive(Debug)]
-struct Delay {
+pub(crate) struct Delay {
     client: String,
-    by: Duration,
+    pub(crate) by: Duration,
     mentioning: Option<Vec<u8>>,
     /// Where the request waits: before it runs, or after (its reply held).
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 /// Which side of the execution a [`Delay`] holds a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub(crate) enum Phase {
     /// The request waits, then runs: its effect is late.
     Before,
     /// The request runs at once, and its reply waits: its effect is on
@@ -213,7 +213,7 @@ impl BridgeNode {
     }
 
     /// Who a connection from `peer` (on host `host`) speaks for.
-    fn process_of(&self, peer: SocketAddr, host: &Arc<str>) -> Arc<str> {
+    pub(crate) fn process_of(&self, peer: SocketAddr, host: &Arc<str>) -> Arc<str> {
         lock_or_inner(&self.processes).get(&peer).cloned().unwrap_or_else(|| Arc::clone(host))
     }
 
@@ -248,14 +248,14 @@ impl BridgeNode {
         });
     }
 
-    fn requeue(&self, delay: Delay) {
+    pub(crate) fn requeue(&self, delay: Delay) {
         match self.delays.lock() {
             Ok(mut d) => d.push(delay),
             Err(p) => p.into_inner().push(delay),
         }
     }
 
-    fn take_delay(&self, client: &str, request: &[u8]) -> Option<Delay> {
+    pub(crate) fn take_delay(&self, client: &str, request: &[u8]) -> Option<Delay> {
         let mut d = match self.delays.lock() {
             Ok(d) => d,
             Err(p) => p.into_inner(),
@@ -413,7 +413,15 @@ impl BridgeNode {
 
     /// Logs `request` with the server's `reply` (no simulated time passes
     /// between the two: the exchange with the real server is synchronous).
-    fn record(&self, client: &Arc<str>, request: &[u8], reply: &[u8], at: Duration, taken: Duration, held: Duration) {
+    pub(crate) fn record(
+        &self,
+        client: &Arc<str>,
+        request: &[u8],
+        reply: &[u8],
+        at: Duration,
+        taken: Duration,
+        held: Duration,
+    ) {
         let entry = Execution {
             client: Arc::clone(client),
             command: command_name(request),
@@ -568,7 +576,7 @@ pub(crate) fn next_request(buf: &[u8]) -> io::Result<Option<usize>> {
 
 /// The command name of a complete, canonical request (`*N\r\n$L\r\nNAME…`),
 /// upper-cased; empty if it has none.
-fn command_name(request: &[u8]) -> String {
+pub(crate) fn command_name(request: &[u8]) -> String {
     arguments(request).next().map(|name| String::from_utf8_lossy(name).to_ascii_uppercase()).unwrap_or_default()
 }
 

@@ -5,7 +5,7 @@
 //! the jobs that run seeds and the shards that carry them between machines
 //! depend on it without depending on each other.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,25 @@ pub struct Exploration {
     /// Operation → path → seeds that took it. Every path the scenario
     /// declares is present (0 when no seed took it).
     pub paths: BTreeMap<Api, BTreeMap<Path, u64>>,
+    /// Live runs only: by invariant, the violations that missed their
+    /// exact bound by no more than their run's jitter
+    /// ([`crate::Outcome::within_jitter`]). Empty in the simulation.
+    pub within_jitter: BTreeMap<Invariant, WithinJitter>,
+    /// Live runs only: the largest jitter of any run. `None` in the
+    /// simulation.
+    pub jitter: Option<Duration>,
+}
+
+/// What the live runs' violations within their jitter add up to, for one
+/// invariant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct WithinJitter {
+    /// How many there were.
+    pub violations: u64,
+    /// In how many runs.
+    pub runs: u64,
+    /// The most any missed its bound by, in µs.
+    pub max_missed_by_us: u64,
 }
 
 impl Exploration {
@@ -141,6 +160,8 @@ impl Exploration {
             coverage: experiment.situations().iter().map(|s| (s.name.to_string(), 0)).collect(),
             operations: BTreeMap::new(),
             paths: declared_paths(experiment.paths()),
+            within_jitter: BTreeMap::new(),
+            jitter: None,
         }
     }
 
@@ -161,6 +182,18 @@ impl Exploration {
             *self.paths.entry(api).or_default().entry(path).or_insert(0) += 1;
         }
         self.seeds += 1;
+        if let Some(j) = outcome.jitter {
+            self.jitter = Some(self.jitter.map_or(j, |k| k.max(j)));
+        }
+        let mut touched = BTreeSet::new();
+        for v in &outcome.within_jitter {
+            let tally = self.within_jitter.entry(v.invariant.clone()).or_default();
+            tally.violations += 1;
+            tally.max_missed_by_us = tally.max_missed_by_us.max(v.missed_by.unwrap_or_default().as_micros() as u64);
+            if touched.insert(v.invariant.clone()) {
+                tally.runs += 1;
+            }
+        }
         if !outcome.violations.is_empty() {
             self.violating.push(SeedReport {
                 seed,
@@ -198,6 +231,12 @@ pub struct ExploreJson<'a> {
     pub digest: String,
     /// Wall time in seconds (the harness's own speed; not part of the digest).
     pub wall_seconds: f64,
+    /// Live runs only: violations within their run's jitter, by invariant.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub within_jitter: BTreeMap<Invariant, WithinJitter>,
+    /// Live runs only: the largest jitter of any run, in µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_us: Option<u64>,
 }
 
 /// One violation in `--json` output.
@@ -242,6 +281,8 @@ impl Exploration {
             paths: self.paths.clone(),
             digest: self.digest.to_string(),
             wall_seconds: self.wall.as_secs_f64(),
+            within_jitter: self.within_jitter.clone(),
+            jitter_us: self.jitter.map(|j| j.as_micros() as u64),
         }
     }
 }

@@ -119,7 +119,10 @@ pub fn explore_with(
             // after their current seed, and let it surface.
             let run = || {
                 let _stop = StopOnPanic(&ledger);
-                let first = experiment.run(servers, seed)?;
+                let mut first = experiment.run(servers, seed)?;
+                // A live run's checks of instants are weighed with its jitter
+                // (a no-op in the simulation).
+                first.weigh_jitter();
                 if twice {
                     let second = experiment.run(servers, seed)?;
                     crate::determinism::compare_histories(seed, &first.history, &second.history)

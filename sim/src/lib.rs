@@ -136,6 +136,7 @@
 // one shape whichever features are on, and unused.
 #![cfg_attr(not(feature = "cli"), allow(dead_code))]
 
+mod agreement;
 mod api;
 mod baseline;
 mod bridge;
@@ -158,6 +159,7 @@ mod generator;
 mod history;
 mod jobs;
 mod ledger;
+mod live;
 #[cfg(feature = "cli")]
 mod mutants;
 #[cfg(feature = "cli")]
@@ -175,6 +177,7 @@ mod plot;
 mod probes;
 mod program;
 mod progress;
+mod proxy;
 mod reply;
 #[cfg(feature = "cli")]
 mod report;
@@ -201,7 +204,7 @@ pub use checker::{late_writes, Invariant, Violation};
 pub use clock::{ServerClock, CLOCK_FILE_ENV};
 pub use determinism::{compare_histories, Divergence};
 pub use experiment::{replay_command, Experiment, Trial, SEEDS_ENV, SEED_ENV};
-pub use exploration::{Exploration, SeedReport, SeedRun};
+pub use exploration::{Exploration, SeedReport, SeedRun, WithinJitter};
 pub use explore::{explore, explore_with, ExploreOptions};
 pub use families::lock::{mutual_exclusion, LockOp};
 pub use fault_record::FaultRecord;
@@ -209,6 +212,7 @@ pub use fault_space::{FaultSpace, CLIENT_SIDE};
 pub use history::{Digest, Event, EventKind, FamilyOp, History, Op, OpId, Operation};
 pub use jobs::{Jobs, JobsError};
 pub use ledger::{fenced_writes, judge_late_writes, Ledger};
+pub use live::Tier;
 pub use nemesis::{Direction, Fault, FaultClass, FaultKind, Schedule, Target};
 pub use net::{NetConfig, SimConnection, TimeoutRace};
 pub use outcome::{Outcome, ScheduledFault, Situation, SituationName};

@@ -132,6 +132,9 @@ struct Shared {
     errors: std::sync::OnceLock<(History, String)>,
     /// The bridge told which process each new connection speaks for.
     attribution: std::sync::OnceLock<(Arc<BridgeNode>, Arc<str>)>,
+    /// The client host the connection is from, where a live run's link
+    /// faults aim (`crate::live`); the simulation knows it from turmoil.
+    client_host: std::sync::OnceLock<Arc<str>>,
 }
 
 /// A reconnecting redis-rs connection over the simulated network. Clones
@@ -175,6 +178,7 @@ impl SimConnection {
                 stats: NetStats::default(),
                 errors: std::sync::OnceLock::new(),
                 attribution: std::sync::OnceLock::new(),
+                client_host: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -193,6 +197,12 @@ impl SimConnection {
     /// name. Set once; later calls are ignored.
     pub fn attribute_to(&self, bridge: Arc<BridgeNode>, process: impl Into<Arc<str>>) {
         let _ = self.shared.attribution.set((bridge, process.into()));
+    }
+
+    /// Names the client host this connection is from (an actor's, which
+    /// its aliases share): what a live run's link faults aim at. Set once.
+    pub(crate) fn name_client_host(&self, host: Arc<str>) {
+        let _ = self.shared.client_host.set(host);
     }
 
     /// The simulated host this connection talks to.
@@ -244,17 +254,19 @@ impl SimConnection {
     async fn open(&self) -> RedisResult<MultiplexedConnection> {
         let s = &self.shared;
         let attempt = async {
-            let stream = turmoil::net::TcpStream::connect((s.host.as_str(), s.port)).await?;
-            if let (Some((bridge, process)), Ok(at)) = (s.attribution.get(), stream.local_addr()) {
-                bridge.attribute(at, Arc::clone(process));
+            if crate::live::is_live() {
+                let from = s.client_host.get().cloned().unwrap_or_else(|| Arc::from(s.host.as_str()));
+                let Some(stream) = crate::live::connect(&s.host, &from).await else {
+                    let what = format!("no node {} in this live run", s.host);
+                    return Err(RedisError::from(io::Error::new(io::ErrorKind::NotFound, what)));
+                };
+                let stream = stream?;
+                let at = stream.local_addr();
+                return self.handshake(stream, at).await;
             }
-            // No CLIENT SETINFO: one less round trip to hang on, nothing lost.
-            let info = RedisConnectionInfo::default().set_skip_set_lib_name();
-            // No redis-rs response timeout: ours is explicit (TimeoutRace).
-            let config = AsyncConnectionConfig::new().set_response_timeout(None).set_connection_timeout(None);
-            let (conn, driver) = MultiplexedConnection::new_with_config(&info, stream, config).await?;
-            s.pause.spawn_local(driver);
-            Ok::<_, RedisError>(conn)
+            let stream = turmoil::net::TcpStream::connect((s.host.as_str(), s.port)).await?;
+            let at = stream.local_addr();
+            self.handshake(stream, at).await
         };
         match tokio::time::timeout(s.config.connect_timeout, attempt).await {
             Ok(r) => r,
@@ -264,6 +276,25 @@ impl SimConnection {
                 format!("connect to {}:{} timed out after {:?}", s.host, s.port, s.config.connect_timeout),
             ))),
         }
+    }
+
+    /// redis-rs's set-up over an open `stream` whose local end is `at`
+    /// (simulated or, live, real), its driver spawned under the pause.
+    async fn handshake<S>(&self, stream: S, at: io::Result<std::net::SocketAddr>) -> RedisResult<MultiplexedConnection>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let s = &self.shared;
+        if let (Some((bridge, process)), Ok(at)) = (s.attribution.get(), at) {
+            bridge.attribute(at, Arc::clone(process));
+        }
+        // No CLIENT SETINFO: one less round trip to hang on, nothing lost.
+        let info = RedisConnectionInfo::default().set_skip_set_lib_name();
+        // No redis-rs response timeout: ours is explicit (TimeoutRace).
+        let config = AsyncConnectionConfig::new().set_response_timeout(None).set_connection_timeout(None);
+        let (conn, driver) = MultiplexedConnection::new_with_config(&info, stream, config).await?;
+        s.pause.spawn_local(driver);
+        Ok(conn)
     }
 
     async fn discard(&self, generation: u64) {

@@ -46,6 +46,15 @@ pub struct Outcome {
     pub operations: BTreeMap<Api, u64>,
     /// The paths those calls took ([`Path`]: ok, refused, failed).
     pub paths: BTreeSet<(Api, Path)>,
+    /// How late the run's timers fired, at most, plus the clock's
+    /// granularity: `None` in the simulation, whose instants are exact; in
+    /// a live run ([`crate::Servers::live`]) the precision its checks of
+    /// instants are weighed with ([`Outcome::weigh_jitter`]).
+    pub jitter: Option<core::time::Duration>,
+    /// Violations of a live run that missed their exact bound by no more
+    /// than [`Outcome::jitter`]: its measurement's precision, not a broken
+    /// promise. Reported beside the violations, never among them.
+    pub within_jitter: Vec<Violation>,
 }
 
 /// One entry of a run's fault schedule: typed, text only when printed.
@@ -99,6 +108,17 @@ impl Outcome {
         Outcome { history, digest, reached, operations, paths, ..Outcome::default() }
     }
 
+    /// Moves every violation that missed its exact bound by no more than
+    /// the run's jitter into [`Outcome::within_jitter`] (a live run's; the
+    /// simulation's have no jitter and keep all of theirs).
+    pub fn weigh_jitter(&mut self) {
+        let Some(jitter) = self.jitter else { return };
+        let (within, beyond) =
+            core::mem::take(&mut self.violations).into_iter().partition(|v| v.missed_by.is_some_and(|by| by <= jitter));
+        self.violations = beyond;
+        self.within_jitter.extend::<Vec<Violation>>(within);
+    }
+
     /// Marks `situation` as reached (for situations a scenario recognises
     /// in the finished history rather than while it runs).
     pub fn reach(&mut self, situation: SituationName) {
@@ -130,6 +150,7 @@ pub(crate) fn outcome_from(run: &crate::world::RunOutcome, extra_schedule: Vec<W
     }
     outcome.schedule = faults;
     outcome.simulated_ms = run.sim_elapsed.as_millis() as u64;
+    outcome.jitter = run.jitter;
     // Judged for every scenario: no family's faults provoke an error reply.
     outcome.violations.extend(crate::checker::unexpected_errors::check(&outcome.history));
     outcome.violations.extend(crate::checker::configuration::check(&outcome.history));

@@ -30,8 +30,8 @@
 //! simulation** (`turmoil::sim_elapsed`), not in `tokio::time::Instant`s:
 //! each turmoil host has its own runtime and its own `Instant` base, so an
 //! `Instant` taken on one host (or in the driver loop) means nothing on
-//! another. Outside a simulation (tier 2) the same code measures from a
-//! process-wide start instant.
+//! another. In a live run (`crate::live`) the same code measures from the
+//! run's start.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -42,12 +42,16 @@ use core::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, Sleep};
 
-/// Time since the start of the simulation (or, outside one, of the process).
+/// Time since the start of the simulation, or of the live run on this
+/// thread (`crate::live`), or else of the process.
 pub(crate) fn sim_now() -> Duration {
     if let Some(d) = turmoil::sim_elapsed() {
         return d;
     }
-    // Live mode only: the simulation never reaches this branch.
+    // The live tier only: the simulation never reaches this branch.
+    if let Some(d) = crate::live::elapsed() {
+        return d;
+    }
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed()
 }

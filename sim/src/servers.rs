@@ -320,6 +320,31 @@ impl ServerNode {
         Ok(())
     }
 
+    /// Stops the primary's process (`SIGSTOP`): a live server pause. It
+    /// keeps its connections and its clock runs on; [`ServerNode::thaw`]
+    /// continues it.
+    pub(crate) fn freeze(&self) -> std::io::Result<()> {
+        self.signal(libc::SIGSTOP)
+    }
+
+    /// Continues a process [`ServerNode::freeze`] stopped (`SIGCONT`).
+    pub(crate) fn thaw(&self) -> std::io::Result<()> {
+        self.signal(libc::SIGCONT)
+    }
+
+    fn signal(&self, signal: libc::c_int) -> std::io::Result<()> {
+        let Some(pid) = self.server.pid().and_then(|p| libc::pid_t::try_from(p).ok()) else {
+            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "the server is not running"));
+        };
+        // SAFETY: `kill` has no memory-safety preconditions; the pid is our
+        // own child's, which the pool reaps only when it stops it.
+        if unsafe { libc::kill(pid, signal) } == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
     /// Kills the process (SIGKILL). [`ServerNode::restart`] brings it back.
     pub fn stop(&mut self) {
         unregister(self.slot.take());
@@ -430,6 +455,7 @@ pub struct Servers {
     nodes: Vec<ServerNode>,
     placement: Placement,
     pinning: Pinning,
+    tier: crate::live::Tier,
 }
 
 impl Servers {
@@ -441,6 +467,19 @@ impl Servers {
     /// An empty pool placed as `placement` says.
     pub fn with_placement(placement: Placement) -> Servers {
         Servers { placement, ..Servers::default() }
+    }
+
+    /// An empty pool for the live tier (`crate::live`): a world built on
+    /// it runs in real time against these servers on their real clocks,
+    /// with real faults. Placement is left to the operating system: a live
+    /// run wants the servers to run beside the clients, as in production.
+    pub fn live() -> Servers {
+        Servers { placement: Placement::Anywhere, tier: crate::live::Tier::Live, ..Servers::default() }
+    }
+
+    /// Which tier a world built on this pool runs in.
+    pub fn tier(&self) -> crate::live::Tier {
+        self.tier
     }
 
     /// Where this pool runs (another pool for a parallel job is placed alike).

@@ -270,6 +270,9 @@ pub fn merge(files: &[ShardFile]) -> Result<Exploration, ShardError> {
         coverage,
         operations,
         paths,
+        // Shards are explorations of the simulation: no jitter to weigh.
+        within_jitter: BTreeMap::new(),
+        jitter: None,
     })
 }
 

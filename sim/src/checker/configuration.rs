@@ -13,18 +13,22 @@ use crate::history::{Event, Op};
 pub(crate) fn check(events: &[Event]) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in events {
-        let Op::Configured { primitive, fields } = &e.op else { continue };
+        let Op::Configured { primitive, fields, missed_by } = &e.op else { continue };
         let wrong: Vec<String> = fields
             .iter()
             .filter(|(_, reported, configured)| reported != configured)
             .map(|(name, reported, configured)| format!("{name} reports {reported}, built with {configured}"))
             .collect();
         if !wrong.is_empty() {
-            out.push(Violation::new(
+            let v = Violation::new(
                 CONFIGURATION,
                 Some(e.time),
                 format!("{} at {}ms: {primitive}: {}", e.process, e.time, wrong.join("; ")),
-            ));
+            );
+            out.push(match missed_by {
+                Some(by) => v.missed_by(*by),
+                None => v,
+            });
         }
     }
     out
@@ -39,9 +43,17 @@ mod tests {
     fn a_report_that_differs_from_the_configuration_convicts() {
         let h = History::new();
         let field = |r: &str, c: &str| ("every".to_string(), r.to_string(), c.to_string());
-        h.observe_at(1, "c", Op::Configured { primitive: "KeepAlive".into(), fields: vec![field("100ms", "100ms")] });
+        h.observe_at(
+            1,
+            "c",
+            Op::Configured { primitive: "KeepAlive".into(), fields: vec![field("100ms", "100ms")], missed_by: None },
+        );
         assert!(check(&h.events()).is_empty());
-        h.observe_at(2, "c", Op::Configured { primitive: "KeepAlive".into(), fields: vec![field("0ns", "100ms")] });
+        h.observe_at(
+            2,
+            "c",
+            Op::Configured { primitive: "KeepAlive".into(), fields: vec![field("0ns", "100ms")], missed_by: None },
+        );
         let v = check(&h.events());
         assert!(v.len() == 1 && v[0].detail.contains("every reports 0ns, built with 100ms"), "{v:?}");
     }

@@ -100,12 +100,37 @@ pub struct Violation {
     pub detail: String,
     /// Simulated time at which it became visible, if meaningful.
     pub at: Option<Millis>,
+    /// By how much an instant missed the exact bound the check holds it
+    /// to (a body dropped past its deadline, a sleep past its cap), when the
+    /// check compares instants: what a live run weighs against its own
+    /// timer jitter ([`crate::Outcome::jitter`]). `None`: not a matter of
+    /// precision, and a violation in every tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed_by: Option<core::time::Duration>,
 }
 
 impl Violation {
     /// A violation of `invariant`.
     pub fn new(invariant: Invariant, at: Option<Millis>, detail: impl Into<String>) -> Violation {
-        Violation { invariant, detail: detail.into(), at }
+        Violation { invariant, detail: detail.into(), at, missed_by: None }
+    }
+
+    /// The same violation, of an instant that missed its bound by `by`.
+    pub fn missed_by(self, by: core::time::Duration) -> Violation {
+        Violation { missed_by: Some(by), ..self }
+    }
+
+    /// The same violation, of an instant that missed its bound by `ms`.
+    pub(crate) fn missed_by_ms(self, ms: u64) -> Violation {
+        self.missed_by(core::time::Duration::from_millis(ms))
+    }
+
+    /// [`Violation::missed_by_ms`] when `ms` says so; unchanged otherwise.
+    pub(crate) fn missed_by_ms_if(self, ms: Option<u64>) -> Violation {
+        match ms {
+            Some(ms) => self.missed_by_ms(ms),
+            None => self,
+        }
     }
 }
 
@@ -134,8 +159,14 @@ pub(crate) const MAX_REPORTED: usize = 5;
 pub(crate) fn capped(mut out: Vec<Violation>, invariant: Invariant) -> Vec<Violation> {
     if out.len() > MAX_REPORTED {
         let more = out.len() - MAX_REPORTED;
+        // The rest are a matter of precision only if every one of them is.
+        let missed_by = out[MAX_REPORTED..].iter().map(|v| v.missed_by).collect::<Option<Vec<_>>>();
         out.truncate(MAX_REPORTED);
-        out.push(Violation::new(invariant, None, format!("... and {more} more")));
+        let rest = Violation::new(invariant, None, format!("... and {more} more"));
+        out.push(match missed_by.and_then(|m| m.into_iter().max()) {
+            Some(by) => rest.missed_by(by),
+            None => rest,
+        });
     }
     out
 }

@@ -87,6 +87,33 @@ pub struct ExploreArgs {
     pub twice: bool,
 }
 
+/// `live` options.
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    /// Scenario name (see `rp-sim scenarios`); with --agreement, repeatable
+    /// (default: every scenario).
+    #[arg(long, short = 's')]
+    pub scenario: Vec<String>,
+    /// Number of live runs (at least 1), one after another; run N draws
+    /// the plan of seed --start-seed + N.
+    #[arg(long, short = 'n', default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub runs: u64,
+    /// The first run's seed.
+    #[arg(long, default_value_t = 0)]
+    pub start_seed: u64,
+    /// Print one JSON object on stdout instead of text (as `explore --json`).
+    #[arg(long)]
+    pub json: bool,
+    /// Stop at the first violating run.
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Run the scenarios in both tiers over seeds 0..--runs and write the
+    /// agreement table to FILE (reports/live.md); its hand-written section
+    /// ("## Disagreements explained") is kept.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "fail_fast", "start_seed"])]
+    pub agreement: Option<PathBuf>,
+}
+
 /// `mutants` options.
 #[derive(Debug, Args)]
 pub struct MutantsArgs {

@@ -132,7 +132,7 @@ pub(super) fn merge_cmd(args: MergeArgs) -> i32 {
 }
 
 /// Prints an exploration (text, or `--json`); its exit status.
-fn print_exploration(ex: &crate::exploration::Exploration, scenario: &'static Scenario, json: bool) -> i32 {
+pub(super) fn print_exploration(ex: &crate::exploration::Exploration, scenario: &'static Scenario, json: bool) -> i32 {
     if json {
         match serde_json::to_string_pretty(&ex.to_json()) {
             Ok(s) => println!("{s}"),

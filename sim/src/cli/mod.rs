@@ -68,11 +68,12 @@ use crate::servers::{self, Servers};
 mod args;
 mod explore;
 mod interrupt;
+mod live;
 mod mutants;
 mod replay;
 
-pub use args::{CheckArgs, ExploreArgs, MergeArgs, MutantsArgs, ReplayArgs, ReportArgs};
-use explore::{check_cmd, explore_cmd, merge_cmd};
+pub use args::{CheckArgs, ExploreArgs, LiveArgs, MergeArgs, MutantsArgs, ReplayArgs, ReportArgs};
+use explore::{check_cmd, explore_cmd, merge_cmd, print_exploration};
 pub use interrupt::install_interrupt_handler;
 use mutants::mutants_cmd;
 use replay::replay_cmd;
@@ -145,6 +146,28 @@ pub enum Command {
         after_help = "Example:\n  rp-sim replay --scenario fencing-unfenced --seed 3 --trace\n  rp-sim replay --scenario lock-naive --seed 1 --timeline lock-naive-1.html\n  rp-sim replay --scenario lock-naive --plan shrunk.json --trace"
     )]
     Replay(ReplayArgs),
+    /// Run a scenario in real time: the live tier, held against the simulation.
+    ///
+    /// Each run draws the plan of its seed (workload and fault schedule) as
+    /// `explore` does and runs the same actors in real time: a real tokio
+    /// runtime, loopback TCP through a fault proxy per node, redis-servers
+    /// on their real clocks (offset to the simulation's epoch), and the
+    /// faults made for real: partitions, holds and latency in the proxy,
+    /// SIGSTOP/SIGCONT of redis-server for a server pause, SIGKILL and a new
+    /// process for a restart, the clock library's offset for a clock step,
+    /// real replicas for failovers. The same checkers judge the history and
+    /// the same tables summarise it. A live run does not replay: a
+    /// violation prints the command that runs its plan live again and the
+    /// one that replays it in the simulation. Runs take their scenario's
+    /// length in wall time, one after another; servers are left to the
+    /// operating system's placement (--placement is not used).
+    ///
+    /// Exit status: 0 no violation, 1 a violation, 2 usage or set-up error,
+    /// 130 interrupted (servers killed first).
+    #[command(
+        after_help = "Example:\n  rp-sim live --scenario lock --runs 20\n  rp-sim live --scenario lock-naive --runs 5 --fail-fast"
+    )]
+    Live(LiveArgs),
     /// Run the standard scenario set and write a Markdown + JSON report.
     ///
     /// Writes OUT/README.md (tables: violations per scenario, histograms,
@@ -233,6 +256,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         Command::Explore(args) => explore_cmd(args, cli.placement),
         Command::Replay(args) => replay_cmd(args, cli.placement),
+        Command::Live(args) => live::live_cmd(args),
         Command::Mutants(args) => mutants_cmd(args),
         Command::Merge(args) => merge_cmd(args),
         Command::Check(args) => check_cmd(args, cli.placement),

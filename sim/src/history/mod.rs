@@ -149,9 +149,10 @@ pub struct History {
 }
 
 /// Simulated milliseconds since the start, if called from inside a turmoil
-/// host; `None` otherwise.
+/// host (or milliseconds since a live run's start, on its thread); `None`
+/// otherwise.
 pub(crate) fn sim_now() -> Option<Millis> {
-    turmoil::sim_elapsed().map(|d| d.as_millis() as Millis)
+    turmoil::sim_elapsed().or_else(crate::live::elapsed).map(|d| d.as_millis() as Millis)
 }
 
 impl History {

@@ -81,6 +81,13 @@ pub enum Op {
         primitive: String,
         /// `(accessor, reported, configured)`, as text.
         fields: Vec<(String, String, String)>,
+        /// In a live run, how far the instants the report compares (a read
+        /// a millisecond before a deadline, two reads of the clock the
+        /// simulation would make at one instant) were from each other
+        /// ([`crate::Actor::configured_reading`]). Never set in the
+        /// simulation, whose instants are exact.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        missed_by: Option<core::time::Duration>,
     },
     /// Observation: the actor's next request to `node` will wait `ms` at
     /// the server before it runs (a workload fault aimed at one request,

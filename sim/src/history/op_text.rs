@@ -73,7 +73,7 @@ fn harness(op: &Op, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         Op::Delayed { node, ms, mentioning: Some(key) } => {
             write!(f, "its next request to redis-{node} mentioning {key} waits {ms}ms at the server")
         }
-        Op::Configured { primitive, fields } => {
+        Op::Configured { primitive, fields, .. } => {
             write!(f, "configured {primitive}:")?;
             for (name, reported, _) in fields {
                 write!(f, " {name}={reported}")?;

@@ -29,6 +29,8 @@ pub type ActorResult = turmoil::Result;
 #[derive(Debug, Clone)]
 pub struct Actor {
     pub(super) name: String,
+    /// The host it runs on: its own name, kept by its aliases.
+    pub(super) host: Arc<str>,
     pub(super) index: usize,
     pub(super) seed: u64,
     /// The world's seed, which an alias's own seed derives from.
@@ -136,6 +138,7 @@ impl Actor {
     fn attributed(&self, node: usize, net: NetConfig) -> SimConnection {
         let conn = SimConnection::new(self.host(node), REDIS_PORT, net, self.pause.clone());
         conn.attribute_to(Arc::clone(self.bridge_arc(node)), self.name.as_str());
+        conn.name_client_host(Arc::clone(&self.host));
         conn
     }
 
@@ -172,6 +175,9 @@ impl Actor {
     /// A `tokio::time::Instant` of this actor's host (a lease deadline, say)
     /// as simulated milliseconds since the start.
     pub fn millis_of(&self, instant: tokio::time::Instant) -> Millis {
+        if let Some(at) = crate::live::since_start(instant) {
+            return at.as_millis() as Millis;
+        }
         let now = tokio::time::Instant::now();
         let base = sim_now();
         let at = if instant >= now { base + (instant - now) } else { base.saturating_sub(now - instant) };
@@ -180,6 +186,9 @@ impl Actor {
 
     /// Like [`Actor::millis_of`], in microseconds.
     pub fn micros_of(&self, instant: tokio::time::Instant) -> u64 {
+        if let Some(at) = crate::live::since_start(instant) {
+            return at.as_micros() as u64;
+        }
         let now = tokio::time::Instant::now();
         let base = sim_now();
         let at = if instant >= now { base + (instant - now) } else { base.saturating_sub(now - instant) };
@@ -236,8 +245,32 @@ impl Actor {
     /// built with (judged by `configuration`): `fields` are `(accessor,
     /// reported, configured)`, each pair compared as text.
     pub fn configured(&self, primitive: &str, fields: &[(&str, String, String)]) {
+        self.record_configured(primitive, fields, None);
+    }
+
+    /// As [`Actor::configured`], for a report whose fields named in
+    /// `timed` compare instants: read at an instant the probe aimed at (a
+    /// millisecond before a deadline), or against one it read itself (the
+    /// send of a request). `missed_by` is how far the reading was from that
+    /// aim. The simulation's instants are exact and record none; a live run
+    /// records it when every field that differs is a timed one, and then
+    /// weighs the difference against its jitter
+    /// ([`crate::Outcome::weigh_jitter`]). A difference in any other field
+    /// is a violation in every tier.
+    pub fn configured_reading(
+        &self,
+        primitive: &str,
+        fields: &[(&str, String, String)],
+        timed: &[&str],
+        missed_by: Duration,
+    ) {
+        let only_timed = fields.iter().filter(|(_, r, c)| r != c).all(|(name, _, _)| timed.contains(name));
+        self.record_configured(primitive, fields, (crate::live::is_live() && only_timed).then_some(missed_by));
+    }
+
+    fn record_configured(&self, primitive: &str, fields: &[(&str, String, String)], missed_by: Option<Duration>) {
         let fields = fields.iter().map(|(n, r, c)| (n.to_string(), r.clone(), c.clone())).collect();
-        self.observe(Op::Configured { primitive: primitive.to_string(), fields });
+        self.observe(Op::Configured { primitive: primitive.to_string(), fields, missed_by });
     }
 
     /// As [`Actor::configured`], keeping only the fields whose reported and

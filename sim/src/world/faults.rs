@@ -1,43 +1,45 @@
-//! How the world applies a nemesis step: each fault kind as the turmoil
-//! network, a pause handle, a bridge or a real server sees it, and the
-//! step recorded in the history.
+//! How a simulated world applies a nemesis step (a live one: `live.rs`):
+//! each fault kind as the turmoil network, a pause handle, a bridge or a
+//! real server sees it, and the step recorded in the history.
 
 use core::time::Duration;
+use turmoil::Sim;
 
 use super::{RestartMode, World};
 use crate::error::SimError;
-use crate::history::{FaultRecord, Millis, NemesisStep};
+use crate::history::Millis;
 use crate::nemesis::{Action, Direction, FaultKind, Target};
 
 impl World<'_> {
     /// Applies one step of the schedule at `now` and records it.
-    pub(super) fn apply(&mut self, action: &Action, now: Millis) -> Result<(), SimError> {
+    pub(super) fn apply(&mut self, sim: &mut Sim<'static>, action: &Action, now: Millis) -> Result<(), SimError> {
         let fault = action.fault;
         match fault.kind {
             FaultKind::Partition | FaultKind::PartitionOneWay { .. } | FaultKind::Hold | FaultKind::Latency { .. } => {
-                self.apply_network(action)
+                self.apply_network(sim, action)
             }
-            FaultKind::ClientPause | FaultKind::ServerPause | FaultKind::ServerRestart => self.apply_process(action)?,
-            FaultKind::CutReplication | FaultKind::Failover => self.apply_replication(action)?,
+            FaultKind::ClientPause | FaultKind::ServerPause | FaultKind::ServerRestart => {
+                self.apply_process(sim, action)?
+            }
+            FaultKind::CutReplication | FaultKind::Failover => self.apply_replication(sim, action)?,
             FaultKind::ClockStep { .. } => self.apply_clock(action),
         }
-        let step = NemesisStep {
-            kind: fault.kind,
-            target: self.named(fault.target),
-            undo: action.undo,
-            duration: fault.duration,
-        };
-        self.history.fault_at(now.max(action.time), FaultRecord::Nemesis(step));
+        self.record_step(action, now);
         Ok(())
     }
 
+    /// Records a step of the schedule, applied at `now`.
+    fn record_step(&self, action: &Action, now: Millis) {
+        super::record_step(&self.history, &self.actors, &self.node_names, action, now);
+    }
+
     /// A fault of the links between clients and servers: turmoil's network.
-    fn apply_network(&mut self, action: &Action) {
+    fn apply_network(&mut self, sim: &mut Sim<'static>, action: &Action) {
         let fault = action.fault;
         let links = self.links(fault.target);
         match (fault.kind, action.undo) {
-            (FaultKind::Partition, false) => links.iter().for_each(|(c, n)| self.sim.partition(c.as_str(), n.as_str())),
-            (FaultKind::Partition, true) => links.iter().for_each(|(c, n)| self.sim.repair(c.as_str(), n.as_str())),
+            (FaultKind::Partition, false) => links.iter().for_each(|(c, n)| sim.partition(c.as_str(), n.as_str())),
+            (FaultKind::Partition, true) => links.iter().for_each(|(c, n)| sim.repair(c.as_str(), n.as_str())),
             (FaultKind::PartitionOneWay { direction }, undo) => {
                 for (c, n) in &links {
                     let (from, to) = match direction {
@@ -45,23 +47,23 @@ impl World<'_> {
                         Direction::ToClient => (n.as_str(), c.as_str()),
                     };
                     if undo {
-                        self.sim.repair_oneway(from, to);
+                        sim.repair_oneway(from, to);
                     } else {
-                        self.sim.partition_oneway(from, to);
+                        sim.partition_oneway(from, to);
                     }
                 }
             }
-            (FaultKind::Hold, false) => links.iter().for_each(|(c, n)| self.sim.hold(c.as_str(), n.as_str())),
-            (FaultKind::Hold, true) => links.iter().for_each(|(c, n)| self.sim.release(c.as_str(), n.as_str())),
+            (FaultKind::Hold, false) => links.iter().for_each(|(c, n)| sim.hold(c.as_str(), n.as_str())),
+            (FaultKind::Hold, true) => links.iter().for_each(|(c, n)| sim.release(c.as_str(), n.as_str())),
             (FaultKind::Latency { ms }, false) => {
                 for (c, n) in &links {
-                    self.sim.set_link_latency(c.as_str(), n.as_str(), Duration::from_millis(ms));
+                    sim.set_link_latency(c.as_str(), n.as_str(), Duration::from_millis(ms));
                 }
             }
             (FaultKind::Latency { .. }, true) => {
                 for (c, n) in &links {
-                    self.sim.set_link_latency(c.as_str(), n.as_str(), self.config.min_latency);
-                    self.sim.set_link_max_message_latency(c.as_str(), n.as_str(), self.config.max_latency);
+                    sim.set_link_latency(c.as_str(), n.as_str(), self.config.min_latency);
+                    sim.set_link_max_message_latency(c.as_str(), n.as_str(), self.config.max_latency);
                 }
             }
             // Another group's kind: `apply` routes each kind to its group.
@@ -70,7 +72,7 @@ impl World<'_> {
     }
 
     /// A pause of a client or a server, or a server restart.
-    fn apply_process(&mut self, action: &Action) -> Result<(), SimError> {
+    fn apply_process(&mut self, sim: &mut Sim<'static>, action: &Action) -> Result<(), SimError> {
         let fault = action.fault;
         match (fault.kind, action.undo) {
             (FaultKind::ClientPause, false) => {
@@ -96,7 +98,7 @@ impl World<'_> {
             (FaultKind::ServerRestart, false) => {
                 if let Target::Node(n) = fault.target {
                     let name = self.node_names[n as usize].clone();
-                    self.sim.crash(name.as_str());
+                    sim.crash(name.as_str());
                     let node = self
                         .servers
                         .node_mut(n as usize)
@@ -110,7 +112,7 @@ impl World<'_> {
             (FaultKind::ServerRestart, true) => {
                 if let Target::Node(n) = fault.target {
                     let name = self.node_names[n as usize].clone();
-                    self.sim.bounce(name.as_str());
+                    sim.bounce(name.as_str());
                 }
             }
             // Another group's kind: `apply` routes each kind to its group.
@@ -120,7 +122,7 @@ impl World<'_> {
     }
 
     /// A fault of a primary and its replicas: a cut link, a failover.
-    fn apply_replication(&mut self, action: &Action) -> Result<(), SimError> {
+    fn apply_replication(&mut self, sim: &mut Sim<'static>, action: &Action) -> Result<(), SimError> {
         let fault = action.fault;
         match (fault.kind, action.undo) {
             (FaultKind::CutReplication, undo) => {
@@ -138,7 +140,7 @@ impl World<'_> {
             (FaultKind::Failover, false) => {
                 if let Target::Node(n) = fault.target {
                     let name = self.node_names[n as usize].clone();
-                    self.sim.crash(name.as_str());
+                    sim.crash(name.as_str());
                     self.node_mut(n)?.fail_primary();
                     self.bridges[n as usize].set_linked_replicas(0);
                 }
@@ -152,7 +154,7 @@ impl World<'_> {
                     bridge.repoint(addr);
                     bridge.set_linked_replicas(linked);
                     let name = self.node_names[n as usize].clone();
-                    self.sim.bounce(name.as_str());
+                    sim.bounce(name.as_str());
                 }
             }
             // Another group's kind: `apply` routes each kind to its group.

@@ -52,10 +52,12 @@ use crate::history::{Digest, Fnv1a, History, Millis, NamedTarget, Op};
 use crate::nemesis::{Schedule, Target};
 use crate::net::NetConfig;
 use crate::pause::PauseHandle;
+use crate::proxy::LiveBridge;
 use crate::servers::Servers;
 
 mod actor;
 mod faults;
+mod live;
 mod rules;
 
 pub use rules::Rule;
@@ -201,6 +203,9 @@ pub struct RunOutcome {
     /// The keys each node held when the run ended (index = node), read at
     /// the run's last instant: what `key-lifetimes` judges.
     pub keys_at_end: Vec<Vec<crate::servers::KeyAtEnd>>,
+    /// A live run's timer jitter (see [`crate::Outcome::jitter`]); `None`
+    /// in the simulation.
+    pub jitter: Option<Duration>,
 }
 
 impl RunOutcome {
@@ -220,11 +225,17 @@ struct ActorEntry {
     pause: PauseHandle,
 }
 
+/// What runs the world: turmoil, or the live tier (`crate::live`).
+enum Engine {
+    Simulated(Box<turmoil::Sim<'static>>),
+    Live(live::LiveEngine),
+}
+
 /// One simulation run being assembled (see the module docs).
 pub struct World<'s> {
     servers: &'s mut Servers,
     config: WorldConfig,
-    sim: turmoil::Sim<'static>,
+    engine: Engine,
     bridges: Vec<Arc<BridgeNode>>,
     node_names: Arc<Vec<String>>,
     actors: Vec<ActorEntry>,
@@ -246,23 +257,29 @@ impl fmt::Debug for World<'_> {
 
 impl<'s> World<'s> {
     /// Resets `config.nodes` servers of the pool (starting them if needed)
-    /// and builds the simulation with one bridge host per node.
+    /// and builds the simulation with one bridge host per node; on a pool
+    /// of the live tier ([`Servers::live`]), a live world instead.
     pub fn new(servers: &'s mut Servers, config: WorldConfig) -> Result<World<'s>, SimError> {
         let replicas: Vec<usize> = (0..config.nodes).map(|i| config.replicas_of(i)).collect();
         servers.prepare_with(&replicas)?;
         let epoch = UNIX_EPOCH + Duration::from_millis(config.epoch_unix_ms);
-        let sim = turmoil::Builder::new()
-            .rng_seed(config.seed)
-            .epoch(epoch)
-            .simulation_duration(config.limit)
-            .tick_duration(Duration::from_millis(1))
-            .min_message_latency(config.min_latency)
-            .max_message_latency(config.max_latency)
-            .build();
+        let engine = match servers.tier() {
+            crate::live::Tier::Simulated => Engine::Simulated(Box::new(
+                turmoil::Builder::new()
+                    .rng_seed(config.seed)
+                    .epoch(epoch)
+                    .simulation_duration(config.limit)
+                    .tick_duration(Duration::from_millis(1))
+                    .min_message_latency(config.min_latency)
+                    .max_message_latency(config.max_latency)
+                    .build(),
+            )),
+            crate::live::Tier::Live => Engine::Live(live::LiveEngine::default()),
+        };
         let mut world = World {
             servers,
             config,
-            sim,
+            engine,
             bridges: Vec::new(),
             node_names: Arc::new(Vec::new()),
             actors: Vec::new(),
@@ -275,13 +292,23 @@ impl<'s> World<'s> {
             let Some(node) = world.servers.node(i) else {
                 return Err(SimError::InvalidSchedule(format!("server {i} missing from the pool")));
             };
-            // Until the first command, the server's clock reads the epoch.
-            node.clock().pin(world.config.epoch_unix_ms);
             let name = format!("redis-{i}");
             let bridge = BridgeNode::new(name.clone(), node.addr(), Arc::clone(node.clock()));
-            bridge.set_linked_replicas(node.linked_replicas());
-            let served = Arc::clone(&bridge);
-            world.sim.host(name.as_str(), move || Arc::clone(&served).serve());
+            match &mut world.engine {
+                Engine::Simulated(sim) => {
+                    // Until the first command, the server's clock reads the epoch.
+                    node.clock().pin(world.config.epoch_unix_ms);
+                    bridge.set_linked_replicas(node.linked_replicas());
+                    let served = Arc::clone(&bridge);
+                    sim.host(name.as_str(), move || Arc::clone(&served).serve());
+                }
+                Engine::Live(live) => {
+                    let latency = (world.config.min_latency, world.config.max_latency);
+                    let seed = derive_seed(world.config.seed, &name);
+                    let proxy = LiveBridge::new(Arc::clone(&bridge), latency, seed, world.config.epoch_unix_ms);
+                    live.bridges.push(Arc::new(proxy));
+                }
+            }
             world.bridges.push(bridge);
             names.push(name);
         }
@@ -318,6 +345,7 @@ impl<'s> World<'s> {
         let actor = Actor {
             name: name.clone(),
             index,
+            host: Arc::from(name.as_str()),
             seed: derive_seed(self.config.seed, &name),
             world_seed: self.config.seed,
             history: self.history.clone(),
@@ -327,7 +355,10 @@ impl<'s> World<'s> {
             bridges: Arc::new(self.bridges.clone()),
         };
         let fut = rules::Guarded::new(pause.wrap(body(actor)), name.clone(), Arc::clone(&self.breach));
-        self.sim.client(name.as_str(), fut);
+        match &mut self.engine {
+            Engine::Simulated(sim) => sim.client(name.as_str(), fut),
+            Engine::Live(live) => live.actors.push((name.clone(), Box::pin(fut))),
+        }
         self.actors.push(ActorEntry { name, pause });
         self
     }
@@ -373,16 +404,20 @@ impl<'s> World<'s> {
                 }
             }
         }
+        let mut sim = match core::mem::replace(&mut self.engine, Engine::Live(live::LiveEngine::default())) {
+            Engine::Simulated(sim) => sim,
+            Engine::Live(engine) => return self.run_live(engine),
+        };
         let started = WallInstant::now();
         let actions = self.schedule.actions();
         let mut next = 0;
         loop {
-            let now = self.sim.elapsed().as_millis() as Millis;
+            let now = sim.elapsed().as_millis() as Millis;
             while let Some(action) = actions.get(next).filter(|a| a.time <= now) {
-                self.apply(action, now)?;
+                self.apply(&mut sim, action, now)?;
                 next += 1;
             }
-            match self.sim.step() {
+            match sim.step() {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(e) => {
@@ -397,31 +432,31 @@ impl<'s> World<'s> {
                 return Err(SimError::Run { seed: self.config.seed, message: why });
             }
         }
-        let wall = started.elapsed();
-        // A server that cannot list its keys now (`BUSY` in a script that
-        // never ends) has answered with an error: that is the finding, not
-        // a set-up failure, so it goes into the history for unexpected-errors.
-        let keys_at_end = (0..self.bridges.len())
-            .map(|i| match self.servers.node(i).map(|n| n.keys()) {
-                Some(Ok(keys)) => keys,
-                Some(Err(e)) => {
-                    self.history.observe("harness", Op::ErrorReply { message: format!("at the end of the run, {e}") });
-                    Vec::new()
-                }
-                None => Vec::new(),
-            })
-            .collect();
+        let keys_at_end = keys_at_end(self.servers, &self.history, self.bridges.len());
+        Ok(self.finish(started.elapsed(), sim.elapsed(), keys_at_end, None))
+    }
+
+    /// The outcome of a run that ended after `wall` of wall time and
+    /// `elapsed` of the run's own time, with the keys the servers held.
+    fn finish(
+        self,
+        wall: std::time::Duration,
+        elapsed: Duration,
+        keys_at_end: Vec<Vec<crate::servers::KeyAtEnd>>,
+        jitter: Option<Duration>,
+    ) -> RunOutcome {
         let commands = self.bridges.iter().map(|b| b.stats().commands.load(std::sync::atomic::Ordering::Relaxed)).sum();
-        Ok(RunOutcome {
+        RunOutcome {
             seed: self.config.seed,
             history: self.history.clone(),
             schedule: self.schedule.clone(),
-            sim_elapsed: self.sim.elapsed(),
+            sim_elapsed: elapsed,
             wall,
             commands,
             executions: self.bridges.iter().map(|b| b.executions()).collect(),
             keys_at_end,
-        })
+            jitter,
+        }
     }
 
     /// The (client, node) host-name pairs a network fault on `target` touches.
@@ -438,21 +473,56 @@ impl<'s> World<'s> {
         }
     }
 
-    /// `target` by the names the history uses.
-    fn named(&self, target: Target) -> NamedTarget {
-        match target {
-            Target::Client(c) => NamedTarget::Client(self.actors[c as usize].name.clone()),
-            Target::Node(n) => NamedTarget::Node(self.node_names[n as usize].clone()),
-            Target::Link { client, node } => NamedTarget::Link {
-                client: self.actors[client as usize].name.clone(),
-                node: self.node_names[node as usize].clone(),
-            },
-        }
-    }
-
     fn node_mut(&mut self, n: u32) -> Result<&mut crate::servers::ServerNode, SimError> {
         self.servers
             .node_mut(n as usize)
             .ok_or_else(|| SimError::InvalidSchedule(format!("server {n} missing from the pool")))
     }
+}
+
+/// Records a step of the schedule, applied at `now`, naming its target as
+/// `actors` and `nodes` are named.
+fn record_step(
+    history: &History,
+    actors: &[ActorEntry],
+    nodes: &[String],
+    action: &crate::nemesis::Action,
+    now: Millis,
+) {
+    let fault = action.fault;
+    let step = crate::history::NemesisStep {
+        kind: fault.kind,
+        target: named(actors, nodes, fault.target),
+        undo: action.undo,
+        duration: fault.duration,
+    };
+    history.fault_at(now.max(action.time), crate::history::FaultRecord::Nemesis(step));
+}
+
+/// `target` by the names the history uses, for `actors` and `nodes`.
+fn named(actors: &[ActorEntry], nodes: &[String], target: Target) -> NamedTarget {
+    match target {
+        Target::Client(c) => NamedTarget::Client(actors[c as usize].name.clone()),
+        Target::Node(n) => NamedTarget::Node(nodes[n as usize].clone()),
+        Target::Link { client, node } => {
+            NamedTarget::Link { client: actors[client as usize].name.clone(), node: nodes[node as usize].clone() }
+        }
+    }
+}
+
+/// The keys each of the first `nodes` servers holds now. A server that
+/// cannot list them (`BUSY` in a script that never ends) has answered with
+/// an error: that is the finding, not a set-up failure, so it goes into
+/// `history` for unexpected-errors.
+fn keys_at_end(servers: &Servers, history: &History, nodes: usize) -> Vec<Vec<crate::servers::KeyAtEnd>> {
+    (0..nodes)
+        .map(|i| match servers.node(i).map(|n| n.keys()) {
+            Some(Ok(keys)) => keys,
+            Some(Err(e)) => {
+                history.observe("harness", Op::ErrorReply { message: format!("at the end of the run, {e}") });
+                Vec::new()
+            }
+            None => Vec::new(),
+        })
+        .collect()
 }

@@ -12,6 +12,7 @@ mod determinism;
 mod experiment;
 mod interrupt;
 mod jobs;
+mod live;
 mod modules;
 mod pictures;
 mod plan;

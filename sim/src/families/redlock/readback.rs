@@ -125,7 +125,12 @@ async fn redlock_read_back(
     // Under a fault the probe's acquire may be refused: nothing to read.
     if let Ok(Acquisition::Held(lease)) = rl.acquire("validation").await {
         let want = OwnerSource::seeded(owners).next_owner(OWNER_BYTES);
-        actor.configured(
+        let remaining = lease.remaining();
+        let expected = lease.validity().saturating_sub(lease.acquired_at().elapsed());
+        // Two readings of the clock, the library's then the probe's: one
+        // instant in the simulation, a few microseconds apart live.
+        let apart = remaining.saturating_sub(expected).max(expected.saturating_sub(remaining));
+        actor.configured_reading(
             "RedlockLease (validation)",
             &[
                 ("owner", lease.owner().as_str().to_string(), want.as_str().to_string()),
@@ -133,12 +138,10 @@ async fn redlock_read_back(
                 ("key", lease.key().to_string(), rl.key("validation")?),
                 ("is_trusted", lease.is_trusted().to_string(), true.to_string()),
                 // The validity less what has passed since T2.
-                (
-                    "remaining",
-                    format!("{:?}", lease.remaining()),
-                    format!("{:?}", lease.validity().saturating_sub(lease.acquired_at().elapsed())),
-                ),
+                ("remaining", format!("{remaining:?}"), format!("{expected:?}")),
             ],
+            &["remaining"],
+            apart,
         );
         rl.release(&lease).await;
         // From `valid_until` on (at it exactly, unless the actor was paused

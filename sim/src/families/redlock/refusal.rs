@@ -134,12 +134,16 @@ pub(crate) async fn refused_extend(
     let began = Instant::now();
     let Extension::Refused(_) = r.extend(&mut lease).await else { return Ok(()) };
     let until = if lease.valid_until() <= began { "no later than the extend began" } else { "after the extend began" };
-    actor.configured(
+    // The library ends the lease at its own reading of the clock, made
+    // after `began` (at the same instant, in the simulation).
+    actor.configured_reading(
         "Redlock extend refused (its key overwritten on a majority of masters)",
         &[
             ("RedlockLease::valid_until afterwards", until.into(), "no later than the extend began".into()),
             ("RedlockLease::is_trusted() afterwards", lease.is_trusted().to_string(), "false".into()),
         ],
+        &["RedlockLease::valid_until afterwards"],
+        lease.valid_until().saturating_duration_since(began),
     );
     Ok(())
 }

@@ -7,6 +7,7 @@ pub(crate) mod liveness;
 pub(crate) mod self_fencing;
 pub(crate) mod terms;
 pub(crate) mod views;
+mod why;
 
 /// Histories the checks' tests build.
 #[cfg(test)]

@@ -126,7 +126,10 @@ impl<'a> Job<'a> {
             // The lease runs from when the script ran, by the server's clock.
             if let (Some(until), Some(ran)) = (k.lease_until, k.ran) {
                 if until != ran + lease_ms {
-                    out.push(wrong(k.returned, format!("{id}: {}'s claim ran at {ran}ms (server clock) with a {lease_ms}ms lease, but its lease ends at {until}ms", k.process)));
+                    // Live, `ran` is the proxy's reading of the server's
+                    // clock as the reply passed it: weighed by the miss.
+                    let why = format!("{id}: {}'s claim ran at {ran}ms (server clock) with a {lease_ms}ms lease, but its lease ends at {until}ms", k.process);
+                    out.push(wrong(k.returned, why).missed_by_ms(until.abs_diff(ran + lease_ms)));
                 }
             }
         }
@@ -185,7 +188,8 @@ impl<'a> Job<'a> {
                     if let (Some(until), Some(ran)) = (d.lease_until, x.ran) {
                         let lease_ms = x.args.lease_ms.unwrap_or(lease_ms);
                         if until != ran + lease_ms {
-                            out.push(wrong(t, format!("{id}: {}'s extension ran at {ran}ms (server clock) for {lease_ms}ms, but the lease ends at {until}ms", x.process)));
+                            let why = format!("{id}: {}'s extension ran at {ran}ms (server clock) for {lease_ms}ms, but the lease ends at {until}ms", x.process);
+                            out.push(wrong(t, why).missed_by_ms(until.abs_diff(ran + lease_ms)));
                         }
                     }
                     if let Some(newer) =

@@ -183,11 +183,15 @@ fn pair_calls<'a>(
                 shown.extend(p.shows);
             }
             if p.got != p.expected {
-                out.push(Violation::new(
+                let v = Violation::new(
                     JOB_QUEUE,
                     Some(e.time),
                     format!("probe `{}`: expected {}, got {}", p.case, p.expected, p.got),
-                ));
+                );
+                out.push(match p.missed_by {
+                    Some(by) => v.missed_by(by),
+                    None => v,
+                });
             } else if p.before != p.after {
                 out.push(Violation::new(
                     JOB_QUEUE,

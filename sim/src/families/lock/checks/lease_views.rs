@@ -80,7 +80,8 @@ pub(crate) fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
                         "{}: the extend of {name} (token {token}) sent at {sent}ms for {ttl_ms}ms failed, and the lease reports a local deadline of {d}ms; the key may now expire {ttl_ms}ms after the send, so it is {expected}ms",
                         e.process
                     ),
-                ));
+                )
+                .missed_by_ms(d.abs_diff(expected)));
             }
             setters.push((prev_sent, prev_ttl, deadline_ns, e.time));
             continue;
@@ -96,7 +97,8 @@ pub(crate) fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
                         "{}: the {what} of {name} (token {token}) sent at {sent}ms for {ttl_ms}ms reports a local deadline of {d}ms; measured from the send it is {expected}ms",
                         e.process
                     ),
-                ));
+                )
+                .missed_by_ms(d.abs_diff(expected)));
             }
             let names = leases.entry((e.process.as_str(), token)).or_default();
             let i = match names.iter().position(|(n, _)| n == name) {
@@ -109,59 +111,80 @@ pub(crate) fn check(events: &[Event], allowance: Allowance) -> Vec<Violation> {
             names[i].1.push((sent, ttl_ms, deadline_ns, e.time));
             continue;
         }
-        let LockOp::LeaseView { name, key, token, ttl_ms, sent_ms, deadline_ms, trusted } = op else { continue };
-        // The lease of the name it reports, or else any of that token (its
-        // name is then wrong).
-        let granted = leases.get(&(e.process.as_str(), *token));
-        let Some((granted_name, setters)) =
-            granted.and_then(|g| g.iter().find(|(n, _)| n == name).or_else(|| g.first()))
-        else {
-            out.push(Violation::new(
-                LEASE_VIEWS,
-                Some(e.time),
-                format!(
-                    "{}: a lease with token {token} that was never granted to it reports itself at {}ms",
-                    e.process, e.time
-                ),
-            ));
-            continue;
-        };
-        let Some(&(sent, ttl, deadline_ns, _)) = setters.iter().rev().find(|s| s.3 <= e.time) else { continue };
-        let expected_trusted = u128::from(e.time) * 1_000_000 < deadline_ns;
-        let documented_key = crate::checker::lock_key(granted_name);
-        let mut wrong = Vec::new();
-        if name != granted_name {
-            wrong.push(format!("name {name:?} (granted for {granted_name:?})"));
-        }
-        if *key != documented_key {
-            wrong.push(format!("key {key:?} (documented: {documented_key:?})"));
-        }
-        if *ttl_ms != ttl {
-            wrong.push(format!("ttl {ttl_ms}ms (set to {ttl}ms)"));
-        }
-        if *sent_ms != sent {
-            wrong.push(format!("sent at {sent_ms}ms (sent at {sent}ms)"));
-        }
-        if *deadline_ms != (deadline_ns / 1_000_000) as Millis {
-            wrong.push(format!("deadline {deadline_ms}ms (set to {}ms)", deadline_ns / 1_000_000));
-        }
-        if *trusted != expected_trusted {
-            wrong.push(format!(
-                "is_trusted() = {trusted} at {}ms with its deadline at {}.{:06}ms",
-                e.time,
-                deadline_ns / 1_000_000,
-                deadline_ns % 1_000_000
-            ));
-        }
-        if !wrong.is_empty() {
-            out.push(Violation::new(
-                LEASE_VIEWS,
-                Some(e.time),
-                format!("{}: lease {token} of {granted_name} reports {}", e.process, wrong.join(", ")),
-            ));
-        }
+        out.extend(judge_view(e, op, &leases));
     }
     out
+}
+
+/// What is wrong with a `LeaseView` event `e` (its op `op`), judged against
+/// the leases its process was granted.
+fn judge_view(e: &Event, op: &LockOp, leases: &BTreeMap<(&str, u64), Named>) -> Option<Violation> {
+    let LockOp::LeaseView { name, key, token, ttl_ms, sent_ms, deadline_ms, trusted } = op else { return None };
+    // The lease of the name it reports, or else any of that token (its
+    // name is then wrong).
+    let granted = leases.get(&(e.process.as_str(), *token));
+    let Some((granted_name, setters)) = granted.and_then(|g| g.iter().find(|(n, _)| n == name).or_else(|| g.first()))
+    else {
+        return Some(Violation::new(
+            LEASE_VIEWS,
+            Some(e.time),
+            format!(
+                "{}: a lease with token {token} that was never granted to it reports itself at {}ms",
+                e.process, e.time
+            ),
+        ));
+    };
+    let &(sent, ttl, deadline_ns, _) = setters.iter().rev().find(|s| s.3 <= e.time)?;
+    let expected_trusted = u128::from(e.time) * 1_000_000 < deadline_ns;
+    let documented_key = crate::checker::lock_key(granted_name);
+    let mut wrong = Vec::new();
+    // How far the instants it reports are from those it was granted
+    // (a live run's reading of the clock); `None` once anything else
+    // is wrong too.
+    let mut apart: Option<Millis> = Some(0);
+    if name != granted_name {
+        wrong.push(format!("name {name:?} (granted for {granted_name:?})"));
+    }
+    if *key != documented_key {
+        wrong.push(format!("key {key:?} (documented: {documented_key:?})"));
+    }
+    if *ttl_ms != ttl {
+        wrong.push(format!("ttl {ttl_ms}ms (set to {ttl}ms)"));
+    }
+    if !wrong.is_empty() {
+        apart = None;
+    }
+    let widen = |apart: Option<Millis>, by: Millis| apart.map(|a| a.max(by));
+    if *sent_ms != sent {
+        wrong.push(format!("sent at {sent_ms}ms (sent at {sent}ms)"));
+        apart = widen(apart, sent_ms.abs_diff(sent));
+    }
+    if *deadline_ms != (deadline_ns / 1_000_000) as Millis {
+        wrong.push(format!("deadline {deadline_ms}ms (set to {}ms)", deadline_ns / 1_000_000));
+        apart = widen(apart, deadline_ms.abs_diff((deadline_ns / 1_000_000) as Millis));
+    }
+    if *trusted != expected_trusted {
+        let off = (u128::from(e.time) * 1_000_000).abs_diff(deadline_ns).div_ceil(1_000_000);
+        apart = widen(apart, off as Millis);
+        wrong.push(format!(
+            "is_trusted() = {trusted} at {}ms with its deadline at {}.{:06}ms",
+            e.time,
+            deadline_ns / 1_000_000,
+            deadline_ns % 1_000_000
+        ));
+    }
+    if !wrong.is_empty() {
+        let v = Violation::new(
+            LEASE_VIEWS,
+            Some(e.time),
+            format!("{}: lease {token} of {granted_name} reports {}", e.process, wrong.join(", ")),
+        );
+        return Some(match apart {
+            Some(ms) => v.missed_by_ms(ms),
+            None => v,
+        });
+    }
+    None
 }
 
 #[cfg(test)]

@@ -348,9 +348,10 @@ async fn probe_lock(
     actor.observe(LockOp::StateProbe { planted, reply, after });
 }
 
-/// Simulated unix time in µs: what the bridge pins the server's clock to.
+/// Simulated unix time in µs: what the bridge pins the server's clock to
+/// (live, what the server's offset clock reads about now).
 fn unix_us() -> u64 {
-    turmoil::since_epoch().map_or(0, |d| d.as_micros() as u64)
+    turmoil::since_epoch().or_else(crate::live::since_epoch).map_or(0, |d| d.as_micros() as u64)
 }
 
 /// The keys `Lock` documents for `name` with its default prefix:

@@ -77,16 +77,21 @@ async fn trust_at_deadline(actor: &Actor, lock: &Lock<SimConnection>) -> Result<
     let Ok(Some(lease)) = lock.acquire(TRUST_NAME, Ttl::from_millis(ttl_ms)?).await else { return Ok(()) };
     let deadline = lease.local_deadline();
     if deadline > tokio::time::Instant::now() + Duration::from_millis(1) {
-        tokio::time::sleep_until(deadline - Duration::from_millis(1)).await;
+        let aim = deadline - Duration::from_millis(1);
+        tokio::time::sleep_until(aim).await;
         let before = lease.is_trusted();
+        // How late the read a millisecond before woke (live; 0 simulated).
+        let late = tokio::time::Instant::now().saturating_duration_since(aim);
         tokio::time::sleep_until(deadline).await;
         let at = lease.is_trusted();
-        actor.configured(
+        actor.configured_reading(
             "Lease read at its local deadline",
             &[
                 ("is_trusted() a millisecond before the deadline", before.to_string(), "true".into()),
                 ("is_trusted() at the deadline", at.to_string(), "false".into()),
             ],
+            &["is_trusted() a millisecond before the deadline"],
+            late,
         );
     }
     let _ = lock.release(&lease).await;
@@ -167,13 +172,18 @@ pub(crate) async fn probe(
             Some(after) => format!("{after:?} after the extend was sent"),
             None => format!("{:?} before the extend was sent", sent - at),
         };
-        actor.configured(
+        // The library reads the clock for its send a moment after the probe
+        // did (no time passes between them in the simulation).
+        let apart = held.sent_at().saturating_duration_since(sent).max(sent.saturating_duration_since(held.sent_at()));
+        actor.configured_reading(
             "Lock::extend asking a TTL other than the acquire's",
             &[
                 ("Lease::ttl afterwards", format!("{}ms", held.ttl().as_millis()), format!("{RESIZED_TTL_MS}ms")),
                 ("Lease::sent_at afterwards", relative(held.sent_at()), relative(sent)),
                 ("Lease::local_deadline afterwards", relative(held.local_deadline()), relative(deadline)),
             ],
+            &["Lease::sent_at afterwards", "Lease::local_deadline afterwards"],
+            apart,
         );
     }
     let stale_release = lock.release(&expired).await;

@@ -30,30 +30,23 @@ use crate::history::{Event, EventKind, Millis};
 pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
     let (ttl, drift) = (setup.ttl_ms, setup.drift_ms);
     let mut out = Vec::new();
-    let mut bad = |at: Millis, detail: String| {
+    // `missed`: by how much an instant missed its bound (see
+    // `Violation::missed_by`), for the checks of instants.
+    let mut bad = |at: Millis, detail: String, missed: Option<Millis>| {
         if out.len() < 5 {
-            out.push(Violation::new(REDLOCK_VALIDITY, Some(at), detail));
+            out.push(Violation::new(REDLOCK_VALIDITY, Some(at), detail).missed_by_ms_if(missed));
         }
     };
     // The latest valid_until of each lease (acquire op id).
     let mut until: BTreeMap<u64, Millis> = BTreeMap::new();
     for c in calls(events) {
-        let Some(r) = c.round else { continue };
-        let who = format!(
-            "{} {}",
-            c.process,
-            match c.kind {
-                CallKind::Acquire { retry: false } => "acquire",
-                CallKind::Acquire { retry: true } => "acquire_with_retry",
-                CallKind::Extend { .. } => "extend",
-                CallKind::Release { .. } => continue,
-            }
-        );
+        let (Some(r), Some(what)) = (c.round, verb(c.kind)) else { continue };
+        let who = format!("{} {what}", c.process);
         let span = format!("[{}ms, {}ms]", c.invoke, c.done);
         match (c.kind, c.outcome) {
             (_, EventKind::Ok) => {
                 let (Some(v), Some(u)) = (r.validity_ms, r.valid_until) else {
-                    bad(c.done, format!("{who} {span} granted without a validity"));
+                    bad(c.done, format!("{who} {span} granted without a validity"), None);
                     continue;
                 };
                 if let CallKind::Extend { lease } = c.kind {
@@ -61,7 +54,7 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                         if c.invoke >= prev {
                             bad(c.done, format!(
                                 "{who} {span} extended a lease whose validity had run out at {prev}ms: it must be refused, not trusted again"
-                            ));
+                            ), Some(c.invoke - prev));
                         }
                     }
                 }
@@ -70,7 +63,7 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                     CallKind::Acquire { retry: true } => match r.started_at {
                         Some(s) if s >= c.invoke && s <= c.done => s,
                         other => {
-                            bad(c.done, format!("{who} {span}: its lease starts at {other:?}, outside the call"));
+                            bad(c.done, format!("{who} {span}: its lease starts at {other:?}, outside the call"), None);
                             continue;
                         }
                     },
@@ -84,6 +77,7 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                     bad(
                         c.done,
                         format!("{who} {span} granted with no validity left (validity {v}ms, trusted until {u}ms)"),
+                        None,
                     );
                 }
                 if v + elapsed + drift > ttl {
@@ -93,6 +87,7 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                             "{who} {span}: validity {v}ms > TTL {ttl}ms − elapsed {elapsed}ms − drift {drift}ms = {}ms",
                             ttl as i64 - elapsed as i64 - drift as i64
                         ),
+                        None,
                     );
                 }
                 if u + drift > t1 + ttl {
@@ -102,6 +97,7 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                             "{who} {span}: trusted until {u}ms, after T1 {t1}ms + TTL {ttl}ms − drift {drift}ms = {}ms",
                             (t1 + ttl).saturating_sub(drift)
                         ),
+                        Some(u + drift - t1 - ttl),
                     );
                 }
                 let lease = match c.kind {
@@ -111,7 +107,11 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                 until.insert(lease, u);
             }
             (CallKind::Extend { .. }, EventKind::Fail) if r.trusted_after == Some(true) => {
-                bad(c.done, format!("{who} {span} was refused, yet the lease still says is_trusted() afterwards"));
+                bad(
+                    c.done,
+                    format!("{who} {span} was refused, yet the lease still says is_trusted() afterwards"),
+                    None,
+                );
             }
             (CallKind::Extend { .. }, EventKind::Fail) if r.valid_until.is_some_and(|u| u > c.invoke) => {
                 bad(
@@ -119,8 +119,7 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                     format!(
                         "{who} {span} was refused, yet the lease stays valid until {}ms, after the extend began (another client may hold it from the cleanup on)",
                         r.valid_until.unwrap_or_default()
-                    ),
-                );
+                    ), None);
             }
             (_, EventKind::Fail) => match r.refusal.as_deref() {
                 Some("too-slow") => {
@@ -129,7 +128,7 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                         bad(c.done, format!(
                             "{who} {span} refused as too slow with elapsed {e}ms (the call took {}ms): TTL {ttl}ms − elapsed − drift {drift}ms leaves validity",
                             c.elapsed()
-                        ));
+                        ), None);
                     }
                 }
                 Some("expired") => {
@@ -138,6 +137,7 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
                             Some(&prev) if c.invoke < prev => bad(
                                 c.done,
                                 format!("{who} {span} refused as expired although the lease was valid until {prev}ms"),
+                                None,
                             ),
                             _ => {}
                         }
@@ -149,6 +149,17 @@ pub(crate) fn check(events: &[Event], setup: &RedlockSetup) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// A judged call's name in the violations; `None` for a release (not
+/// judged here).
+fn verb(kind: CallKind) -> Option<&'static str> {
+    match kind {
+        CallKind::Acquire { retry: false } => Some("acquire"),
+        CallKind::Acquire { retry: true } => Some("acquire_with_retry"),
+        CallKind::Extend { .. } => Some("extend"),
+        CallKind::Release { .. } => None,
+    }
 }
 
 #[cfg(test)]

@@ -162,7 +162,8 @@ pub(super) fn gave_up_at_the_deadline(
                     g.process,
                     at - d
                 ),
-            ));
+            )
+            .missed_by_ms(at - d - 1));
         }
     }
 }

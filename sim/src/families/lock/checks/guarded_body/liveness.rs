@@ -40,7 +40,8 @@ pub(super) fn returned_after_the_body(v: &Views<'_>, g: &Guarded<'_, '_>, out: &
                 done.time,
                 done.time - end
             ),
-        ));
+        )
+        .missed_by_ms(done.time - end - every));
     }
 }
 

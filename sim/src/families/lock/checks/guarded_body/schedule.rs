@@ -89,7 +89,8 @@ fn late_extension(
                     "{} (token {}): its keep-alive sent a request on {key} at {}ms; the previous one was sent at {}ms and answered by {}ms, so with an interval of {}ms the next was due by {}ms (an interval counts from the send)",
                     l.process, l.token, sent(b), sent(a), a.sim_ms, l.every, due(a)
                 ),
-            ));
+            )
+            .missed_by_ms(sent(b) - due(a)));
         }
     }
     let last = requests.last()?;
@@ -102,5 +103,6 @@ fn late_extension(
                 l.process, l.token, l.end, sent(last), last.sim_ms, l.every, due(last)
             ),
         )
+        .missed_by_ms(l.end - due(last))
     })
 }

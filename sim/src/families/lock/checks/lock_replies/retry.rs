@@ -5,6 +5,7 @@
 use super::model::{Call, Model};
 use super::{report, Reply};
 use crate::checker::Violation;
+use crate::families::lock::invariants::LOCK_REPLIES;
 use crate::families::lock::op::LockOp;
 use crate::history::{Event, EventKind, Millis, Op};
 
@@ -151,13 +152,14 @@ fn slept_within_its_backoff(
         let cap = base.saturating_mul(1u64 << n.min(16)).min(max);
         let (ended, next) = (pair[0].done_at(), pair[1].invoked);
         if next > ended + cap + 1 && !frozen(events, c.process, ended, next) {
-            report(out, done, format!(
+            let detail = format!(
                 "{}: Retry::run slept {}ms between its attempts {} and {} on {name} ({ended}ms to {next}ms), more than its cap of {cap}ms (base {base}ms doubled per attempt, at most {max}ms)",
                 c.process,
                 next - ended,
                 n + 1,
                 n + 2
-            ));
+            );
+            out.push(Violation::new(LOCK_REPLIES, Some(done), detail).missed_by_ms(next - ended - cap - 1));
             break;
         }
     }

@@ -148,9 +148,13 @@ pub(super) struct Key {
 pub(crate) fn check(events: &[Event], executions: &[Execution], config: Config) -> ExactWindows {
     let mut report = ExactWindows::default();
     for (name, mut k) in read_keys(events, config) {
-        if let Some((at, why)) = wrong_clock(&k, executions, config) {
+        if let Some((at, why, missed)) = wrong_clock(&k, executions, config) {
             report.decisions += k.decided.len() as u64;
-            report.violations.push(Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}")));
+            let v = Violation::new(RATE_LIMIT_EXACT, Some(at), format!("{name}: {why}"));
+            report.violations.push(match missed {
+                Some(ms) => v.missed_by_ms(ms),
+                None => v,
+            });
             continue;
         }
         match replay(&k, config) {
@@ -235,8 +239,10 @@ fn read_keys(events: &[Event], config: Config) -> BTreeMap<String, Key> {
 
 /// The first decision of `k` that misreports its instant: a pinned instant
 /// other than the one given, or a server clock none of its caller's
-/// scripts ran under between its invoke and reply.
-fn wrong_clock(k: &Key, executions: &[Execution], config: Config) -> Option<(Millis, String)> {
+/// scripts ran under between its invoke and reply; with, for the second, by
+/// how much the nearest script's clock missed it (a live run's execution
+/// log reads the server's clock where the reply passes its proxy).
+fn wrong_clock(k: &Key, executions: &[Execution], config: Config) -> Option<(Millis, String, Option<Millis>)> {
     // A decision that read the server's clock (no pinned instant) must
     // report the clock one of its caller's scripts ran under between
     // its invoke and reply. A script that derives `now` wrongly from
@@ -250,18 +256,18 @@ fn wrong_clock(k: &Key, executions: &[Execution], config: Config) -> Option<(Mil
         *claims.entry((d.process.as_str(), d.t)).or_default() += 1;
     }
     let over = claims.iter().find_map(|(&(process, t), &n)| {
-        let ran = executions
-            .iter()
-            .filter(|x| *x.client == *process && x.command.starts_with("EVAL") && x.server_unix_ms.saturating_sub(config.epoch_ms) == t)
-            .count() as u64;
+        let scripts = || executions.iter().filter(|x| *x.client == *process && x.command.starts_with("EVAL"));
+        let clock = |x: &Execution| x.server_unix_ms.saturating_sub(config.epoch_ms);
+        let ran = scripts().filter(|x| clock(x) == t).count() as u64;
+        let nearest = scripts().map(|x| clock(x).abs_diff(t)).filter(|&d| d > 0).min();
         (ran < n).then(|| {
-            (t, format!("{n} decisions of {process} report the server's clock at {t}ms, but only {ran} of its scripts executed then"))
+            (t, format!("{n} decisions of {process} report the server's clock at {t}ms, but only {ran} of its scripts executed then"), nearest)
         })
     });
     // A `check_at` decides at the instant it was given, nothing else.
     let pinned_wrong = k.decided.iter().find_map(|d| {
         let p = d.pinned_at?;
-        (d.t != p).then(|| (d.t, format!("{}: check_at was given {p}ms but decided at {}ms", describe(d), d.t)))
+        (d.t != p).then(|| (d.t, format!("{}: check_at was given {p}ms but decided at {}ms", describe(d), d.t), None))
     });
     pinned_wrong.or(over).or_else(|| k.decided.iter().filter(|d| !d.pinned).find_map(|d| {
         let mut ran = executions
@@ -271,6 +277,7 @@ fn wrong_clock(k: &Key, executions: &[Execution], config: Config) -> Option<(Mil
         if ran.clone().any(|t| t == d.t) {
             return None;
         }
+        let nearest = ran.clone().map(|t| t.abs_diff(d.t)).min();
         let clocks: Vec<String> = ran.by_ref().take(4).map(|t| format!("{t}ms")).collect();
         Some((d.t, format!(
             "{}: it reports the server's clock at {}ms, but the scripts {} ran between its invoke and reply executed at [{}]",
@@ -278,7 +285,7 @@ fn wrong_clock(k: &Key, executions: &[Execution], config: Config) -> Option<(Mil
             d.t,
             d.process,
             clocks.join(", ")
-        )))
+        ), nearest))
     }))
 }
 
