@@ -1,4 +1,5 @@
-//! The `rp-sim` command line: `scenarios`, `explore`, `replay`, `report`.
+//! The `rp-sim` command line: `scenarios`, `explore`, `replay`, `live`,
+//! `report`, `mutants`, `merge`, `check`.
 //!
 //! Exit status is part of the interface, so scripts and CI can rely on it:
 //! 0 = no invariant violated, 1 = at least one violated, 2 = usage or
@@ -165,7 +166,7 @@ pub enum Command {
     /// Exit status: 0 no violation, 1 a violation, 2 usage or set-up error,
     /// 130 interrupted (servers killed first).
     #[command(
-        after_help = "Example:\n  rp-sim live --scenario lock --runs 20\n  rp-sim live --scenario lock-naive --runs 5 --fail-fast"
+        after_help = "Example:\n  rp-sim live --scenario lock --runs 20\n  rp-sim live --scenario lock-naive --runs 5 --fail-fast\n  rp-sim live --agreement reports/live.md --runs 20          # every scenario, both tiers"
     )]
     Live(LiveArgs),
     /// Run the standard scenario set and write a Markdown + JSON report.

@@ -66,3 +66,42 @@ fn ctrl_c_kills_every_server_and_exits_130() {
     }
     println!("SIGINT: rp-sim exited 130; {} redis-server processes gone", servers.len());
 }
+
+#[test]
+fn ctrl_c_in_a_live_run_kills_every_server_and_exits_130() {
+    // counter-loss restarts its server mid-run: live, a killed process and
+    // a new one, started by the run's operator thread. Every server seen
+    // while it runs must be gone after Ctrl-C, the restarted ones too.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rp-sim"))
+        .args(["live", "--scenario", "counter-loss", "--runs", "100"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rp-sim starts");
+    let pid = child.id();
+    let started = Instant::now();
+    let mut seen: Vec<u32> = Vec::new();
+    // Two runs' worth of wall time (one run takes about 3.5 s): long
+    // enough to see a restart, whatever the machine's load.
+    while started.elapsed() < Duration::from_secs(8) {
+        for s in redis_children(pid) {
+            if !seen.contains(&s) {
+                seen.push(s);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(seen.len() >= 2, "rp-sim live did not restart its server: {seen:?}");
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let status = child.wait().expect("rp-sim exits");
+    assert_eq!(status.code(), Some(130), "exit status {status:?}");
+    for s in &seen {
+        let proc_dir = format!("/proc/{s}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Path::new(&proc_dir).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!Path::new(&proc_dir).exists(), "redis-server {s} survived Ctrl-C");
+    }
+}
