@@ -13,18 +13,7 @@ use redis_primitives_sim::{
     DEFAULT_EPOCH_UNIX_MS,
 };
 
-type Log = Arc<Mutex<Vec<String>>>;
-
-fn log(l: &Log, s: impl Into<String>) {
-    l.lock().unwrap().push(s.into());
-}
-
-async fn sleep_until_ms(actor: &Actor, t: u64) {
-    let now = actor.now();
-    if t > now {
-        tokio::time::sleep(Duration::from_millis(t - now)).await;
-    }
-}
+use crate::support::{log, sleep_until_ms, Log};
 
 fn config(seed: u64) -> WorldConfig {
     WorldConfig::new(seed).latency(Duration::from_millis(2), Duration::from_millis(2))

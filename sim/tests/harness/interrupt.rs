@@ -51,19 +51,7 @@ fn ctrl_c_kills_every_server_and_exits_130() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(servers.len() >= 10, "rp-sim did not start both jobs' servers: {servers:?}");
-    // SAFETY: kill(2) on our own child.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
-    let status = child.wait().expect("rp-sim exits");
-    assert_eq!(status.code(), Some(130), "exit status {status:?}");
-    for s in &servers {
-        let proc_dir = format!("/proc/{s}");
-        // Reaped by rp-sim's handler; allow a moment for the kernel.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Path::new(&proc_dir).exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(!Path::new(&proc_dir).exists(), "redis-server {s} survived Ctrl-C");
-    }
+    interrupt_and_expect_gone(&mut child, &servers);
     println!("SIGINT: rp-sim exited 130; {} redis-server processes gone", servers.len());
 }
 
@@ -92,12 +80,19 @@ fn ctrl_c_in_a_live_run_kills_every_server_and_exits_130() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(seen.len() >= 2, "rp-sim live did not restart its server: {seen:?}");
+    interrupt_and_expect_gone(&mut child, &seen);
+}
+
+/// Sends SIGINT to `child` (an rp-sim), expects exit status 130, and every
+/// one of `servers` killed and reaped, not orphaned.
+fn interrupt_and_expect_gone(child: &mut std::process::Child, servers: &[u32]) {
     // SAFETY: kill(2) on our own child.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().expect("rp-sim exits");
     assert_eq!(status.code(), Some(130), "exit status {status:?}");
-    for s in &seen {
+    for s in servers {
         let proc_dir = format!("/proc/{s}");
+        // Reaped by rp-sim's handler; allow a moment for the kernel.
         let deadline = Instant::now() + Duration::from_secs(5);
         while Path::new(&proc_dir).exists() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));

@@ -19,4 +19,5 @@ mod plan;
 mod replication;
 mod scenarios;
 mod shard;
+mod support;
 mod textbook_lock;

@@ -6,20 +6,11 @@
 //! instant, which the seed decides: the bridge waits for the replicas'
 //! acknowledgement after every command while the link is up.
 
-use std::sync::{Arc, Mutex};
-
 use core::time::Duration;
 use redis::AsyncCommands;
-use redis_primitives_sim::{Actor, Fault, FaultKind, Schedule, Servers, Target, World, WorldConfig};
+use redis_primitives_sim::{Fault, FaultKind, Schedule, Servers, Target, World, WorldConfig};
 
-type Log = Arc<Mutex<Vec<String>>>;
-
-async fn sleep_until_ms(actor: &Actor, t: u64) {
-    let now = actor.now();
-    if t > now {
-        tokio::time::sleep(Duration::from_millis(t - now)).await;
-    }
-}
+use crate::support::{sleep_until_ms, Log};
 
 fn config(seed: u64) -> WorldConfig {
     WorldConfig::new(seed).latency(Duration::from_millis(2), Duration::from_millis(2)).replicas(0, 1)
