@@ -63,6 +63,11 @@
 //! redis_primitives_sim::check(&trial, 50);
 //! ```
 //!
+//! The same trial runs in real time too: [`explore_with`] on a pool from
+//! [`Servers::live`] runs its world on a real runtime, against the servers
+//! on their real clocks, with the faults made for real (the live tier,
+//! `docs/guide/live.md`; `rp-sim live` for the registered scenarios).
+//!
 //! ## Rules for code under test
 //!
 //! A seed gives one history only if the code under test takes everything

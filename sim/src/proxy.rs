@@ -41,6 +41,9 @@ use tokio::time::Instant;
 
 use crate::bridge::{next_request, BridgeNode, Phase};
 
+/// The rate of turmoil's latency distribution (`Exp(5)`, its default).
+const TURMOIL_LATENCY_LAMBDA: f64 = 5.0;
+
 /// The faults on one client's link to this node, both ways.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct LinkState {
@@ -137,7 +140,11 @@ impl LiveBridge {
     /// Accepts connections until the run ends (the task is dropped then).
     pub(crate) async fn serve(self: Arc<Self>, listener: TcpListener) {
         loop {
-            let Ok((stream, peer)) = listener.accept().await else { continue };
+            let Ok((stream, peer)) = listener.accept().await else {
+                // Out of descriptors, say: try again shortly, not in a spin.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                continue;
+            };
             if self.down.load(Ordering::Acquire) {
                 drop(stream);
                 continue;
@@ -168,7 +175,10 @@ impl LiveBridge {
         up.and(back)
     }
 
-    /// The link latency one frame takes now, with `link`'s faults.
+    /// The link latency one frame takes now, with `link`'s faults: a
+    /// latency fault's exactly, else drawn as turmoil draws a message's
+    /// (0.7: `min + ⌊(max − min) in ms × Exp(5)⌋` ms, at most `max`; a mean
+    /// of a fifth of the range), so that both tiers model the same links.
     fn latency(&self, link: LinkState) -> Duration {
         if let Some(l) = link.latency {
             return l;
@@ -177,8 +187,11 @@ impl LiveBridge {
         if max <= min {
             return min;
         }
-        let ns = locked(&self.rng).random_range(min.as_nanos() as u64..=max.as_nanos() as u64);
-        Duration::from_nanos(ns)
+        // Exp(λ) by inversion: −ln(U) / λ, U in (0, 1].
+        let u: f64 = 1.0 - locked(&self.rng).random::<f64>();
+        let mult = -u.ln() / TURMOIL_LATENCY_LAMBDA;
+        let range_ms = (max - min).as_millis() as f64;
+        min.saturating_add(Duration::from_millis((range_ms * mult) as u64)).min(max)
     }
 
     /// Waits while `host`'s link is held; its state after.
@@ -210,6 +223,10 @@ impl LiveBridge {
         // says who it is once its connect has returned, before it sends.
         let mut names: Option<(Arc<str>, Arc<str>)> = None;
         let mut last = Instant::now();
+        // When the bytes in `inbox` came off the socket: a frame arrived
+        // then, not when the exchange before it let the loop look at it
+        // (pipelined requests would otherwise each wait a latency more).
+        let mut read_at = Instant::now();
         loop {
             while let Some(len) = next_request(&inbox)? {
                 let request: Vec<u8> = inbox.drain(..len).collect();
@@ -220,10 +237,9 @@ impl LiveBridge {
                         (host, client)
                     })
                     .clone();
-                let arrived = Instant::now();
                 let link = self.unheld(&host).await;
                 // A frame never overtakes the one before it.
-                last = last.max(arrived + self.latency(link));
+                last = last.max(read_at + self.latency(link));
                 tokio::time::sleep_until(last).await;
                 if self.link(&host).to_server_cut {
                     continue;
@@ -259,6 +275,7 @@ impl LiveBridge {
             if n == 0 {
                 return Ok(());
             }
+            read_at = Instant::now();
             inbox.extend_from_slice(&chunk[..n]);
         }
     }

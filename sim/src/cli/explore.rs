@@ -146,7 +146,18 @@ pub(super) fn print_exploration(ex: &crate::exploration::Exploration, scenario: 
         for s in ex.violating.iter().take(SHOWN) {
             println!("VIOLATION  seed {}", s.seed);
             for v in &s.violations {
-                println!("  [{}] {}", v.invariant, v.detail);
+                // Live, how far an instant missed its bound is weighed
+                // against the run's jitter: say it (the simulation's runs
+                // have no jitter, and their output stays as it was).
+                match (ex.jitter, v.missed_by) {
+                    (Some(_), Some(by)) => println!(
+                        "  [{}] {} (missed its bound by {:.1} ms)",
+                        v.invariant,
+                        v.detail,
+                        by.as_secs_f64() * 1000.0
+                    ),
+                    _ => println!("  [{}] {}", v.invariant, v.detail),
+                }
             }
             println!("  replay: {}", s.replay);
             if s.schedule.is_empty() {

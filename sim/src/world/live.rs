@@ -102,6 +102,10 @@ impl World<'_> {
             .build()
             .map_err(|e| failed(format!("cannot start the live runtime: {e}")))?;
         let started = std::time::Instant::now();
+        // The run's clock and the servers' offset are read back to back: a
+        // server then reads the epoch plus the run's time (to the clock
+        // library's millisecond), as the execution log reckons it.
+        let run = crate::live::Run::start(self.config.epoch_unix_ms);
         let base_offset_ms = self.config.epoch_unix_ms as i64 - unix_now_ms();
         for i in 0..engine.bridges.len() {
             if let Some(node) = self.servers.node(i) {
@@ -136,7 +140,6 @@ impl World<'_> {
             });
             let operator = Operator { jobs, seed };
             let local = tokio::task::LocalSet::new();
-            let run = crate::live::Run::start(stage.config.epoch_unix_ms);
             let driven = local.block_on(&runtime, drive(&stage, engine, &operator, &run, base_offset_ms));
             let elapsed = crate::live::elapsed().unwrap_or_default();
             drop(run);
